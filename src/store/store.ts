@@ -1,0 +1,260 @@
+import type { JobStatus } from '../jobs/states.js';
+
+/**
+ * The store: every piece of durable state, behind one interface with one backend per database
+ * (SQLite now, PostgreSQL later). SQL lives only under src/store/.
+ *
+ * Rules every backend follows (the conformance suite in test/conformance checks them):
+ * - Times are epoch milliseconds and every time-dependent call takes `now` from the caller,
+ *   so tests can move the clock.
+ * - A state change happens only from the states named in its doc comment; a call that finds
+ *   the job elsewhere changes nothing and says so in its return value (never throws).
+ * - JSON documents (input, output, endpoint worker settings) cross this interface as JSON
+ *   text, so the hot path never parses and re-serialises them.
+ * - Writes resolve once they are durable (committed). Backends may group the writes of one
+ *   event-loop turn into one transaction.
+ */
+export interface Store {
+  readonly kind: 'sqlite' | 'postgres';
+
+  /** Applies pending migrations; refuses a database whose schema is newer than this code. */
+  migrate(): Promise<void>;
+  /** Commits what is pending and closes. A second call does nothing. */
+  close(): Promise<void>;
+
+  // ---- jobs -------------------------------------------------------------------------------
+
+  insertJob(job: NewJob): Promise<void>;
+  getJob(id: string): Promise<JobRecord | undefined>;
+
+  /**
+   * IN_QUEUE → IN_PROGRESS for up to `limit` jobs of the endpoint whose queue deadline has not
+   * passed, oldest `queuedAt` first (insertion order breaks ties). Sets workerId, startedAt=now,
+   * attempts+1, deadlineAt = now + executionTimeoutMs, clears output/error.
+   * Returns the claimed jobs in queue order.
+   */
+  claimJobs(args: { endpointId: string; workerId: string; limit: number; now: number }): Promise<JobRecord[]>;
+
+  /**
+   * IN_PROGRESS (held by `workerId`) → COMPLETED or FAILED. Sets outputJson / error,
+   * finishedAt=now, expiresAt = now + retentionMs, deadlineAt=null, and webhookNextAt=now
+   * when the job has a webhook. Returns the updated job, or undefined when the job is not
+   * IN_PROGRESS under that worker (the caller reads the job to tell why).
+   */
+  finishJob(args: {
+    id: string;
+    workerId: string;
+    status: 'COMPLETED' | 'FAILED';
+    outputJson: string | null;
+    error: string | null;
+    now: number;
+  }): Promise<JobRecord | undefined>;
+
+  /** Sets the progress output of an IN_PROGRESS job held by `workerId`. False when not held. */
+  setProgress(args: { id: string; workerId: string; outputJson: string }): Promise<boolean>;
+
+  /**
+   * IN_QUEUE or IN_PROGRESS → CANCELLED (finishedAt, expiresAt, webhook as finishJob).
+   * workerId is kept so the worker can be told to stop. Undefined when not live.
+   */
+  cancelJob(args: { id: string; now: number }): Promise<JobRecord | undefined>;
+
+  /** Every IN_QUEUE job of the endpoint → CANCELLED. Running jobs are untouched. Returns the ids. */
+  purgeQueue(args: { endpointId: string; now: number }): Promise<string[]>;
+
+  /**
+   * FAILED or TIMED_OUT, not yet expired (expiresAt > now) → IN_QUEUE with the same id and input:
+   * output, error, workerId, startedAt, finishedAt, expiresAt, webhook state cleared;
+   * attempts=0, retries+1, queuedAt=now, deadlineAt=now+ttlMs; its stream chunks deleted.
+   */
+  retryJob(args: { id: string; now: number }): Promise<JobRecord | undefined>;
+
+  /** IN_PROGRESS past deadlineAt → TIMED_OUT with error 'execution timeout exceeded'. Up to `limit`. */
+  timeOutRunning(args: { now: number; limit: number }): Promise<JobRecord[]>;
+
+  /** IN_QUEUE past deadlineAt (queuedAt + ttlMs) → TIMED_OUT with error 'ttl expired in queue'. */
+  expireQueued(args: { now: number; limit: number }): Promise<JobRecord[]>;
+
+  /**
+   * The IN_PROGRESS jobs of the given workers: each goes back to IN_QUEUE (queuedAt=now,
+   * deadlineAt=now+ttlMs, workerId/startedAt cleared) while attempts < maxAttempts, otherwise
+   * → FAILED with error 'worker lost'.
+   */
+  releaseWorkerJobs(args: { workerIds: string[]; now: number }): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }>;
+
+  /**
+   * Deletes up to `limit` terminal jobs with expiresAt <= now and no webhook delivery pending,
+   * with their stream chunks. Returns how many were deleted.
+   */
+  deleteExpired(args: { now: number; limit: number }): Promise<number>;
+
+  /**
+   * Shortens a job's retention to `ttlMs` (never lengthens it): retentionMs = min(retentionMs, ttlMs);
+   * a finished job's expiresAt = min(expiresAt, finishedAt + ttlMs).
+   */
+  shortenRetention(args: { id: string; ttlMs: number }): Promise<void>;
+
+  /** Appends chunks to the stream of an IN_PROGRESS job held by `workerId`. False when not held. */
+  appendStream(args: { id: string; workerId: string; chunks: string[] }): Promise<boolean>;
+
+  /** Removes and returns the buffered stream chunks of a job, oldest first. */
+  drainStream(id: string): Promise<string[]>;
+
+  /** Job counts of one endpoint for /health (retained jobs only). */
+  countJobs(endpointId: string): Promise<JobCounts>;
+
+  /** Most recent jobs of an endpoint, newest first. */
+  listJobs(args: { endpointId: string; limit: number }): Promise<JobRecord[]>;
+
+  /** Status and holder of the given jobs (ids that no longer exist are left out). */
+  jobStates(ids: string[]): Promise<{ id: string; status: JobStatus; workerId: string | null }[]>;
+
+  /** Terminal jobs whose webhook delivery is due (webhookNextAt <= now), oldest first. */
+  dueWebhooks(args: { now: number; limit: number }): Promise<JobRecord[]>;
+
+  /** Records a delivery attempt: nextAt null means done (delivered or given up). */
+  markWebhook(args: { id: string; attempts: number; nextAt: number | null }): Promise<void>;
+
+  // ---- workers ----------------------------------------------------------------------------
+
+  /** Creates or refreshes a worker's liveness row (lastSeenAt=now). */
+  touchWorker(args: {
+    id: string;
+    endpointId: string;
+    now: number;
+    healthy?: boolean;
+    reason?: string | null;
+    version?: string | null;
+  }): Promise<void>;
+
+  listWorkers(endpointId?: string): Promise<WorkerRecord[]>;
+
+  /** Workers whose lastSeenAt < cutoff. */
+  findStaleWorkers(cutoff: number): Promise<WorkerRecord[]>;
+
+  deleteWorkers(ids: string[]): Promise<void>;
+
+  /** Ids of the IN_PROGRESS jobs a worker holds. */
+  jobsHeldBy(workerId: string): Promise<string[]>;
+
+  // ---- endpoints --------------------------------------------------------------------------
+
+  /** False when the id is taken. */
+  createEndpoint(endpoint: EndpointRecord): Promise<boolean>;
+  getEndpoint(id: string): Promise<EndpointRecord | undefined>;
+  listEndpoints(): Promise<EndpointRecord[]>;
+  /** Replaces the settings of an existing endpoint; false when it does not exist. */
+  updateEndpoint(endpoint: EndpointRecord): Promise<boolean>;
+  /** Deletes the endpoint, its jobs and its workers; false when it does not exist. */
+  deleteEndpoint(id: string): Promise<boolean>;
+
+  // ---- API keys ---------------------------------------------------------------------------
+
+  createKey(key: KeyRecord): Promise<void>;
+  listKeys(): Promise<KeyRecord[]>;
+  deleteKey(id: string): Promise<boolean>;
+  /** The key whose SHA-256 hex digest is `hash`. */
+  getKeyByHash(hash: string): Promise<KeyRecord | undefined>;
+  countKeysWithScope(scope: Scope): Promise<number>;
+}
+
+export type Scope = 'admin' | 'run' | 'read' | 'worker';
+
+export interface NewJob {
+  id: string;
+  endpointId: string;
+  inputJson: string;
+  webhook: string | null;
+  /** Encrypted s3Config (never plain text). */
+  s3Config: string | null;
+  executionTimeoutMs: number;
+  lowPriority: boolean;
+  ttlMs: number;
+  retentionMs: number;
+  maxAttempts: number;
+  sync: boolean;
+  keyId: string | null;
+  now: number;
+}
+
+export interface JobRecord {
+  id: string;
+  endpointId: string;
+  status: JobStatus;
+  inputJson: string;
+  /** Final output when COMPLETED; the latest progress update while IN_PROGRESS. */
+  outputJson: string | null;
+  error: string | null;
+  webhook: string | null;
+  s3Config: string | null;
+  executionTimeoutMs: number;
+  lowPriority: boolean;
+  ttlMs: number;
+  retentionMs: number;
+  maxAttempts: number;
+  sync: boolean;
+  keyId: string | null;
+  createdAt: number;
+  /** When the job (re)entered the queue: submit, retry or requeue after a lost worker. */
+  queuedAt: number;
+  startedAt: number | null;
+  finishedAt: number | null;
+  /** When the current live state must end: queue ttl while IN_QUEUE, execution timeout while IN_PROGRESS. */
+  deadlineAt: number | null;
+  /** When a terminal job is deleted. */
+  expiresAt: number | null;
+  workerId: string | null;
+  attempts: number;
+  retries: number;
+  webhookAttempts: number;
+  webhookNextAt: number | null;
+}
+
+export interface JobCounts {
+  inQueue: number;
+  inProgress: number;
+  completed: number;
+  failed: number;
+  cancelled: number;
+  timedOut: number;
+  /** Retained jobs that were retried by a client or requeued after a lost worker. */
+  retried: number;
+}
+
+export interface WorkerRecord {
+  id: string;
+  endpointId: string;
+  firstSeenAt: number;
+  lastSeenAt: number;
+  healthy: boolean;
+  reason: string | null;
+  version: string | null;
+}
+
+export interface EndpointRecord {
+  id: string;
+  name: string;
+  workersMin: number;
+  workersMax: number;
+  /** Seconds a started worker may sit idle before it is stopped. */
+  idleTimeout: number;
+  executionTimeoutMs: number;
+  scalerType: 'QUEUE_DELAY' | 'REQUEST_COUNT';
+  scalerValue: number;
+  maxAttempts: number;
+  /** `{command, env?, cwd?}` as JSON text, or null for workers connected by hand. */
+  workerJson: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface KeyRecord {
+  id: string;
+  name: string;
+  /** SHA-256 hex digest of the key; the key itself is never stored. */
+  hash: string;
+  scopes: Scope[];
+  /** Endpoint ids the key is limited to; null for all. */
+  endpoints: string[] | null;
+  createdAt: number;
+}
