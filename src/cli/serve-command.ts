@@ -1,0 +1,38 @@
+import { parseArgs } from 'node:util';
+import { startGantry } from '../server.js';
+
+const HELP = `usage: gantry serve [--port N] [--data-dir DIR]
+
+Runs the gateway: the v2 job API, the worker protocol, the admin API and the background
+services, on one SQLite file under the data directory. Settings come from the environment
+(docs/configuration.md); the flags override PORT and GANTRY_DATA_DIR.`;
+
+/** `gantry serve`: runs until SIGINT/SIGTERM, then drains and closes. */
+export async function serveCommand(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: { port: { type: 'string' }, 'data-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  });
+  if (values.help) {
+    console.log(HELP);
+    return 0;
+  }
+  const env = { ...process.env };
+  if (values.port !== undefined) env.PORT = values.port;
+  if (values['data-dir'] !== undefined) env.GANTRY_DATA_DIR = values['data-dir'];
+  const gantry = await startGantry({ env });
+  if (gantry.adminKey && !process.env.GANTRY_ADMIN_KEY) {
+    // Printed once, on the first start; only its hash is stored.
+    process.stdout.write(
+      `\nGantry created an admin API key. It is shown only this once; keep it safe:\n\n  ${gantry.adminKey}\n\n` +
+        `Use it as GANTRY_ADMIN_KEY for the CLI, or set GANTRY_ADMIN_KEY before the first start to choose it.\n\n`,
+    );
+  }
+  await new Promise<void>((resolve) => {
+    const stop = (): void => resolve();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  await gantry.close();
+  return 0;
+}

@@ -1,0 +1,109 @@
+/**
+ * One schema for the gateway's settings: environment variables with defaults in one place.
+ * A bad value fails fast at start-up with the variable's name; nothing silently falls back.
+ * docs/configuration.md lists every setting.
+ */
+export interface GantryConfig {
+  /** TCP port (PORT). 0 picks a free port. */
+  port: number;
+  /** Interface to listen on (GANTRY_HOST). */
+  host: string;
+  /** Folder of the SQLite file, the secret key and other local state (GANTRY_DATA_DIR). */
+  dataDir: string;
+  /** Admin key to install on start (GANTRY_ADMIN_KEY); when absent and no admin key exists one is generated and printed once. */
+  adminKey: string | null;
+  /** Base URL that workers started by Gantry and links in responses use (GANTRY_PUBLIC_URL). */
+  publicUrl: string | null;
+  /** pino level (GANTRY_LOG_LEVEL): fatal, error, warn, info, debug, trace, silent. */
+  logLevel: string;
+  /** Per-endpoint rate limits of the spec's table (GANTRY_RATE_LIMITS=on|off). */
+  rateLimits: boolean;
+  /** 429 when inQueue > 50 and inQueue > workersMax × this factor (GANTRY_QUEUE_LIMIT_FACTOR). */
+  queueLimitFactor: number;
+  /** How long an empty job-take / job-stop long-poll is held before 204 (GANTRY_JOB_TAKE_WAIT_MS). */
+  jobTakeWaitMs: number;
+  /** A worker not heard from for this long loses its jobs (GANTRY_WORKER_LOST_MS). */
+  workerLostMs: number;
+  /** How often the reaper looks for timeouts, expiries and lost workers (GANTRY_REAPER_INTERVAL_MS). */
+  reaperIntervalMs: number;
+  /** Retention after an async job ends (GANTRY_ASYNC_RETENTION_MS) and a sync one (GANTRY_SYNC_RETENTION_MS). */
+  asyncRetentionMs: number;
+  syncRetentionMs: number;
+  /** Delay between webhook attempts (GANTRY_WEBHOOK_RETRY_MS); attempts are 1 + 2 retries. */
+  webhookRetryMs: number;
+  /** Request timeout of one webhook call (GANTRY_WEBHOOK_TIMEOUT_MS). */
+  webhookTimeoutMs: number;
+}
+
+export const DEFAULTS: GantryConfig = {
+  port: 8080,
+  host: '0.0.0.0',
+  dataDir: './data',
+  adminKey: null,
+  publicUrl: null,
+  logLevel: 'info',
+  rateLimits: true,
+  queueLimitFactor: 500,
+  jobTakeWaitMs: 30_000,
+  workerLostMs: 30_000,
+  reaperIntervalMs: 1_000,
+  asyncRetentionMs: 30 * 60_000,
+  syncRetentionMs: 60_000,
+  webhookRetryMs: 10_000,
+  webhookTimeoutMs: 10_000,
+};
+
+const INT_VARS: [keyof GantryConfig, string, number, number][] = [
+  ['port', 'PORT', 0, 65535],
+  ['queueLimitFactor', 'GANTRY_QUEUE_LIMIT_FACTOR', 1, 1e9],
+  ['jobTakeWaitMs', 'GANTRY_JOB_TAKE_WAIT_MS', 0, 60_000],
+  ['workerLostMs', 'GANTRY_WORKER_LOST_MS', 1_000, 86_400_000],
+  ['reaperIntervalMs', 'GANTRY_REAPER_INTERVAL_MS', 10, 60_000],
+  ['asyncRetentionMs', 'GANTRY_ASYNC_RETENTION_MS', 1_000, 7 * 86_400_000],
+  ['syncRetentionMs', 'GANTRY_SYNC_RETENTION_MS', 1_000, 7 * 86_400_000],
+  ['webhookRetryMs', 'GANTRY_WEBHOOK_RETRY_MS', 0, 3_600_000],
+  ['webhookTimeoutMs', 'GANTRY_WEBHOOK_TIMEOUT_MS', 100, 300_000],
+];
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** Reads the configuration from an environment; throws naming the variable on a bad value. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<GantryConfig> = {}): GantryConfig {
+  const config: GantryConfig = { ...DEFAULTS };
+  for (const [key, name, min, max] of INT_VARS) {
+    const raw = env[name];
+    if (raw === undefined || raw === '') continue;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < min || value > max) {
+      throw new Error(`Invalid ${name}=${JSON.stringify(raw)}: expected an integer from ${min} to ${max}`);
+    }
+    (config as unknown as Record<string, number>)[key] = value;
+  }
+  if (env.GANTRY_HOST) config.host = env.GANTRY_HOST;
+  if (env.GANTRY_DATA_DIR) config.dataDir = env.GANTRY_DATA_DIR;
+  if (env.GANTRY_ADMIN_KEY) {
+    if (env.GANTRY_ADMIN_KEY.length < 16) throw new Error('Invalid GANTRY_ADMIN_KEY: use at least 16 characters');
+    config.adminKey = env.GANTRY_ADMIN_KEY;
+  }
+  if (env.GANTRY_PUBLIC_URL) {
+    try {
+      new URL(env.GANTRY_PUBLIC_URL);
+    } catch {
+      throw new Error(`Invalid GANTRY_PUBLIC_URL=${JSON.stringify(env.GANTRY_PUBLIC_URL)}: expected an absolute URL`);
+    }
+    config.publicUrl = env.GANTRY_PUBLIC_URL.replace(/\/+$/, '');
+  }
+  if (env.GANTRY_LOG_LEVEL) {
+    if (!LOG_LEVELS.includes(env.GANTRY_LOG_LEVEL)) {
+      throw new Error(`Invalid GANTRY_LOG_LEVEL=${JSON.stringify(env.GANTRY_LOG_LEVEL)}: expected one of ${LOG_LEVELS.join(', ')}`);
+    }
+    config.logLevel = env.GANTRY_LOG_LEVEL;
+  }
+  if (env.GANTRY_RATE_LIMITS) {
+    if (env.GANTRY_RATE_LIMITS !== 'on' && env.GANTRY_RATE_LIMITS !== 'off') {
+      throw new Error(`Invalid GANTRY_RATE_LIMITS=${JSON.stringify(env.GANTRY_RATE_LIMITS)}: expected on or off`);
+    }
+    config.rateLimits = env.GANTRY_RATE_LIMITS === 'on';
+  }
+  return { ...config, ...overrides };
+}

@@ -1,0 +1,105 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { pino, type Logger } from 'pino';
+import { createApp, type App } from './app.js';
+import { loadConfig, type GantryConfig } from './config.js';
+import { createRequestListener } from './http/server.js';
+import { createApiKey } from './http/admin-routes.js';
+import { createSecretBox, loadSecretKey, sha256Hex } from './jobs/secrets.js';
+import { createReaper } from './services/reaper.js';
+import { createWebhookSender } from './services/webhook-sender.js';
+import { createSqliteStore } from './store/sqlite/sqlite-store.js';
+import type { Store } from './store/store.js';
+
+export interface StartOptions {
+  /** Settings over the environment's (tests pass port 0 and a temp dataDir). */
+  config?: Partial<GantryConfig>;
+  env?: NodeJS.ProcessEnv;
+  logger?: Logger;
+  /** An already-open store (tests); by default the SQLite file `<dataDir>/gantry.db`. */
+  store?: Store;
+}
+
+export interface Gantry {
+  app: App;
+  server: Server;
+  /** http://host:port, as clients on this machine reach it. */
+  url: string;
+  port: number;
+  /** The admin key, when this start created it (first start without GANTRY_ADMIN_KEY) or it was configured. */
+  adminKey: string | null;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a gateway: opens and migrates the store, makes sure an admin key exists, serves
+ * HTTP and runs the background services.
+ *
+ * @example const gantry = await startGantry({ config: { port: 0, dataDir: '/tmp/g' } }); await gantry.close();
+ */
+export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
+  const env = options.env ?? process.env;
+  const config = loadConfig(env, options.config);
+  const logger = options.logger ?? pino({ level: config.logLevel, base: { service: 'gantry' } });
+  const store = options.store ?? createSqliteStore({ file: join(config.dataDir, 'gantry.db') });
+  await store.migrate();
+  const secrets = createSecretBox(loadSecretKey(config.dataDir, env));
+  const app = createApp({ config, store, logger, secrets });
+  const adminKey = await ensureAdminKey(app);
+
+  const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 60_000 }, createRequestListener(app));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const url = `http://${config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host}:${port}`;
+
+  const reaper = createReaper(app);
+  const webhooks = createWebhookSender(app);
+  reaper.start();
+  webhooks.start();
+  logger.info({ url, dataDir: config.dataDir, store: store.kind }, 'gantry listening');
+
+  let closing: Promise<void> | undefined;
+  return {
+    app,
+    server,
+    url,
+    port,
+    adminKey,
+    close() {
+      closing ??= (async () => {
+        await reaper.stop();
+        await webhooks.stop();
+        app.closeWaits();
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        });
+        await store.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+/**
+ * GANTRY_ADMIN_KEY is installed if its hash is not stored yet; otherwise, with no admin key at
+ * all, one is generated and returned so the caller can print it once.
+ */
+async function ensureAdminKey(app: App): Promise<string | null> {
+  const configured = app.config.adminKey;
+  if (configured) {
+    if (!(await app.store.getKeyByHash(sha256Hex(configured)))) {
+      await createApiKey(app, { name: 'admin (GANTRY_ADMIN_KEY)', scopes: ['admin'], endpoints: null }, configured);
+    }
+    return configured;
+  }
+  if ((await app.store.countKeysWithScope('admin')) > 0) return null;
+  return (await createApiKey(app, { name: 'admin (first start)', scopes: ['admin'], endpoints: null })).key;
+}

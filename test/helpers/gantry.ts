@@ -1,0 +1,97 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import type { GantryConfig } from '../../src/config.js';
+import { startGantry, type Gantry } from '../../src/server.js';
+import type { Scope } from '../../src/store/store.js';
+
+export interface TestGantry {
+  url: string;
+  adminKey: string;
+  gantry: Gantry;
+  dataDir: string;
+  createEndpoint(id: string, settings?: Record<string, unknown>): Promise<void>;
+  createKey(scopes: Scope[], endpoints?: string[]): Promise<string>;
+  /** The RUNPOD_* environment a worker process of this endpoint gets (DESIGN.md §1). */
+  workerEnv(endpointId: string, workerId?: string): Record<string, string>;
+  close(): Promise<void>;
+}
+
+/**
+ * A real gateway on a free port with its own SQLite file in a temp folder, for tests.
+ * Workers are real processes speaking HTTP to `url`.
+ */
+export async function startTestGantry(config: Partial<GantryConfig> = {}): Promise<TestGantry> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'gantry-test-'));
+  const adminKey = `test-admin-${Math.random().toString(36).slice(2)}-key`;
+  const gantry = await startGantry({
+    env: {},
+    config: { port: 0, host: '127.0.0.1', dataDir, adminKey, logLevel: 'silent', rateLimits: false, ...config },
+    logger: pino({ level: process.env.GANTRY_TEST_LOG ?? 'silent' }),
+  });
+  const url = gantry.url;
+  let workerKey: string | undefined;
+  let counter = 0;
+
+  async function admin(path: string, body: unknown): Promise<Record<string, unknown>> {
+    const res = await fetch(`${url}/admin/v1/${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const json = (await res.json()) as Record<string, unknown>;
+    if (res.status !== 200) throw new Error(`admin ${path} failed: ${res.status} ${JSON.stringify(json)}`);
+    return json;
+  }
+
+  const t: TestGantry = {
+    url,
+    adminKey,
+    gantry,
+    dataDir,
+    async createEndpoint(id, settings = {}) {
+      await admin('endpoints', { id, ...settings });
+    },
+    async createKey(scopes, endpoints) {
+      return (await admin('keys', { name: `test ${scopes.join('+')}`, scopes, ...(endpoints ? { endpoints } : {}) })).key as string;
+    },
+    workerEnv(endpointId, workerId = `worker-${process.pid}-${++counter}`) {
+      if (!workerKey) throw new Error('call await t.createKey(["worker"]) first, or use workerEnvFor');
+      return buildWorkerEnv(url, endpointId, workerId, workerKey);
+    },
+    async close() {
+      await gantry.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  workerKey = await t.createKey(['worker']);
+  return t;
+}
+
+/** The RUNPOD_* variables of DESIGN.md §1; templates end in `?` as runpod-python expects. */
+export function buildWorkerEnv(url: string, endpointId: string, workerId: string, key: string): Record<string, string> {
+  const base = `${url}/v2/${endpointId}`;
+  return {
+    RUNPOD_WEBHOOK_GET_JOB: `${base}/job-take/$ID?`,
+    RUNPOD_WEBHOOK_POST_OUTPUT: `${base}/job-done/$RUNPOD_POD_ID/$ID?`,
+    RUNPOD_WEBHOOK_POST_STREAM: `${base}/job-stream/$RUNPOD_POD_ID/$ID?`,
+    RUNPOD_WEBHOOK_PING: `${base}/ping/$RUNPOD_POD_ID`,
+    RUNPOD_POD_ID: workerId,
+    RUNPOD_AI_API_KEY: key,
+    RUNPOD_ENDPOINT_ID: endpointId,
+    RUNPOD_PING_INTERVAL: '1000',
+    RUNPOD_SKIP_AUTO_SYSTEM_CHECKS: 'true',
+  };
+}
+
+/** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
+export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 10_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
