@@ -1,0 +1,149 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import type { Database as Db, Statement } from 'better-sqlite3';
+import { listMigrations, migrationsDir } from '../migrations.js';
+
+/**
+ * One better-sqlite3 connection with the group commit of DESIGN.md §5: all writes issued in one
+ * event-loop turn share one transaction. The first write of a turn runs BEGIN IMMEDIATE and
+ * schedules the COMMIT with setImmediate; each write runs its statements at once (so reads later
+ * in the same turn see them) and its promise settles after that COMMIT.
+ */
+export interface SqliteConnection {
+  readonly db: Db;
+  /** The prepared statement for `sql`, prepared once on first use (tables exist only after migrate). */
+  q(sql: string): Statement;
+  /**
+   * Runs `work` now inside this turn's transaction and resolves with its result after COMMIT.
+   * Work of several statements must be a db.transaction function (a SAVEPOINT inside the
+   * group transaction) so that a failure leaves nothing half-done; a failing write rejects only
+   * itself, unless SQLite rolled back the whole transaction.
+   */
+  write<T>(work: () => T): Promise<T>;
+  /** Runs `work` now (it sees this turn's uncommitted writes). */
+  read<T>(work: () => T): Promise<T>;
+  /** Applies pending migrations, each in its own transaction with a ledger row. */
+  migrate(): void;
+  /** Commits what is pending and closes; a second call does nothing. */
+  close(): void;
+}
+
+interface Waiter {
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+/** Opens (creating the folder and file when missing) the database at `file`. */
+export function openSqlite(file: string): SqliteConnection {
+  mkdirSync(dirname(file), { recursive: true });
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('foreign_keys = ON');
+  db.pragma('busy_timeout = 5000');
+
+  const statements = new Map<string, Statement>();
+  let closed = false;
+  /** Waiters of the open group transaction; null when none is open. */
+  let batch: Waiter[] | null = null;
+
+  const flush = (waiters: Waiter[]): void => {
+    if (batch !== waiters) return; // already committed by close/migrate, or lost to a rollback
+    batch = null;
+    try {
+      db.exec('COMMIT');
+    } catch (err) {
+      if (db.inTransaction) db.exec('ROLLBACK');
+      for (const waiter of waiters) waiter.reject(err);
+      return;
+    }
+    for (const waiter of waiters) waiter.resolve();
+  };
+
+  const q = (sql: string): Statement => {
+    let statement = statements.get(sql);
+    if (!statement) {
+      statement = db.prepare(sql);
+      statements.set(sql, statement);
+    }
+    return statement;
+  };
+
+  const write = <T>(work: () => T): Promise<T> => {
+    if (closed) return Promise.reject(new Error('store is closed'));
+    try {
+      if (batch === null) {
+        db.exec('BEGIN IMMEDIATE');
+        const waiters: Waiter[] = [];
+        batch = waiters;
+        setImmediate(() => flush(waiters));
+      }
+      const value = work();
+      const waiters = batch;
+      return new Promise<T>((resolve, reject) => waiters.push({ resolve: () => resolve(value), reject }));
+    } catch (err) {
+      // Some errors (disk full, I/O) make SQLite roll the whole transaction back: the batch is lost.
+      if (batch !== null && !db.inTransaction) {
+        const lost = batch;
+        batch = null;
+        for (const waiter of lost) waiter.reject(err);
+      }
+      return Promise.reject(err);
+    }
+  };
+
+  const read = <T>(work: () => T): Promise<T> => {
+    if (closed) return Promise.reject(new Error('store is closed'));
+    try {
+      return Promise.resolve(work());
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  };
+
+  const migrate = (): void => {
+    if (closed) throw new Error('store is closed');
+    if (batch !== null) flush(batch);
+    const migrations = listMigrations(migrationsDir('sqlite'));
+    db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`);
+    const applied = db.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all() as {
+      version: number;
+      name: string;
+    }[];
+    for (const row of applied) {
+      if (row.version > migrations.length) {
+        throw new Error(
+          `database ${file} has schema version ${row.version} (${row.name}), newer than this code knows ` +
+            `(${migrations.length}); run a newer Gantry or restore a matching backup`,
+        );
+      }
+      const expected = migrations[row.version - 1];
+      if (expected && expected.name !== row.name) {
+        throw new Error(`database ${file} applied migration ${row.version} as '${row.name}', this code has '${expected.name}'`);
+      }
+    }
+    const done = new Set(applied.map((row) => row.version));
+    const isApplied = db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?');
+    const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
+    for (const migration of migrations) {
+      if (done.has(migration.version)) continue;
+      db.transaction(() => {
+        // Checked again under the write lock: another process may have just applied it.
+        if (isApplied.get(migration.version) !== undefined) return;
+        db.exec(migration.sql);
+        record.run(migration.version, migration.name, Date.now());
+      }).immediate();
+    }
+  };
+
+  const close = (): void => {
+    if (closed) return;
+    if (batch !== null) flush(batch);
+    closed = true;
+    db.close();
+  };
+
+  return { db, q, write, read, migrate, close };
+}

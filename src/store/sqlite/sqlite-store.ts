@@ -1,0 +1,383 @@
+import type { JobStatus } from '../../jobs/states.js';
+import type { EndpointRecord, JobCounts, JobRecord, KeyRecord, NewJob, Scope, Store, WorkerRecord } from '../store.js';
+import {
+  byQueueOrder,
+  endpointParams,
+  toEndpoint,
+  toJob,
+  toKey,
+  toWorker,
+  type EndpointRow,
+  type JobRow,
+  type KeyRow,
+  type WorkerRow,
+} from './rows.js';
+import { openSqlite } from './connection.js';
+
+export interface SqliteStoreOptions {
+  /** Path of the database file; its folder is created when missing. */
+  file: string;
+}
+
+/** The columns a job gets when it reaches a terminal state (bind `now`). */
+const FINISH = `finished_at = @now, expires_at = @now + retention_ms, deadline_at = NULL,
+  webhook_next_at = CASE WHEN webhook IS NOT NULL THEN @now ELSE NULL END`;
+const TERMINAL = `('COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT')`;
+
+/**
+ * A Store on one SQLite file through better-sqlite3. Writes of one event-loop turn share one
+ * transaction (group commit, see connection.ts): each runs at once, so reads later in the same
+ * turn see it, and its promise settles after the turn's COMMIT.
+ *
+ * @example
+ * const store = createSqliteStore({ file: 'data/gantry.db' });
+ * await store.migrate();
+ */
+export function createSqliteStore(options: SqliteStoreOptions): Store {
+  const { q, write, read, migrate, close, db } = openSqlite(options.file);
+
+  const jobRows = (rows: unknown[]): JobRecord[] => (rows as JobRow[]).map(toJob);
+  const oneJob = (row: unknown): JobRecord | undefined => (row === undefined ? undefined : toJob(row as JobRow));
+
+  const finishedJob = (sql: string, params: Record<string, unknown>): JobRecord | undefined =>
+    oneJob(q(sql).get(params));
+
+  const store: Store = {
+    kind: 'sqlite',
+
+    migrate: async () => migrate(),
+    close: async () => close(),
+
+    // ---- jobs -------------------------------------------------------------------------------
+
+    insertJob: (job: NewJob) =>
+      write(() => {
+        q(`INSERT INTO jobs (id, endpoint_id, status, input_json, webhook, s3_config, execution_timeout_ms,
+             low_priority, ttl_ms, retention_ms, max_attempts, sync, key_id, created_at, queued_at, deadline_at)
+           VALUES (@id, @endpointId, 'IN_QUEUE', @inputJson, @webhook, @s3Config, @executionTimeoutMs,
+             @lowPriority, @ttlMs, @retentionMs, @maxAttempts, @sync, @keyId, @now, @now, @now + @ttlMs)`).run({
+          ...job,
+          lowPriority: job.lowPriority ? 1 : 0,
+          sync: job.sync ? 1 : 0,
+        });
+      }),
+
+    getJob: (id) => read(() => oneJob(q('SELECT * FROM jobs WHERE id = ?').get(id))),
+
+    // The unary + keeps the planner on jobs_claim (queue order) instead of jobs_deadline.
+    claimJobs: ({ endpointId, workerId, limit, now }) =>
+      write(() => {
+        const rows = q(`UPDATE jobs SET status = 'IN_PROGRESS', worker_id = @workerId, started_at = @now,
+             attempts = attempts + 1, deadline_at = @now + execution_timeout_ms, output_json = NULL, error = NULL
+           WHERE id IN (SELECT id FROM jobs WHERE endpoint_id = @endpointId AND status = 'IN_QUEUE'
+             AND +deadline_at > @now ORDER BY queued_at, rowid LIMIT @limit)
+           RETURNING *, rowid AS _rowid`).all({ endpointId, workerId, now, limit }) as (JobRow & { _rowid: number })[];
+        return rows.sort(byQueueOrder).map(toJob);
+      }),
+
+    finishJob: ({ id, workerId, status, outputJson, error, now }) =>
+      write(() =>
+        finishedJob(
+          `UPDATE jobs SET status = @status, output_json = @outputJson, error = @error, ${FINISH}
+           WHERE id = @id AND status = 'IN_PROGRESS' AND worker_id = @workerId RETURNING *`,
+          { id, workerId, status, outputJson, error, now },
+        ),
+      ),
+
+    setProgress: ({ id, workerId, outputJson }) =>
+      write(
+        () =>
+          q(`UPDATE jobs SET output_json = @outputJson
+             WHERE id = @id AND status = 'IN_PROGRESS' AND worker_id = @workerId`).run({ id, workerId, outputJson })
+            .changes === 1,
+      ),
+
+    cancelJob: ({ id, now }) =>
+      write(() =>
+        finishedJob(
+          `UPDATE jobs SET status = 'CANCELLED', ${FINISH}
+           WHERE id = @id AND status IN ('IN_QUEUE', 'IN_PROGRESS') RETURNING *`,
+          { id, now },
+        ),
+      ),
+
+    purgeQueue: ({ endpointId, now }) =>
+      write(() =>
+        (
+          q(`UPDATE jobs SET status = 'CANCELLED', ${FINISH}
+             WHERE endpoint_id = @endpointId AND status = 'IN_QUEUE' RETURNING id`).all({ endpointId, now }) as {
+            id: string;
+          }[]
+        ).map((row) => row.id),
+      ),
+
+    retryJob: ({ id, now }) =>
+      write(
+        db.transaction(() => {
+          const job = finishedJob(
+            `UPDATE jobs SET status = 'IN_QUEUE', output_json = NULL, error = NULL, worker_id = NULL,
+               started_at = NULL, finished_at = NULL, expires_at = NULL, webhook_attempts = 0,
+               webhook_next_at = NULL, attempts = 0, retries = retries + 1, queued_at = @now,
+               deadline_at = @now + ttl_ms
+             WHERE id = @id AND status IN ('FAILED', 'TIMED_OUT') AND expires_at > @now RETURNING *`,
+            { id, now },
+          );
+          if (job) q('DELETE FROM job_stream WHERE job_id = ?').run(id);
+          return job;
+        }),
+      ),
+
+    timeOutRunning: ({ now, limit }) =>
+      write(() =>
+        jobRows(
+          q(`UPDATE jobs SET status = 'TIMED_OUT', error = 'execution timeout exceeded', ${FINISH}
+             WHERE id IN (SELECT id FROM jobs WHERE status = 'IN_PROGRESS' AND deadline_at <= @now
+               ORDER BY deadline_at LIMIT @limit) RETURNING *`).all({ now, limit }),
+        ),
+      ),
+
+    expireQueued: ({ now, limit }) =>
+      write(() =>
+        jobRows(
+          q(`UPDATE jobs SET status = 'TIMED_OUT', error = 'ttl expired in queue', ${FINISH}
+             WHERE id IN (SELECT id FROM jobs WHERE status = 'IN_QUEUE' AND deadline_at <= @now
+               ORDER BY deadline_at LIMIT @limit) RETURNING *`).all({ now, limit }),
+        ),
+      ),
+
+    releaseWorkerJobs: ({ workerIds, now }) =>
+      write(
+        db.transaction(() => {
+          const ids = JSON.stringify(workerIds);
+          const failed = jobRows(
+            q(`UPDATE jobs SET status = 'FAILED', error = 'worker lost', ${FINISH}
+               WHERE status = 'IN_PROGRESS' AND worker_id IN (SELECT value FROM json_each(@ids))
+                 AND attempts >= max_attempts RETURNING *`).all({ ids, now }),
+          );
+          const requeued = jobRows(
+            q(`UPDATE jobs SET status = 'IN_QUEUE', queued_at = @now, deadline_at = @now + ttl_ms,
+                 worker_id = NULL, started_at = NULL
+               WHERE status = 'IN_PROGRESS' AND worker_id IN (SELECT value FROM json_each(@ids))
+                 AND attempts < max_attempts RETURNING *`).all({ ids, now }),
+          );
+          return { requeued, failed };
+        }),
+      ),
+
+    deleteExpired: ({ now, limit }) =>
+      write(
+        () =>
+          q(`DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE expires_at <= @now
+               AND webhook_next_at IS NULL AND status IN ${TERMINAL} ORDER BY expires_at LIMIT @limit)`).run({
+            now,
+            limit,
+          }).changes,
+      ),
+
+    shortenRetention: ({ id, ttlMs }) =>
+      write(() => {
+        q(`UPDATE jobs SET retention_ms = MIN(retention_ms, @ttlMs),
+             expires_at = CASE WHEN finished_at IS NULL THEN expires_at
+               WHEN expires_at IS NULL THEN finished_at + @ttlMs
+               ELSE MIN(expires_at, finished_at + @ttlMs) END
+           WHERE id = @id`).run({ id, ttlMs });
+      }),
+
+    appendStream: ({ id, workerId, chunks }) =>
+      write(
+        db.transaction(() => {
+          const held = q(`SELECT 1 FROM jobs WHERE id = ? AND status = 'IN_PROGRESS' AND worker_id = ?`).get(id, workerId);
+          if (held === undefined) return false;
+          const last = q('SELECT MAX(seq) AS seq FROM job_stream WHERE job_id = ?').get(id) as { seq: number | null };
+          const insert = q('INSERT INTO job_stream (job_id, seq, chunk) VALUES (?, ?, ?)');
+          let seq = last.seq ?? 0;
+          for (const chunk of chunks) insert.run(id, ++seq, chunk);
+          return true;
+        }),
+      ),
+
+    drainStream: (id) =>
+      write(() =>
+        (q('DELETE FROM job_stream WHERE job_id = ? RETURNING seq, chunk').all(id) as { seq: number; chunk: string }[])
+          .sort((a, b) => a.seq - b.seq)
+          .map((row) => row.chunk),
+      ),
+
+    countJobs: (endpointId) =>
+      read(() => {
+        const counts: JobCounts = { inQueue: 0, inProgress: 0, completed: 0, failed: 0, cancelled: 0, timedOut: 0, retried: 0 };
+        const rows = q(`SELECT status, COUNT(*) AS n, SUM(retries > 0 OR attempts > 1) AS retried
+                        FROM jobs WHERE endpoint_id = ? GROUP BY status`).all(endpointId) as {
+          status: JobStatus;
+          n: number;
+          retried: number;
+        }[];
+        const field: Record<JobStatus, keyof JobCounts> = {
+          IN_QUEUE: 'inQueue',
+          IN_PROGRESS: 'inProgress',
+          COMPLETED: 'completed',
+          FAILED: 'failed',
+          CANCELLED: 'cancelled',
+          TIMED_OUT: 'timedOut',
+        };
+        for (const row of rows) {
+          counts[field[row.status]] += row.n;
+          counts.retried += row.retried;
+        }
+        return counts;
+      }),
+
+    listJobs: ({ endpointId, limit }) =>
+      read(() =>
+        jobRows(
+          q('SELECT * FROM jobs WHERE endpoint_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?').all(endpointId, limit),
+        ),
+      ),
+
+    jobStates: (ids) =>
+      read(() =>
+        (
+          q(`SELECT id, status, worker_id FROM jobs WHERE id IN (SELECT value FROM json_each(?))`).all(
+            JSON.stringify(ids),
+          ) as { id: string; status: JobStatus; worker_id: string | null }[]
+        ).map((row) => ({ id: row.id, status: row.status, workerId: row.worker_id })),
+      ),
+
+    dueWebhooks: ({ now, limit }) =>
+      read(() =>
+        jobRows(
+          q(`SELECT * FROM jobs WHERE webhook_next_at <= ? AND status IN ${TERMINAL}
+             ORDER BY webhook_next_at, rowid LIMIT ?`).all(now, limit),
+        ),
+      ),
+
+    markWebhook: ({ id, attempts, nextAt }) =>
+      write(() => {
+        q('UPDATE jobs SET webhook_attempts = ?, webhook_next_at = ? WHERE id = ?').run(attempts, nextAt, id);
+      }),
+
+    // ---- workers ----------------------------------------------------------------------------
+
+    touchWorker: ({ id, endpointId, now, healthy, reason, version }) =>
+      write(() => {
+        q(`INSERT INTO workers (id, endpoint_id, first_seen_at, last_seen_at, healthy, reason, version)
+           VALUES (@id, @endpointId, @now, @now, COALESCE(@healthy, 1), @reason, @version)
+           ON CONFLICT (id) DO UPDATE SET endpoint_id = excluded.endpoint_id, last_seen_at = excluded.last_seen_at,
+             healthy = COALESCE(@healthy, healthy),
+             reason = CASE WHEN @setReason THEN excluded.reason ELSE reason END,
+             version = CASE WHEN @setVersion THEN excluded.version ELSE version END`).run({
+          id,
+          endpointId,
+          now,
+          healthy: healthy === undefined ? null : healthy ? 1 : 0,
+          reason: reason ?? null,
+          version: version ?? null,
+          setReason: reason === undefined ? 0 : 1,
+          setVersion: version === undefined ? 0 : 1,
+        });
+      }),
+
+    listWorkers: (endpointId?: string) =>
+      read(() =>
+        (endpointId === undefined
+          ? (q('SELECT * FROM workers ORDER BY first_seen_at, id').all() as WorkerRow[])
+          : (q('SELECT * FROM workers WHERE endpoint_id = ? ORDER BY first_seen_at, id').all(endpointId) as WorkerRow[])
+        ).map(toWorker),
+      ),
+
+    findStaleWorkers: (cutoff): Promise<WorkerRecord[]> =>
+      read(() =>
+        (q('SELECT * FROM workers WHERE last_seen_at < ? ORDER BY last_seen_at, id').all(cutoff) as WorkerRow[]).map(toWorker),
+      ),
+
+    deleteWorkers: (ids) =>
+      write(() => {
+        q('DELETE FROM workers WHERE id IN (SELECT value FROM json_each(?))').run(JSON.stringify(ids));
+      }),
+
+    jobsHeldBy: (workerId) =>
+      read(() =>
+        (
+          q(`SELECT id FROM jobs WHERE worker_id = ? AND status = 'IN_PROGRESS' ORDER BY started_at, rowid`).all(
+            workerId,
+          ) as { id: string }[]
+        ).map((row) => row.id),
+      ),
+
+    // ---- endpoints --------------------------------------------------------------------------
+
+    createEndpoint: (endpoint: EndpointRecord) =>
+      write(
+        () =>
+          q(`INSERT INTO endpoints (id, name, workers_min, workers_max, idle_timeout, execution_timeout_ms,
+               scaler_type, scaler_value, max_attempts, worker_json, created_at, updated_at)
+             VALUES (@id, @name, @workers_min, @workers_max, @idle_timeout, @execution_timeout_ms,
+               @scaler_type, @scaler_value, @max_attempts, @worker_json, @created_at, @updated_at)
+             ON CONFLICT (id) DO NOTHING`).run(endpointParams(endpoint)).changes === 1,
+      ),
+
+    getEndpoint: (id) =>
+      read(() => {
+        const row = q('SELECT * FROM endpoints WHERE id = ?').get(id) as EndpointRow | undefined;
+        return row === undefined ? undefined : toEndpoint(row);
+      }),
+
+    listEndpoints: () =>
+      read(() => (q('SELECT * FROM endpoints ORDER BY created_at, id').all() as EndpointRow[]).map(toEndpoint)),
+
+    updateEndpoint: (endpoint) =>
+      write(
+        () =>
+          q(`UPDATE endpoints SET name = @name, workers_min = @workers_min, workers_max = @workers_max,
+               idle_timeout = @idle_timeout, execution_timeout_ms = @execution_timeout_ms,
+               scaler_type = @scaler_type, scaler_value = @scaler_value, max_attempts = @max_attempts,
+               worker_json = @worker_json, updated_at = @updated_at
+             WHERE id = @id`).run(endpointParams(endpoint)).changes === 1,
+      ),
+
+    deleteEndpoint: (id) =>
+      write(
+        db.transaction(() => {
+          if (q('DELETE FROM endpoints WHERE id = ?').run(id).changes === 0) return false;
+          q('DELETE FROM jobs WHERE endpoint_id = ?').run(id); // stream chunks go by ON DELETE CASCADE
+          q('DELETE FROM workers WHERE endpoint_id = ?').run(id);
+          return true;
+        }),
+      ),
+
+    // ---- API keys ---------------------------------------------------------------------------
+
+    createKey: (key: KeyRecord) =>
+      write(() => {
+        q(`INSERT INTO api_keys (id, name, hash, scopes, endpoints, created_at)
+           VALUES (?, ?, ?, ?, ?, ?)`).run(
+          key.id,
+          key.name,
+          key.hash,
+          JSON.stringify(key.scopes),
+          key.endpoints === null ? null : JSON.stringify(key.endpoints),
+          key.createdAt,
+        );
+      }),
+
+    listKeys: () => read(() => (q('SELECT * FROM api_keys ORDER BY created_at, id').all() as KeyRow[]).map(toKey)),
+
+    deleteKey: (id) => write(() => q('DELETE FROM api_keys WHERE id = ?').run(id).changes === 1),
+
+    getKeyByHash: (hash) =>
+      read(() => {
+        const row = q('SELECT * FROM api_keys WHERE hash = ?').get(hash) as KeyRow | undefined;
+        return row === undefined ? undefined : toKey(row);
+      }),
+
+    countKeysWithScope: (scope: Scope) =>
+      read(
+        () =>
+          (
+            q(`SELECT COUNT(*) AS n FROM api_keys
+               WHERE EXISTS (SELECT 1 FROM json_each(api_keys.scopes) WHERE value = ?)`).get(scope) as { n: number }
+          ).n,
+      ),
+  };
+  return store;
+}

@@ -1,0 +1,238 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { listMigrations, migrationsDir } from '../../src/store/migrations.js';
+import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import type { NewJob, Store } from '../../src/store/store.js';
+import { describeStoreConformance } from './store-conformance.js';
+
+const T0 = 1_700_000_000_000;
+
+/** A fresh folder per test; every store opened in it is closed by cleanup. */
+function tempDb(): { file: string; open: () => Promise<Store>; cleanup: () => Promise<void> } {
+  const dir = mkdtempSync(join(tmpdir(), 'gantry-store-'));
+  const file = join(dir, 'nested', 'gantry.db');
+  const stores: Store[] = [];
+  return {
+    file,
+    open: async () => {
+      const store = createSqliteStore({ file });
+      stores.push(store);
+      await store.migrate();
+      return store;
+    },
+    cleanup: async () => {
+      for (const store of stores) await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+describeStoreConformance('sqlite', async () => {
+  const db = tempDb();
+  return { store: await db.open(), reopen: db.open, cleanup: db.cleanup };
+});
+
+function job(id: string, overrides: Partial<NewJob> = {}): NewJob {
+  return {
+    id,
+    endpointId: 'ep',
+    inputJson: '{}',
+    webhook: null,
+    s3Config: null,
+    executionTimeoutMs: 60_000,
+    lowPriority: false,
+    ttlMs: 60_000,
+    retentionMs: 60_000,
+    maxAttempts: 3,
+    sync: false,
+    keyId: null,
+    now: T0,
+    ...overrides,
+  };
+}
+
+describe('sqlite store', () => {
+  let db: ReturnType<typeof tempDb>;
+  let store: Store;
+
+  beforeEach(async () => {
+    db = tempDb();
+    store = await db.open();
+  });
+  afterEach(async () => {
+    await db.cleanup();
+  });
+
+  it('sets WAL, NORMAL sync and records the migration in the ledger', () => {
+    const raw = new Database(db.file, { readonly: true });
+    try {
+      expect(raw.pragma('journal_mode', { simple: true })).toBe('wal');
+      const ledger = raw.prepare('SELECT version, name FROM schema_migrations').all();
+      expect(ledger).toEqual(listMigrations(migrationsDir('sqlite')).map((m) => ({ version: m.version, name: m.name })));
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('groups the writes of one turn: all resolve, later reads see them at once, data survives reopen', async () => {
+    const writes: Promise<void>[] = [];
+    for (let i = 0; i < 500; i++) writes.push(store.insertJob(job(`j${i}`, { now: T0 + i })));
+    // Same turn, before any commit: the connection sees its own writes.
+    const seen = store.getJob('j499');
+    const claim = store.claimJobs({ endpointId: 'ep', workerId: 'w1', limit: 2, now: T0 + 1000 });
+    await Promise.all(writes);
+    expect((await seen)?.status).toBe('IN_QUEUE');
+    expect((await claim).map((j) => j.id)).toEqual(['j0', 'j1']);
+
+    await store.close();
+    const again = await db.open();
+    expect(await again.countJobs('ep')).toMatchObject({ inQueue: 498, inProgress: 2 });
+  });
+
+  it('resolves a write only once it is committed', async () => {
+    const other = new Database(db.file, { readonly: true });
+    try {
+      const count = (): number => (other.prepare('SELECT COUNT(*) AS n FROM jobs').get() as { n: number }).n;
+      const write = store.insertJob(job('a'));
+      expect(count()).toBe(0);
+      await write;
+      expect(count()).toBe(1);
+    } finally {
+      other.close();
+    }
+  });
+
+  it('a failing write rejects only itself, not its neighbours in the batch', async () => {
+    await store.insertJob(job('dup'));
+    const first = store.insertJob(job('a'));
+    const failing = store.insertJob(job('dup'));
+    const multi = store.createKey({ id: 'k1', name: 'k', hash: 'h', scopes: ['run'], endpoints: null, createdAt: T0 });
+    const failingKey = store.createKey({ id: 'k2', name: 'k', hash: 'h', scopes: ['run'], endpoints: null, createdAt: T0 });
+    const last = store.insertJob(job('b'));
+    const results = await Promise.allSettled([first, failing, multi, failingKey, last]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'rejected', 'fulfilled']);
+
+    await store.close();
+    const again = await db.open();
+    expect((await again.listJobs({ endpointId: 'ep', limit: 10 })).map((j) => j.id).sort()).toEqual(['a', 'b', 'dup']);
+    expect((await again.listKeys()).map((k) => k.id)).toEqual(['k1']);
+  });
+
+  it('a write of several statements that fails midway leaves nothing behind', async () => {
+    await store.insertJob(job('a'));
+    await store.claimJobs({ endpointId: 'ep', workerId: 'w1', limit: 1, now: T0 + 1 });
+    const before = store.appendStream({ id: 'a', workerId: 'w1', chunks: ['1'] });
+    // The second chunk breaks NOT NULL after the first was inserted.
+    const broken = store.appendStream({ id: 'a', workerId: 'w1', chunks: ['2', null as unknown as string] });
+    const after = store.appendStream({ id: 'a', workerId: 'w1', chunks: ['3'] });
+    const results = await Promise.allSettled([before, broken, after]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(await store.drainStream('a')).toEqual(['1', '3']);
+  });
+
+  it('migrating two stores on one file applies each migration once', async () => {
+    const second = await db.open();
+    await Promise.all([store.migrate(), second.migrate()]);
+    const raw = new Database(db.file, { readonly: true });
+    try {
+      const n = (raw.prepare('SELECT COUNT(*) AS n FROM schema_migrations').get() as { n: number }).n;
+      expect(n).toBe(listMigrations(migrationsDir('sqlite')).length);
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('close commits pending writes', async () => {
+    const write = store.insertJob(job('a'));
+    await store.close();
+    await write;
+    const again = await db.open();
+    expect((await again.getJob('a'))?.id).toBe('a');
+  });
+
+  it('rejects calls after close', async () => {
+    await store.close();
+    await expect(store.getJob('a')).rejects.toThrow(/closed/);
+    await expect(store.insertJob(job('a'))).rejects.toThrow(/closed/);
+  });
+
+  it('refuses a database whose schema is newer than the code', async () => {
+    await store.close();
+    const raw = new Database(db.file);
+    raw.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(9999, 'future', T0);
+    raw.close();
+    const newer = createSqliteStore({ file: db.file });
+    try {
+      await expect(newer.migrate()).rejects.toThrow(/schema version 9999 .*newer than this code/);
+    } finally {
+      await newer.close();
+    }
+  });
+
+  it('serves the hot queries from indexes', () => {
+    const raw = new Database(db.file, { readonly: true });
+    try {
+      const plan = (sql: string): string =>
+        (raw.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[]).map((r) => r.detail).join('\n');
+      expect(plan(`SELECT id FROM jobs WHERE endpoint_id = 'ep' AND status = 'IN_QUEUE' AND +deadline_at > 0
+        ORDER BY queued_at, rowid LIMIT 5`)).toMatch(/jobs_claim/);
+      expect(plan(`SELECT id FROM jobs WHERE status = 'IN_PROGRESS' AND deadline_at <= 0 ORDER BY deadline_at LIMIT 5`)).toMatch(
+        /jobs_deadline/,
+      );
+      expect(plan(`SELECT id FROM jobs WHERE worker_id = 'w' AND status = 'IN_PROGRESS'`)).toMatch(/jobs_worker/);
+      expect(plan(`SELECT * FROM jobs WHERE webhook_next_at <= 0 ORDER BY webhook_next_at LIMIT 5`)).toMatch(/jobs_webhook_next/);
+      expect(plan(`SELECT * FROM jobs WHERE endpoint_id = 'ep' ORDER BY created_at DESC LIMIT 5`)).toMatch(/jobs_endpoint_created/);
+      expect(plan(`SELECT * FROM api_keys WHERE hash = 'h'`)).toMatch(/api_keys_hash/);
+    } finally {
+      raw.close();
+    }
+  });
+});
+
+describe('migration files', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'gantry-migrations-'));
+  });
+  afterEach(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('finds migrations/ beside package.json with contiguous numbers', () => {
+    const migrations = listMigrations(migrationsDir('sqlite'));
+    expect(migrations[0]).toMatchObject({ version: 1, name: 'init' });
+    expect(migrations.map((m) => m.version)).toEqual(migrations.map((_, i) => i + 1));
+    // The same folder from the compiled module under dist/src/store/.
+    const root = dirname(dirname(migrationsDir('sqlite')));
+    const compiled = pathToFileURL(join(root, 'dist', 'src', 'store', 'migrations.js')).href;
+    expect(migrationsDir('sqlite', compiled)).toBe(migrationsDir('sqlite'));
+    expect(migrationsDir('postgres', compiled)).toBe(join(root, 'migrations', 'postgres'));
+  });
+
+  it('sorts by number and ignores other files', () => {
+    writeFileSync(join(dir, '0002_more.sql'), 'SELECT 2;');
+    writeFileSync(join(dir, '0001_init.sql'), 'SELECT 1;');
+    writeFileSync(join(dir, 'README.md'), 'notes');
+    expect(listMigrations(dir).map((m) => [m.version, m.name, m.sql])).toEqual([
+      [1, 'init', 'SELECT 1;'],
+      [2, 'more', 'SELECT 2;'],
+    ]);
+  });
+
+  it('fails loudly on a gap, a repeat, a bad name or an empty folder', () => {
+    expect(() => listMigrations(dir)).toThrow(/no migrations/);
+    writeFileSync(join(dir, '0001_init.sql'), '');
+    writeFileSync(join(dir, '0003_later.sql'), '');
+    expect(() => listMigrations(dir)).toThrow(/without gaps/);
+    rmSync(join(dir, '0003_later.sql'));
+    writeFileSync(join(dir, '0001_again.sql'), '');
+    expect(() => listMigrations(dir)).toThrow(/without gaps or repeats/);
+    rmSync(join(dir, '0001_again.sql'));
+    writeFileSync(join(dir, '2_bad.sql'), '');
+    expect(() => listMigrations(dir)).toThrow(/NNNN_name/);
+  });
+});

@@ -1,0 +1,835 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { EndpointRecord, JobRecord, KeyRecord, NewJob, Store } from '../../src/store/store.js';
+
+/**
+ * What a backend's test hands the suite: a migrated store on a fresh, empty database, a way to
+ * open another store on the same database (to check that data survives a restart), and a
+ * cleanup that closes every store it opened and drops the database.
+ */
+export interface StoreHandle {
+  store: Store;
+  cleanup: () => Promise<void>;
+  /** Opens and migrates a second store on the same database; the suite closes the first one before. */
+  reopen?: () => Promise<Store>;
+}
+
+const T0 = 1_700_000_000_000;
+const MIN = 60_000;
+
+let serial = 0;
+/** A job with plain defaults: endpoint `ep`, queued at T0, ttl 1 day, retention 30 min, 3 attempts. */
+function newJob(overrides: Partial<NewJob> = {}): NewJob {
+  serial += 1;
+  return {
+    id: `job-${serial}`,
+    endpointId: 'ep',
+    inputJson: `{"n":${serial}}`,
+    webhook: null,
+    s3Config: null,
+    executionTimeoutMs: 10 * MIN,
+    lowPriority: false,
+    ttlMs: 24 * 60 * MIN,
+    retentionMs: 30 * MIN,
+    maxAttempts: 3,
+    sync: false,
+    keyId: null,
+    now: T0,
+    ...overrides,
+  };
+}
+
+function endpoint(id: string, overrides: Partial<EndpointRecord> = {}): EndpointRecord {
+  return {
+    id,
+    name: `endpoint ${id}`,
+    workersMin: 0,
+    workersMax: 3,
+    idleTimeout: 5,
+    executionTimeoutMs: 600_000,
+    scalerType: 'QUEUE_DELAY',
+    scalerValue: 4,
+    maxAttempts: 3,
+    workerJson: '{"command":["python","handler.py"]}',
+    createdAt: T0,
+    updatedAt: T0,
+    ...overrides,
+  };
+}
+
+function key(id: string, overrides: Partial<KeyRecord> = {}): KeyRecord {
+  return { id, name: `key ${id}`, hash: `hash-${id}`, scopes: ['run'], endpoints: null, createdAt: T0, ...overrides };
+}
+
+/**
+ * The behaviour every Store backend must show, checked through the Store interface alone.
+ * Time comes from explicit `now` values; nothing sleeps.
+ *
+ * @example describeStoreConformance('sqlite', async () => ({ store, cleanup, reopen }))
+ */
+export function describeStoreConformance(name: string, open: () => Promise<StoreHandle>): void {
+  describe(`Store conformance: ${name}`, () => {
+    let handle: StoreHandle;
+    let store: Store;
+
+    beforeEach(async () => {
+      handle = await open();
+      store = handle.store;
+    });
+    afterEach(async () => {
+      await handle.cleanup();
+    });
+
+    /** Inserts a job and returns what the store holds for it. */
+    async function insert(overrides: Partial<NewJob> = {}): Promise<JobRecord> {
+      const job = newJob(overrides);
+      await store.insertJob(job);
+      const stored = await store.getJob(job.id);
+      if (!stored) throw new Error(`inserted job ${job.id} not found`);
+      return stored;
+    }
+
+    async function get(id: string): Promise<JobRecord> {
+      const job = await store.getJob(id);
+      if (!job) throw new Error(`job ${id} not found`);
+      return job;
+    }
+
+    /**
+     * Inserts a job and claims it with `workerId` at `now`. It is queued at T0 - 1 unless told
+     * otherwise, ahead of the jobs that insert() queues at T0, so the claim takes this one.
+     */
+    async function running(workerId: string, overrides: Partial<NewJob> = {}, now = T0 + 1000): Promise<JobRecord> {
+      const job = await insert({ now: T0 - 1, ...overrides });
+      const claimed = await store.claimJobs({ endpointId: job.endpointId, workerId, limit: 1, now });
+      expect(claimed.map((j) => j.id)).toEqual([job.id]);
+      return get(job.id);
+    }
+
+    describe('schema', () => {
+      it('has a kind', () => {
+        expect(['sqlite', 'postgres']).toContain(store.kind);
+      });
+
+      it('migrate twice is harmless and keeps data', async () => {
+        const job = await insert();
+        await store.migrate();
+        await store.migrate();
+        expect(await store.getJob(job.id)).toEqual(job);
+      });
+
+      it('keeps data across a reopen', async () => {
+        if (!handle.reopen) return;
+        const job = await insert({ webhook: 'https://hook.example/x' });
+        await store.createEndpoint(endpoint('ep'));
+        await store.createKey(key('k1'));
+        await store.touchWorker({ id: 'w1', endpointId: 'ep', now: T0 });
+        await store.close();
+        const again = await handle.reopen();
+        expect(await again.getJob(job.id)).toEqual(job);
+        expect(await again.getEndpoint('ep')).toEqual(endpoint('ep'));
+        expect(await again.getKeyByHash('hash-k1')).toEqual(key('k1'));
+        expect((await again.listWorkers()).map((w) => w.id)).toEqual(['w1']);
+      });
+
+      it('close twice is safe', async () => {
+        await store.close();
+        await store.close();
+      });
+    });
+
+    describe('insertJob / getJob', () => {
+      it('round-trips every field and starts the job in the queue', async () => {
+        const input = newJob({
+          webhook: 'https://hook.example/done',
+          s3Config: 'enc:abc',
+          lowPriority: true,
+          sync: true,
+          keyId: 'key-1',
+          inputJson: '{"prompt":"a \\"quoted\\" cat","n":[1,2]}',
+        });
+        await store.insertJob(input);
+        expect(await store.getJob(input.id)).toEqual({
+          id: input.id,
+          endpointId: 'ep',
+          status: 'IN_QUEUE',
+          inputJson: input.inputJson,
+          outputJson: null,
+          error: null,
+          webhook: 'https://hook.example/done',
+          s3Config: 'enc:abc',
+          executionTimeoutMs: input.executionTimeoutMs,
+          lowPriority: true,
+          ttlMs: input.ttlMs,
+          retentionMs: input.retentionMs,
+          maxAttempts: 3,
+          sync: true,
+          keyId: 'key-1',
+          createdAt: T0,
+          queuedAt: T0,
+          startedAt: null,
+          finishedAt: null,
+          deadlineAt: T0 + input.ttlMs,
+          expiresAt: null,
+          workerId: null,
+          attempts: 0,
+          retries: 0,
+          webhookAttempts: 0,
+          webhookNextAt: null,
+        } satisfies JobRecord);
+        const plain = await insert();
+        expect(plain.lowPriority).toBe(false);
+        expect(plain.sync).toBe(false);
+      });
+
+      it('returns undefined for an unknown id', async () => {
+        expect(await store.getJob('nope')).toBeUndefined();
+      });
+    });
+
+    describe('claimJobs', () => {
+      it('takes the oldest queuedAt first, insertion order breaking ties, up to the limit', async () => {
+        const late = await insert({ now: T0 + 30 });
+        const tieA = await insert({ now: T0 + 10 });
+        const tieB = await insert({ now: T0 + 10 });
+        const early = await insert({ now: T0 });
+        await insert({ endpointId: 'other', now: T0 - 100 });
+        const now = T0 + 1000;
+        const first = await store.claimJobs({ endpointId: 'ep', workerId: 'w1', limit: 3, now });
+        expect(first.map((j) => j.id)).toEqual([early.id, tieA.id, tieB.id]);
+        for (const job of first) {
+          expect(job).toMatchObject({
+            status: 'IN_PROGRESS',
+            workerId: 'w1',
+            startedAt: now,
+            attempts: 1,
+            deadlineAt: now + job.executionTimeoutMs,
+            outputJson: null,
+            error: null,
+          });
+          expect(await store.getJob(job.id)).toEqual(job);
+        }
+        const second = await store.claimJobs({ endpointId: 'ep', workerId: 'w2', limit: 10, now });
+        expect(second.map((j) => j.id)).toEqual([late.id]);
+        expect(await store.claimJobs({ endpointId: 'ep', workerId: 'w2', limit: 10, now })).toEqual([]);
+        expect((await get(late.id)).workerId).toBe('w2');
+      });
+
+      it('skips jobs whose queue ttl has passed', async () => {
+        const stale = await insert({ ttlMs: 5000 });
+        const fresh = await insert({ ttlMs: 5000, now: T0 + 1000 });
+        const claimed = await store.claimJobs({ endpointId: 'ep', workerId: 'w1', limit: 5, now: T0 + 5000 });
+        expect(claimed.map((j) => j.id)).toEqual([fresh.id]);
+        expect(await store.getJob(stale.id)).toEqual(stale);
+        const edge = await insert({ endpointId: 'b', ttlMs: 5000 });
+        const taken = await store.claimJobs({ endpointId: 'b', workerId: 'w1', limit: 5, now: T0 + 4999 });
+        expect(taken.map((j) => j.id)).toEqual([edge.id]);
+      });
+
+      it('never hands the same job to two workers', async () => {
+        const ids: string[] = [];
+        for (let i = 0; i < 20; i++) ids.push((await insert()).id);
+        const now = T0 + 1000;
+        const results = await Promise.all(
+          ['w1', 'w2', 'w3', 'w4'].map((workerId) => store.claimJobs({ endpointId: 'ep', workerId, limit: 7, now })),
+        );
+        const claimed = results.flat().map((j) => j.id);
+        expect(new Set(claimed).size).toBe(claimed.length);
+        expect([...claimed].sort()).toEqual([...ids].sort());
+        for (const result of results) {
+          for (const job of result) expect((await get(job.id)).workerId).toBe(job.workerId);
+        }
+      });
+
+      it('leaves running and finished jobs alone', async () => {
+        const job = await running('w1');
+        await store.finishJob({ id: job.id, workerId: 'w1', status: 'COMPLETED', outputJson: '1', error: null, now: T0 + 2000 });
+        expect(await store.claimJobs({ endpointId: 'ep', workerId: 'w2', limit: 5, now: T0 + 3000 })).toEqual([]);
+      });
+    });
+
+    describe('finishJob', () => {
+      it('completes a job held by the worker', async () => {
+        const job = await running('w1');
+        const now = T0 + 5000;
+        const done = await store.finishJob({ id: job.id, workerId: 'w1', status: 'COMPLETED', outputJson: '{"ok":true}', error: null, now });
+        const expected: JobRecord = {
+          ...job,
+          status: 'COMPLETED',
+          outputJson: '{"ok":true}',
+          error: null,
+          finishedAt: now,
+          expiresAt: now + job.retentionMs,
+          deadlineAt: null,
+          webhookNextAt: null,
+        };
+        expect(done).toEqual(expected);
+        expect(await store.getJob(job.id)).toEqual(expected);
+      });
+
+      it('fails a job and schedules its webhook', async () => {
+        const job = await running('w1', { webhook: 'https://hook.example/' });
+        const now = T0 + 5000;
+        const done = await store.finishJob({ id: job.id, workerId: 'w1', status: 'FAILED', outputJson: null, error: 'boom', now });
+        expect(done).toMatchObject({ status: 'FAILED', error: 'boom', outputJson: null, workerId: 'w1', webhookNextAt: now, webhookAttempts: 0 });
+      });
+
+      it('changes nothing for another worker, a queued job, a finished job or an unknown id', async () => {
+        const job = await running('w1');
+        const args = { id: job.id, status: 'COMPLETED' as const, outputJson: '"x"', error: null, now: T0 + 5000 };
+        expect(await store.finishJob({ ...args, workerId: 'w2' })).toBeUndefined();
+        expect(await store.getJob(job.id)).toEqual(job);
+
+        const queued = await insert();
+        expect(await store.finishJob({ ...args, id: queued.id, workerId: 'w1' })).toBeUndefined();
+        expect(await store.getJob(queued.id)).toEqual(queued);
+
+        const done = await store.finishJob({ ...args, workerId: 'w1' });
+        expect(done?.status).toBe('COMPLETED');
+        expect(await store.finishJob({ ...args, workerId: 'w1', status: 'FAILED', error: 'late', now: T0 + 9000 })).toBeUndefined();
+        expect(await store.getJob(job.id)).toEqual(done);
+
+        expect(await store.finishJob({ ...args, id: 'nope', workerId: 'w1' })).toBeUndefined();
+      });
+    });
+
+    describe('setProgress', () => {
+      it('updates the output of a job held by the worker only', async () => {
+        const job = await running('w1');
+        expect(await store.setProgress({ id: job.id, workerId: 'w1', outputJson: '{"step":1}' })).toBe(true);
+        expect((await get(job.id)).outputJson).toBe('{"step":1}');
+        expect(await store.setProgress({ id: job.id, workerId: 'w2', outputJson: '{"step":2}' })).toBe(false);
+        expect((await get(job.id)).outputJson).toBe('{"step":1}');
+
+        const queued = await insert();
+        expect(await store.setProgress({ id: queued.id, workerId: 'w1', outputJson: '1' })).toBe(false);
+        expect(await store.getJob(queued.id)).toEqual(queued);
+        expect(await store.setProgress({ id: 'nope', workerId: 'w1', outputJson: '1' })).toBe(false);
+      });
+
+      it('never reopens or changes a finished job (a late progress post)', async () => {
+        const job = await running('w1');
+        const done = await store.finishJob({ id: job.id, workerId: 'w1', status: 'COMPLETED', outputJson: '"final"', error: null, now: T0 + 2000 });
+        expect(await store.setProgress({ id: job.id, workerId: 'w1', outputJson: '"progress"' })).toBe(false);
+        expect(await store.getJob(job.id)).toEqual(done);
+      });
+    });
+
+    describe('cancelJob', () => {
+      it('cancels a queued job', async () => {
+        const job = await insert({ webhook: 'https://hook.example/' });
+        const now = T0 + 3000;
+        const cancelled = await store.cancelJob({ id: job.id, now });
+        const expected: JobRecord = {
+          ...job,
+          status: 'CANCELLED',
+          finishedAt: now,
+          expiresAt: now + job.retentionMs,
+          deadlineAt: null,
+          webhookNextAt: now,
+        };
+        expect(cancelled).toEqual(expected);
+        expect(await store.getJob(job.id)).toEqual(expected);
+      });
+
+      it('cancels a running job and keeps its worker', async () => {
+        const job = await running('w1');
+        const now = T0 + 3000;
+        const cancelled = await store.cancelJob({ id: job.id, now });
+        expect(cancelled).toMatchObject({ status: 'CANCELLED', workerId: 'w1', finishedAt: now, expiresAt: now + job.retentionMs, deadlineAt: null, webhookNextAt: null });
+      });
+
+      it('changes nothing for a finished job or an unknown id', async () => {
+        const job = await insert();
+        const cancelled = await store.cancelJob({ id: job.id, now: T0 + 1 });
+        expect(await store.cancelJob({ id: job.id, now: T0 + 2 })).toBeUndefined();
+        expect(await store.getJob(job.id)).toEqual(cancelled);
+        const other = await running('w1');
+        const done = await store.finishJob({ id: other.id, workerId: 'w1', status: 'COMPLETED', outputJson: '1', error: null, now: T0 + 2000 });
+        expect(await store.cancelJob({ id: other.id, now: T0 + 3000 })).toBeUndefined();
+        expect(await store.getJob(other.id)).toEqual(done);
+        expect(await store.cancelJob({ id: 'nope', now: T0 })).toBeUndefined();
+      });
+    });
+
+    describe('purgeQueue', () => {
+      it('cancels the queued jobs of one endpoint and leaves running jobs and other endpoints alone', async () => {
+        const run = await running('w1');
+        const a = await insert();
+        const b = await insert({ webhook: 'https://hook.example/' });
+        const other = await insert({ endpointId: 'other' });
+        const now = T0 + 5000;
+        const ids = await store.purgeQueue({ endpointId: 'ep', now });
+        expect([...ids].sort()).toEqual([a.id, b.id].sort());
+        expect(await get(a.id)).toEqual({ ...a, status: 'CANCELLED', finishedAt: now, expiresAt: now + a.retentionMs, deadlineAt: null, webhookNextAt: null });
+        expect((await get(b.id)).webhookNextAt).toBe(now);
+        expect(await store.getJob(run.id)).toEqual(run);
+        expect(await store.getJob(other.id)).toEqual(other);
+        expect(await store.purgeQueue({ endpointId: 'ep', now })).toEqual([]);
+      });
+    });
+
+    describe('retryJob', () => {
+      it('requeues a failed job with the same id and input, clearing its run', async () => {
+        const job = await running('w1', { webhook: 'https://hook.example/' });
+        await store.appendStream({ id: job.id, workerId: 'w1', chunks: ['a', 'b'] });
+        await store.finishJob({ id: job.id, workerId: 'w1', status: 'FAILED', outputJson: null, error: 'boom', now: T0 + 2000 });
+        await store.markWebhook({ id: job.id, attempts: 1, nextAt: null });
+        const now = T0 + 3000;
+        const retried = await store.retryJob({ id: job.id, now });
+        const expected: JobRecord = {
+          ...job,
+          status: 'IN_QUEUE',
+          outputJson: null,
+          error: null,
+          workerId: null,
+          startedAt: null,
+          finishedAt: null,
+          expiresAt: null,
+          webhookAttempts: 0,
+          webhookNextAt: null,
+          attempts: 0,
+          retries: 1,
+          queuedAt: now,
+          deadlineAt: now + job.ttlMs,
+        };
+        expect(retried).toEqual(expected);
+        expect(await store.getJob(job.id)).toEqual(expected);
+        expect(await store.drainStream(job.id)).toEqual([]);
+        const again = await store.claimJobs({ endpointId: 'ep', workerId: 'w2', limit: 1, now: now + 1 });
+        expect(again.map((j) => j.id)).toEqual([job.id]);
+        expect(again[0]?.attempts).toBe(1);
+      });
+
+      it('requeues a timed-out job', async () => {
+        const job = await running('w1', { executionTimeoutMs: 1000 });
+        await store.timeOutRunning({ now: T0 + 5000, limit: 10 });
+        const retried = await store.retryJob({ id: job.id, now: T0 + 6000 });
+        expect(retried).toMatchObject({ status: 'IN_QUEUE', retries: 1, error: null });
+      });
+
+      it('refuses live, completed and cancelled jobs, and expired ones', async () => {
+        const queued = await insert();
+        expect(await store.retryJob({ id: queued.id, now: T0 + 1 })).toBeUndefined();
+        expect(await store.getJob(queued.id)).toEqual(queued);
+
+        const run = await running('w1');
+        expect(await store.retryJob({ id: run.id, now: T0 + 2000 })).toBeUndefined();
+        expect(await store.getJob(run.id)).toEqual(run);
+
+        const completed = await store.finishJob({ id: run.id, workerId: 'w1', status: 'COMPLETED', outputJson: '1', error: null, now: T0 + 3000 });
+        expect(await store.retryJob({ id: run.id, now: T0 + 4000 })).toBeUndefined();
+        expect(await store.getJob(run.id)).toEqual(completed);
+
+        const cancelled = await store.cancelJob({ id: queued.id, now: T0 + 5000 });
+        expect(await store.retryJob({ id: queued.id, now: T0 + 6000 })).toBeUndefined();
+        expect(await store.getJob(queued.id)).toEqual(cancelled);
+
+        const failing = await running('w2');
+        const failed = await store.finishJob({ id: failing.id, workerId: 'w2', status: 'FAILED', outputJson: null, error: 'x', now: T0 + 7000 });
+        const expiresAt = failed?.expiresAt ?? 0;
+        expect(await store.retryJob({ id: failing.id, now: expiresAt })).toBeUndefined();
+        expect(await store.getJob(failing.id)).toEqual(failed);
+        expect(await store.retryJob({ id: failing.id, now: expiresAt - 1 })).toMatchObject({ status: 'IN_QUEUE' });
+
+        expect(await store.retryJob({ id: 'nope', now: T0 })).toBeUndefined();
+      });
+    });
+
+    describe('timeOutRunning', () => {
+      it('times out running jobs past their deadline, up to the limit', async () => {
+        const a = await running('w1', { executionTimeoutMs: 1000 });
+        const b = await running('w1', { executionTimeoutMs: 2000, webhook: 'https://hook.example/' });
+        const c = await running('w2', { executionTimeoutMs: 60_000 });
+        const queued = await insert({ ttlMs: 10 });
+        const now = T0 + 1000 + 5000;
+
+        const first = await store.timeOutRunning({ now, limit: 1 });
+        expect(first.map((j) => j.id)).toEqual([a.id]);
+        expect(first[0]).toEqual({
+          ...a,
+          status: 'TIMED_OUT',
+          error: 'execution timeout exceeded',
+          finishedAt: now,
+          expiresAt: now + a.retentionMs,
+          deadlineAt: null,
+          webhookNextAt: null,
+        });
+        const rest = await store.timeOutRunning({ now, limit: 10 });
+        expect(rest.map((j) => j.id)).toEqual([b.id]);
+        expect(rest[0]).toMatchObject({ workerId: 'w1', webhookNextAt: now });
+        expect(await store.getJob(c.id)).toEqual(c);
+        expect(await store.getJob(queued.id)).toEqual(queued);
+        expect(await store.timeOutRunning({ now, limit: 10 })).toEqual([]);
+      });
+
+      it('uses the deadline set at claim time', async () => {
+        const job = await running('w1', { executionTimeoutMs: 1000 }, T0 + 1000);
+        expect(await store.timeOutRunning({ now: T0 + 1999, limit: 10 })).toEqual([]);
+        expect((await store.timeOutRunning({ now: T0 + 2000, limit: 10 })).map((j) => j.id)).toEqual([job.id]);
+      });
+    });
+
+    describe('expireQueued', () => {
+      it('times out queued jobs past their ttl, up to the limit', async () => {
+        const a = await insert({ ttlMs: 1000 });
+        const b = await insert({ ttlMs: 2000 });
+        const c = await insert({ ttlMs: 60_000 });
+        const run = await running('w1', { ttlMs: 1000 }, T0 + 500);
+        const now = T0 + 10_000;
+        const first = await store.expireQueued({ now, limit: 1 });
+        expect(first.map((j) => j.id)).toEqual([a.id]);
+        expect(first[0]).toEqual({
+          ...a,
+          status: 'TIMED_OUT',
+          error: 'ttl expired in queue',
+          finishedAt: now,
+          expiresAt: now + a.retentionMs,
+          deadlineAt: null,
+          webhookNextAt: null,
+        });
+        expect((await store.expireQueued({ now, limit: 10 })).map((j) => j.id)).toEqual([b.id]);
+        expect(await store.getJob(c.id)).toEqual(c);
+        expect(await store.getJob(run.id)).toEqual(run);
+        expect(await store.expireQueued({ now: T0 + 999, limit: 10 })).toEqual([]);
+      });
+    });
+
+    describe('releaseWorkerJobs', () => {
+      it('requeues jobs under maxAttempts and fails the rest with worker lost', async () => {
+        const again = await running('w1', { maxAttempts: 2 });
+        const last = await running('w1', { maxAttempts: 1, webhook: 'https://hook.example/' });
+        const otherWorker = await running('w2');
+        const now = T0 + 5000;
+        const { requeued, failed } = await store.releaseWorkerJobs({ workerIds: ['w1', 'w9'], now });
+        expect(requeued).toEqual([
+          { ...again, status: 'IN_QUEUE', queuedAt: now, deadlineAt: now + again.ttlMs, workerId: null, startedAt: null },
+        ]);
+        expect(failed).toEqual([
+          {
+            ...last,
+            status: 'FAILED',
+            error: 'worker lost',
+            finishedAt: now,
+            expiresAt: now + last.retentionMs,
+            deadlineAt: null,
+            webhookNextAt: now,
+          },
+        ]);
+        expect(await store.getJob(again.id)).toEqual(requeued[0]);
+        expect(await store.getJob(last.id)).toEqual(failed[0]);
+        expect(await store.getJob(otherWorker.id)).toEqual(otherWorker);
+
+        // Second loss of the requeued job reaches maxAttempts = 2.
+        const claimed = await store.claimJobs({ endpointId: 'ep', workerId: 'w3', limit: 5, now: now + 1 });
+        expect(claimed.map((j) => j.id)).toEqual([again.id]);
+        expect(claimed[0]?.attempts).toBe(2);
+        const second = await store.releaseWorkerJobs({ workerIds: ['w3'], now: now + 2 });
+        expect(second.requeued).toEqual([]);
+        expect(second.failed.map((j) => j.id)).toEqual([again.id]);
+      });
+
+      it('does nothing for no workers or idle workers', async () => {
+        const job = await running('w1');
+        expect(await store.releaseWorkerJobs({ workerIds: [], now: T0 + 5000 })).toEqual({ requeued: [], failed: [] });
+        expect(await store.releaseWorkerJobs({ workerIds: ['w2'], now: T0 + 5000 })).toEqual({ requeued: [], failed: [] });
+        expect(await store.getJob(job.id)).toEqual(job);
+      });
+    });
+
+    describe('deleteExpired', () => {
+      it('deletes expired terminal jobs with their stream, up to the limit, keeping pending webhooks', async () => {
+        const a = await running('w1', { retentionMs: 1000 });
+        await store.appendStream({ id: a.id, workerId: 'w1', chunks: ['x'] });
+        await store.finishJob({ id: a.id, workerId: 'w1', status: 'COMPLETED', outputJson: '1', error: null, now: T0 + 2000 });
+        const b = await insert({ retentionMs: 1000 });
+        await store.cancelJob({ id: b.id, now: T0 + 2000 });
+        const hooked = await insert({ retentionMs: 1000, webhook: 'https://hook.example/' });
+        await store.cancelJob({ id: hooked.id, now: T0 + 2000 });
+        const longLived = await insert({ retentionMs: 60 * MIN });
+        await store.cancelJob({ id: longLived.id, now: T0 + 2000 });
+        const live = await insert({ retentionMs: 1 });
+        const runningJob = await running('w2', { retentionMs: 1 });
+
+        expect(await store.deleteExpired({ now: T0 + 2999, limit: 10 })).toBe(0);
+        const now = T0 + 3000;
+        expect(await store.deleteExpired({ now, limit: 1 })).toBe(1);
+        expect(await store.deleteExpired({ now, limit: 10 })).toBe(1);
+        expect(await store.deleteExpired({ now, limit: 10 })).toBe(0);
+        expect(await store.getJob(a.id)).toBeUndefined();
+        expect(await store.getJob(b.id)).toBeUndefined();
+        expect(await store.drainStream(a.id)).toEqual([]);
+        expect((await get(hooked.id)).status).toBe('CANCELLED');
+        expect((await get(longLived.id)).status).toBe('CANCELLED');
+        expect(await store.getJob(live.id)).toEqual(live);
+        expect((await get(runningJob.id)).status).toBe('IN_PROGRESS');
+
+        await store.markWebhook({ id: hooked.id, attempts: 1, nextAt: null });
+        expect(await store.deleteExpired({ now, limit: 10 })).toBe(1);
+        expect(await store.getJob(hooked.id)).toBeUndefined();
+      });
+    });
+
+    describe('shortenRetention', () => {
+      it('shortens a live job so that it expires sooner once finished', async () => {
+        const job = await insert({ retentionMs: 30 * MIN });
+        await store.shortenRetention({ id: job.id, ttlMs: 1000 });
+        expect(await get(job.id)).toEqual({ ...job, retentionMs: 1000 });
+        const cancelled = await store.cancelJob({ id: job.id, now: T0 + 5000 });
+        expect(cancelled?.expiresAt).toBe(T0 + 6000);
+      });
+
+      it('shortens a finished job and never lengthens', async () => {
+        const job = await insert({ retentionMs: 30 * MIN });
+        const finishedAt = T0 + 5000;
+        await store.cancelJob({ id: job.id, now: finishedAt });
+        await store.shortenRetention({ id: job.id, ttlMs: 60 * MIN });
+        expect(await get(job.id)).toMatchObject({ retentionMs: 30 * MIN, expiresAt: finishedAt + 30 * MIN });
+        await store.shortenRetention({ id: job.id, ttlMs: 2000 });
+        expect(await get(job.id)).toMatchObject({ retentionMs: 2000, expiresAt: finishedAt + 2000 });
+        await store.shortenRetention({ id: job.id, ttlMs: 5000 });
+        expect(await get(job.id)).toMatchObject({ retentionMs: 2000, expiresAt: finishedAt + 2000 });
+        await store.shortenRetention({ id: 'nope', ttlMs: 1 });
+      });
+    });
+
+    describe('appendStream / drainStream', () => {
+      it('buffers chunks of the holder in order and drains them once', async () => {
+        const job = await running('w1');
+        expect(await store.appendStream({ id: job.id, workerId: 'w1', chunks: ['a', 'b'] })).toBe(true);
+        expect(await store.appendStream({ id: job.id, workerId: 'w1', chunks: ['c'] })).toBe(true);
+        expect(await store.appendStream({ id: job.id, workerId: 'w1', chunks: [] })).toBe(true);
+        expect(await store.drainStream(job.id)).toEqual(['a', 'b', 'c']);
+        expect(await store.drainStream(job.id)).toEqual([]);
+        expect(await store.appendStream({ id: job.id, workerId: 'w1', chunks: ['d', '{"e":1}'] })).toBe(true);
+        const drains = await Promise.all([store.drainStream(job.id), store.drainStream(job.id)]);
+        expect(drains.flat()).toEqual(['d', '{"e":1}']);
+      });
+
+      it('keeps many chunks in order', async () => {
+        const job = await running('w1');
+        const chunks = Array.from({ length: 25 }, (_, i) => `chunk-${i}`);
+        for (const chunk of chunks) await store.appendStream({ id: job.id, workerId: 'w1', chunks: [chunk] });
+        expect(await store.drainStream(job.id)).toEqual(chunks);
+      });
+
+      it('refuses other workers, queued and finished jobs', async () => {
+        const job = await running('w1');
+        expect(await store.appendStream({ id: job.id, workerId: 'w2', chunks: ['x'] })).toBe(false);
+        const queued = await insert();
+        expect(await store.appendStream({ id: queued.id, workerId: 'w1', chunks: ['x'] })).toBe(false);
+        await store.finishJob({ id: job.id, workerId: 'w1', status: 'COMPLETED', outputJson: '1', error: null, now: T0 + 2000 });
+        expect(await store.appendStream({ id: job.id, workerId: 'w1', chunks: ['late'] })).toBe(false);
+        expect(await store.appendStream({ id: 'nope', workerId: 'w1', chunks: ['x'] })).toBe(false);
+        expect(await store.drainStream(job.id)).toEqual([]);
+        expect(await store.drainStream(queued.id)).toEqual([]);
+        expect(await store.drainStream('nope')).toEqual([]);
+      });
+
+      it('keeps chunks buffered after the job finishes until drained', async () => {
+        const job = await running('w1');
+        await store.appendStream({ id: job.id, workerId: 'w1', chunks: ['last'] });
+        await store.finishJob({ id: job.id, workerId: 'w1', status: 'COMPLETED', outputJson: null, error: null, now: T0 + 2000 });
+        expect(await store.drainStream(job.id)).toEqual(['last']);
+      });
+    });
+
+    describe('countJobs / listJobs / jobStates', () => {
+      it('counts the retained jobs of one endpoint by state', async () => {
+        expect(await store.countJobs('ep')).toEqual({ inQueue: 0, inProgress: 0, completed: 0, failed: 0, cancelled: 0, timedOut: 0, retried: 0 });
+        await insert();
+        await insert();
+        await insert({ endpointId: 'other' });
+        const run = await running('w1');
+        const done = await running('w1');
+        await store.finishJob({ id: done.id, workerId: 'w1', status: 'COMPLETED', outputJson: '1', error: null, now: T0 + 2000 });
+        const bad = await running('w1');
+        await store.finishJob({ id: bad.id, workerId: 'w1', status: 'FAILED', outputJson: null, error: 'x', now: T0 + 2000 });
+        const cancelled = await insert();
+        await store.cancelJob({ id: cancelled.id, now: T0 + 2000 });
+        const late = await insert({ ttlMs: 10 });
+        await store.expireQueued({ now: T0 + 20, limit: 10 });
+        // a retried job (retries > 0) and a requeued one (attempts > 1 once claimed again)
+        const retried = await running('w2');
+        await store.finishJob({ id: retried.id, workerId: 'w2', status: 'FAILED', outputJson: null, error: 'x', now: T0 + 2000 });
+        await store.retryJob({ id: retried.id, now: T0 + 3000 });
+        const lost = await running('w3');
+        await store.releaseWorkerJobs({ workerIds: ['w3'], now: T0 + 3000 });
+        // claims the two first jobs, the retried one (attempts 1) and the lost one (attempts 2)
+        expect(await store.claimJobs({ endpointId: 'ep', workerId: 'w4', limit: 10, now: T0 + 4000 })).toHaveLength(4);
+        expect((await get(lost.id)).attempts).toBe(2);
+        await insert();
+
+        expect(await store.countJobs('ep')).toEqual({ inQueue: 1, inProgress: 5, completed: 1, failed: 1, cancelled: 1, timedOut: 1, retried: 2 });
+        expect(await store.countJobs('other')).toMatchObject({ inQueue: 1, retried: 0 });
+        expect(await store.countJobs('none')).toMatchObject({ inQueue: 0, completed: 0 });
+        expect(run.status).toBe('IN_PROGRESS');
+        expect((await get(late.id)).status).toBe('TIMED_OUT');
+      });
+
+      it('lists the newest jobs of an endpoint first', async () => {
+        const a = await insert({ now: T0 });
+        const b = await insert({ now: T0 + 10 });
+        const c = await insert({ now: T0 + 10 });
+        await insert({ endpointId: 'other', now: T0 + 20 });
+        expect((await store.listJobs({ endpointId: 'ep', limit: 10 })).map((j) => j.id)).toEqual([c.id, b.id, a.id]);
+        expect((await store.listJobs({ endpointId: 'ep', limit: 2 })).map((j) => j.id)).toEqual([c.id, b.id]);
+        expect((await store.listJobs({ endpointId: 'ep', limit: 1 }))[0]).toEqual(c);
+        expect(await store.listJobs({ endpointId: 'none', limit: 10 })).toEqual([]);
+      });
+
+      it('reports the state and holder of existing jobs', async () => {
+        const queued = await insert();
+        const run = await running('w1');
+        const states = await store.jobStates([queued.id, 'gone', run.id]);
+        expect([...states].sort((x, y) => x.id.localeCompare(y.id))).toEqual(
+          [
+            { id: queued.id, status: 'IN_QUEUE', workerId: null },
+            { id: run.id, status: 'IN_PROGRESS', workerId: 'w1' },
+          ].sort((x, y) => x.id.localeCompare(y.id)),
+        );
+        expect(await store.jobStates([])).toEqual([]);
+      });
+    });
+
+    describe('webhooks', () => {
+      it('lists due deliveries oldest first and follows markWebhook', async () => {
+        const a = await insert({ webhook: 'https://hook.example/a' });
+        const b = await insert({ webhook: 'https://hook.example/b' });
+        const plain = await insert();
+        const live = await insert({ webhook: 'https://hook.example/live' });
+        await store.cancelJob({ id: b.id, now: T0 + 100 });
+        await store.cancelJob({ id: a.id, now: T0 + 200 });
+        await store.cancelJob({ id: plain.id, now: T0 + 50 });
+
+        expect(await store.dueWebhooks({ now: T0 + 99, limit: 10 })).toEqual([]);
+        const due = await store.dueWebhooks({ now: T0 + 1000, limit: 10 });
+        expect(due.map((j) => j.id)).toEqual([b.id, a.id]);
+        expect(due[0]).toEqual(await get(b.id));
+        expect((await store.dueWebhooks({ now: T0 + 1000, limit: 1 })).map((j) => j.id)).toEqual([b.id]);
+
+        await store.markWebhook({ id: b.id, attempts: 1, nextAt: T0 + 10_000 });
+        expect(await get(b.id)).toMatchObject({ webhookAttempts: 1, webhookNextAt: T0 + 10_000 });
+        expect((await store.dueWebhooks({ now: T0 + 1000, limit: 10 })).map((j) => j.id)).toEqual([a.id]);
+        expect((await store.dueWebhooks({ now: T0 + 10_000, limit: 10 })).map((j) => j.id)).toEqual([a.id, b.id]);
+
+        await store.markWebhook({ id: a.id, attempts: 1, nextAt: null });
+        expect(await get(a.id)).toMatchObject({ webhookAttempts: 1, webhookNextAt: null });
+        expect((await store.dueWebhooks({ now: T0 + 99_999, limit: 10 })).map((j) => j.id)).toEqual([b.id]);
+        expect((await get(live.id)).webhookNextAt).toBeNull();
+      });
+    });
+
+    describe('workers', () => {
+      it('creates and refreshes liveness rows', async () => {
+        await store.touchWorker({ id: 'w1', endpointId: 'ep', now: T0, version: '1.12.0' });
+        expect(await store.listWorkers()).toEqual([
+          { id: 'w1', endpointId: 'ep', firstSeenAt: T0, lastSeenAt: T0, healthy: true, reason: null, version: '1.12.0' },
+        ]);
+        await store.touchWorker({ id: 'w1', endpointId: 'ep', now: T0 + 10, healthy: false, reason: 'gpu gone' });
+        expect(await store.listWorkers('ep')).toEqual([
+          { id: 'w1', endpointId: 'ep', firstSeenAt: T0, lastSeenAt: T0 + 10, healthy: false, reason: 'gpu gone', version: '1.12.0' },
+        ]);
+        await store.touchWorker({ id: 'w1', endpointId: 'ep', now: T0 + 20 });
+        expect((await store.listWorkers())[0]).toMatchObject({ lastSeenAt: T0 + 20, healthy: false, reason: 'gpu gone', version: '1.12.0' });
+        await store.touchWorker({ id: 'w1', endpointId: 'ep', now: T0 + 30, healthy: true, reason: null, version: null });
+        expect((await store.listWorkers())[0]).toMatchObject({ firstSeenAt: T0, lastSeenAt: T0 + 30, healthy: true, reason: null, version: null });
+      });
+
+      it('lists by endpoint, finds stale workers and deletes them', async () => {
+        await store.touchWorker({ id: 'w1', endpointId: 'ep', now: T0 });
+        await store.touchWorker({ id: 'w2', endpointId: 'ep', now: T0 + 100 });
+        await store.touchWorker({ id: 'w3', endpointId: 'other', now: T0 + 200 });
+        expect((await store.listWorkers('ep')).map((w) => w.id).sort()).toEqual(['w1', 'w2']);
+        expect((await store.listWorkers()).map((w) => w.id).sort()).toEqual(['w1', 'w2', 'w3']);
+        expect(await store.listWorkers('none')).toEqual([]);
+        expect((await store.findStaleWorkers(T0 + 100)).map((w) => w.id)).toEqual(['w1']);
+        expect((await store.findStaleWorkers(T0 + 201)).map((w) => w.id).sort()).toEqual(['w1', 'w2', 'w3']);
+        await store.deleteWorkers(['w1', 'w3', 'nope']);
+        expect((await store.listWorkers()).map((w) => w.id)).toEqual(['w2']);
+        await store.deleteWorkers([]);
+        expect((await store.listWorkers()).map((w) => w.id)).toEqual(['w2']);
+      });
+
+      it('lists the running jobs a worker holds', async () => {
+        const a = await running('w1');
+        const b = await running('w1');
+        await running('w2');
+        await store.finishJob({ id: b.id, workerId: 'w1', status: 'COMPLETED', outputJson: '1', error: null, now: T0 + 2000 });
+        const c = await running('w1');
+        expect([...(await store.jobsHeldBy('w1'))].sort()).toEqual([a.id, c.id].sort());
+        expect(await store.jobsHeldBy('nobody')).toEqual([]);
+      });
+    });
+
+    describe('endpoints', () => {
+      it('creates, reads, lists, updates and deletes', async () => {
+        expect(await store.createEndpoint(endpoint('a'))).toBe(true);
+        expect(await store.createEndpoint(endpoint('b', { workerJson: null, scalerType: 'REQUEST_COUNT', createdAt: T0 + 1 }))).toBe(true);
+        expect(await store.createEndpoint(endpoint('a', { name: 'dup' }))).toBe(false);
+        expect(await store.getEndpoint('a')).toEqual(endpoint('a'));
+        expect(await store.getEndpoint('nope')).toBeUndefined();
+        expect(await store.listEndpoints()).toEqual([
+          endpoint('a'),
+          endpoint('b', { workerJson: null, scalerType: 'REQUEST_COUNT', createdAt: T0 + 1 }),
+        ]);
+
+        const changed = endpoint('a', { name: 'renamed', workersMax: 9, maxAttempts: 1, idleTimeout: 60, updatedAt: T0 + 50 });
+        expect(await store.updateEndpoint(changed)).toBe(true);
+        expect(await store.getEndpoint('a')).toEqual(changed);
+        expect(await store.updateEndpoint(endpoint('nope'))).toBe(false);
+        expect(await store.getEndpoint('nope')).toBeUndefined();
+
+        expect(await store.deleteEndpoint('a')).toBe(true);
+        expect(await store.deleteEndpoint('a')).toBe(false);
+        expect((await store.listEndpoints()).map((e) => e.id)).toEqual(['b']);
+      });
+
+      it('deleting an endpoint removes its jobs, stream chunks and workers', async () => {
+        await store.createEndpoint(endpoint('ep'));
+        await store.createEndpoint(endpoint('other'));
+        const job = await running('w1');
+        await store.appendStream({ id: job.id, workerId: 'w1', chunks: ['x'] });
+        const queued = await insert();
+        const kept = await insert({ endpointId: 'other' });
+        await store.touchWorker({ id: 'w1', endpointId: 'ep', now: T0 });
+        await store.touchWorker({ id: 'w2', endpointId: 'other', now: T0 });
+
+        expect(await store.deleteEndpoint('ep')).toBe(true);
+        expect(await store.getJob(job.id)).toBeUndefined();
+        expect(await store.getJob(queued.id)).toBeUndefined();
+        expect(await store.drainStream(job.id)).toEqual([]);
+        expect(await store.getJob(kept.id)).toEqual(kept);
+        expect((await store.listWorkers()).map((w) => w.id)).toEqual(['w2']);
+        expect(await store.countJobs('ep')).toMatchObject({ inQueue: 0, inProgress: 0 });
+      });
+    });
+
+    describe('API keys', () => {
+      it('creates, finds by hash, lists, counts scopes and deletes', async () => {
+        const admin = key('k1', { scopes: ['admin'], createdAt: T0 });
+        const limited = key('k2', { scopes: ['run', 'read'], endpoints: ['ep', 'other'], createdAt: T0 + 1 });
+        const worker = key('k3', { scopes: ['worker'], createdAt: T0 + 2 });
+        for (const k of [admin, limited, worker]) await store.createKey(k);
+
+        expect(await store.getKeyByHash('hash-k2')).toEqual(limited);
+        expect(await store.getKeyByHash('hash-nope')).toBeUndefined();
+        expect(await store.listKeys()).toEqual([admin, limited, worker]);
+        expect(await store.countKeysWithScope('admin')).toBe(1);
+        expect(await store.countKeysWithScope('read')).toBe(1);
+        expect(await store.countKeysWithScope('run')).toBe(1);
+
+        expect(await store.deleteKey('k1')).toBe(true);
+        expect(await store.deleteKey('k1')).toBe(false);
+        expect(await store.countKeysWithScope('admin')).toBe(0);
+        expect(await store.getKeyByHash('hash-k1')).toBeUndefined();
+        expect((await store.listKeys()).map((k) => k.id)).toEqual(['k2', 'k3']);
+      });
+
+      it('rejects a second key with the same hash', async () => {
+        await store.createKey(key('k1'));
+        await expect(store.createKey(key('k2', { hash: 'hash-k1' }))).rejects.toThrow();
+        expect((await store.listKeys()).map((k) => k.id)).toEqual(['k1']);
+      });
+    });
+  });
+}
