@@ -4,7 +4,7 @@ import type { GantryConfig } from '../config.js';
 import { AppError } from '../errors.js';
 import type { JobWaiters } from '../dispatch/job-waiters.js';
 import type { Notifier } from '../dispatch/notifier.js';
-import type { EndpointRecord, JobCounts, JobRecord, Store } from '../store/store.js';
+import type { EndpointRecord, JobCounts, JobRecord, NewJob, Store } from '../store/store.js';
 import type { SubmitRequest } from './policy.js';
 import type { SecretBox } from './secrets.js';
 import { isRetryable, isTerminal } from './states.js';
@@ -37,7 +37,8 @@ const QUEUE_COUNT_REFRESH_MS = 1_000;
 export function createJobService(deps: JobServiceDeps) {
   const { store, notifier, waiters, config, now } = deps;
   const endpointCache = new Map<string, { endpoint: EndpointRecord | undefined; at: number }>();
-  const queueCounts = new Map<string, { inQueue: number; at: number; refreshing: boolean }>();
+  /** Per endpoint: the queue length last counted plus the submissions since that count began. */
+  const queueCounts = new Map<string, { inQueue: number; since: number; at: number; refreshing: boolean }>();
 
   async function getEndpoint(id: string): Promise<EndpointRecord | undefined> {
     const hit = endpointCache.get(id);
@@ -52,12 +53,13 @@ export function createJobService(deps: JobServiceDeps) {
   function checkQueueLoad(endpoint: EndpointRecord): void {
     const t = now();
     let entry = queueCounts.get(endpoint.id);
-    if (!entry) queueCounts.set(endpoint.id, (entry = { inQueue: 0, at: 0, refreshing: false }));
+    if (!entry) queueCounts.set(endpoint.id, (entry = { inQueue: 0, since: 0, at: 0, refreshing: false }));
     if (t - entry.at >= QUEUE_COUNT_REFRESH_MS && !entry.refreshing) {
       const e = entry;
       e.refreshing = true;
+      e.since = 0;
       store.countJobs(endpoint.id).then(
-        (counts) => Object.assign(e, { inQueue: counts.inQueue, at: now(), refreshing: false }),
+        (counts) => Object.assign(e, { inQueue: counts.inQueue + e.since, at: now(), refreshing: false }),
         (err: unknown) => {
           e.refreshing = false;
           deps.logger.error({ err, endpointId: endpoint.id }, 'queue count failed');
@@ -69,13 +71,14 @@ export function createJobService(deps: JobServiceDeps) {
       throw new AppError(429, 'QUEUE_FULL', `Queue is full: ${entry.inQueue} jobs waiting on endpoint ${endpoint.id}`, undefined, { 'retry-after': '1' });
     }
     entry.inQueue++;
+    entry.since++;
   }
 
   async function submit(endpoint: EndpointRecord, request: SubmitRequest, opts: { sync: boolean; keyId: string | null }): Promise<JobRecord> {
     checkQueueLoad(endpoint);
     const t = now();
     const retention = opts.sync ? config.syncRetentionMs : config.asyncRetentionMs;
-    const job = {
+    const job: NewJob = {
       id: opts.sync ? `sync-${randomUUID()}` : randomUUID(),
       endpointId: endpoint.id,
       inputJson: request.inputJson,
@@ -92,8 +95,9 @@ export function createJobService(deps: JobServiceDeps) {
     };
     await store.insertJob(job);
     notifier.publish({ type: 'jobs-available', endpointId: endpoint.id });
+    const { now: _now, ...fields } = job;
     return {
-      ...job,
+      ...fields,
       status: 'IN_QUEUE',
       outputJson: null,
       error: null,
