@@ -31,7 +31,6 @@ export async function startTestGantry(config: Partial<GantryConfig> = {}): Promi
     logger: pino({ level: process.env.GANTRY_TEST_LOG ?? 'silent' }),
   });
   const url = gantry.url;
-  let workerKey: string | undefined;
   let counter = 0;
 
   async function admin(path: string, body: unknown): Promise<Record<string, unknown>> {
@@ -45,6 +44,8 @@ export async function startTestGantry(config: Partial<GantryConfig> = {}): Promi
     return json;
   }
 
+  const workerKey = (await admin('keys', { name: 'test workers', scopes: ['worker'] })).key as string;
+
   const t: TestGantry = {
     url,
     adminKey,
@@ -57,7 +58,6 @@ export async function startTestGantry(config: Partial<GantryConfig> = {}): Promi
       return (await admin('keys', { name: `test ${scopes.join('+')}`, scopes, ...(endpoints ? { endpoints } : {}) })).key as string;
     },
     workerEnv(endpointId, workerId = `worker-${process.pid}-${++counter}`) {
-      if (!workerKey) throw new Error('call await t.createKey(["worker"]) first, or use workerEnvFor');
       return buildWorkerEnv(url, endpointId, workerId, workerKey);
     },
     async close() {
@@ -65,7 +65,6 @@ export async function startTestGantry(config: Partial<GantryConfig> = {}): Promi
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
-  workerKey = await t.createKey(['worker']);
   return t;
 }
 
