@@ -32,6 +32,10 @@ export function createApp(options: AppOptions) {
   const stopSignals = createStopSignals();
   const takeQueue = createTakeQueue(
     (endpointId, workerId, limit) => store.claimJobs({ endpointId, workerId, limit, now: now() }),
+    async (workerId, jobs) => {
+      const returned = await store.returnJobs({ ids: jobs.map((j) => j.id), workerId });
+      logger.debug({ workerId, jobs: returned }, 'worker went away during a take; jobs returned to the queue');
+    },
     (err) => logger.error({ err }, 'dispatch failed'),
   );
   const deps = { store, notifier, waiters, config, secrets, logger, now };

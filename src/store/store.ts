@@ -83,6 +83,14 @@ export interface Store {
   releaseWorkerJobs(args: { workerIds: string[]; now: number }): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }>;
 
   /**
+   * Un-claims jobs that a worker never received (its long-poll closed while they were being
+   * claimed, or it says it does not hold them): IN_PROGRESS held by `workerId` → IN_QUEUE,
+   * attempts − 1 (the hand-out did not happen), workerId/startedAt cleared, queuedAt and
+   * deadlineAt kept as before the claim. Returns the ids returned to the queue.
+   */
+  returnJobs(args: { ids: string[]; workerId: string }): Promise<string[]>;
+
+  /**
    * Deletes up to `limit` terminal jobs with expiresAt <= now and no webhook delivery pending,
    * with their stream chunks. Returns how many were deleted.
    */

@@ -536,6 +536,21 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
       });
     });
 
+    describe('returnJobs', () => {
+      it('un-claims only the named jobs of that worker, not counting the hand-out', async () => {
+        await store.insertJob(newJob());
+        await store.insertJob(newJob());
+        const [a, b] = await store.claimJobs({ endpointId: 'ep', workerId: 'w1', limit: 2, now: T0 + 10 });
+        expect(await store.returnJobs({ ids: [a!.id, 'missing'], workerId: 'w2' })).toEqual([]);
+        expect(await store.returnJobs({ ids: [a!.id, 'missing'], workerId: 'w1' })).toEqual([a!.id]);
+        const back = await store.getJob(a!.id);
+        expect(back).toMatchObject({ status: 'IN_QUEUE', attempts: 0, workerId: null, startedAt: null, queuedAt: T0, deadlineAt: T0 + back!.ttlMs });
+        expect((await store.getJob(b!.id))?.status).toBe('IN_PROGRESS');
+        // It is the first in the queue again.
+        expect((await store.claimJobs({ endpointId: 'ep', workerId: 'w3', limit: 1, now: T0 + 20 }))[0]?.id).toBe(a!.id);
+      });
+    });
+
     describe('deleteExpired', () => {
       it('deletes expired terminal jobs with their stream, up to the limit, keeping pending webhooks', async () => {
         const a = await running('w1', { retentionMs: 1000 });

@@ -164,6 +164,16 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
         }),
       ),
 
+    returnJobs: ({ ids, workerId }) =>
+      write(() =>
+        (
+          q(`UPDATE jobs SET status = 'IN_QUEUE', attempts = MAX(attempts - 1, 0), worker_id = NULL, started_at = NULL,
+               deadline_at = queued_at + ttl_ms
+             WHERE status = 'IN_PROGRESS' AND worker_id = @workerId AND id IN (SELECT value FROM json_each(@ids))
+             RETURNING id`).all({ ids: JSON.stringify(ids), workerId }) as { id: string }[]
+        ).map((row) => row.id),
+      ),
+
     deleteExpired: ({ now, limit }) =>
       write(
         () =>
