@@ -1,0 +1,194 @@
+/**
+ * A typed client of the gateway's admin API (`/admin/v1/...`): API keys and endpoints.
+ * Used by the `gantry keys` / `gantry endpoints` commands and meant for the console too.
+ * It only needs the global `fetch`, so it runs in Node 20+ and in browsers.
+ */
+
+export type Scope = 'admin' | 'run' | 'read' | 'worker';
+export const SCOPES: readonly Scope[] = ['admin', 'run', 'read', 'worker'];
+
+export type ScalerType = 'QUEUE_DELAY' | 'REQUEST_COUNT';
+export const SCALER_TYPES: readonly ScalerType[] = ['QUEUE_DELAY', 'REQUEST_COUNT'];
+
+/** An API key as listed; the key itself is never returned after creation. */
+export interface ApiKeyInfo {
+  id: string;
+  name: string;
+  scopes: Scope[];
+  /** Endpoint ids the key is limited to; null (or absent) for all endpoints. */
+  endpoints: string[] | null;
+  /** Epoch milliseconds (or an ISO string, as the server sends it). */
+  createdAt: number | string;
+}
+
+/** A freshly created key: the only time `key` is shown. */
+export interface CreatedApiKey extends ApiKeyInfo {
+  key: string;
+}
+
+export interface CreateKeyRequest {
+  name: string;
+  scopes: Scope[];
+  endpoints?: string[];
+}
+
+/** How the autoscaler starts a worker process for an endpoint. */
+export interface WorkerSpec {
+  command: string;
+  env?: Record<string, string>;
+  cwd?: string;
+}
+
+/** The settings of an endpoint that can be set at creation or changed later. */
+export interface EndpointSettings {
+  name?: string;
+  workersMin?: number;
+  workersMax?: number;
+  /** Seconds a started worker may sit idle before it is stopped. */
+  idleTimeout?: number;
+  executionTimeoutMs?: number;
+  scalerType?: ScalerType;
+  scalerValue?: number;
+  maxAttempts?: number;
+  /** null removes the worker command (workers are then connected by hand). */
+  worker?: WorkerSpec | null;
+}
+
+export interface CreateEndpointRequest extends EndpointSettings {
+  id: string;
+}
+
+export interface Endpoint {
+  id: string;
+  name: string;
+  workersMin: number;
+  workersMax: number;
+  idleTimeout: number;
+  executionTimeoutMs: number;
+  scalerType: ScalerType;
+  scalerValue: number;
+  maxAttempts: number;
+  worker: WorkerSpec | null;
+  createdAt: number | string;
+  updatedAt: number | string;
+}
+
+/**
+ * A failed admin call: a non-2xx answer (`status`, the server's `code` and message) or,
+ * with status 0 and code `UNREACHABLE`, no answer at all.
+ */
+export class AdminApiError extends Error {
+  override readonly name = 'AdminApiError';
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly code: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface AdminClientOptions {
+  /** Base URL of the gateway, e.g. `http://localhost:8080`. */
+  url: string;
+  /** A key with the `admin` scope. Sent as a bearer token, never included in errors. */
+  adminKey: string;
+  /** Per-request limit; default 30 s. */
+  timeoutMs?: number;
+  /** Defaults to the global fetch. */
+  fetch?: typeof fetch;
+}
+
+export interface AdminClient {
+  createKey(request: CreateKeyRequest): Promise<CreatedApiKey>;
+  listKeys(): Promise<ApiKeyInfo[]>;
+  deleteKey(id: string): Promise<{ id: string; deleted: boolean }>;
+  createEndpoint(request: CreateEndpointRequest): Promise<Endpoint>;
+  listEndpoints(): Promise<Endpoint[]>;
+  getEndpoint(id: string): Promise<Endpoint>;
+  updateEndpoint(id: string, changes: EndpointSettings): Promise<Endpoint>;
+  deleteEndpoint(id: string): Promise<unknown>;
+}
+
+/**
+ * Creates an admin API client.
+ *
+ * @example
+ * const admin = createAdminClient({ url: 'http://localhost:8080', adminKey: process.env.GANTRY_ADMIN_KEY ?? '' });
+ * const { key } = await admin.createKey({ name: 'ci', scopes: ['run', 'read'] });
+ * await admin.createEndpoint({ id: 'echo', workersMax: 2, worker: { command: 'node echo.js' } });
+ */
+export function createAdminClient(options: AdminClientOptions): AdminClient {
+  const base = options.url.replace(/\/+$/, '');
+  const doFetch = options.fetch ?? globalThis.fetch;
+  const timeoutMs = options.timeoutMs ?? 30_000;
+
+  async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const headers: Record<string, string> = { authorization: `Bearer ${options.adminKey}`, accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    let response: Response;
+    try {
+      response = await doFetch(`${base}${path}`, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (err) {
+      throw new AdminApiError(`cannot reach gantry at ${base}: ${describeFetchError(err)}`, 0, 'UNREACHABLE');
+    }
+    const text = await response.text();
+    const parsed = parseJson(text);
+    if (!response.ok) {
+      const error = isRecord(parsed) ? parsed : {};
+      const message = typeof error.error === 'string' ? error.error : `HTTP ${response.status} ${response.statusText}`.trim();
+      const code = typeof error.code === 'string' ? error.code : `HTTP_${response.status}`;
+      throw new AdminApiError(message, response.status, code);
+    }
+    if (parsed === undefined) {
+      throw new AdminApiError(`unexpected answer from ${method} ${path}: not JSON`, response.status, 'BAD_RESPONSE');
+    }
+    return parsed as T;
+  }
+
+  const keyPath = (id: string) => `/admin/v1/keys/${encodeURIComponent(id)}`;
+  const endpointPath = (id: string) => `/admin/v1/endpoints/${encodeURIComponent(id)}`;
+
+  return {
+    createKey: (body) => request<CreatedApiKey>('POST', '/admin/v1/keys', body),
+    listKeys: async () => (await request<{ keys: ApiKeyInfo[] }>('GET', '/admin/v1/keys')).keys,
+    deleteKey: (id) => request<{ id: string; deleted: boolean }>('DELETE', keyPath(id)),
+    createEndpoint: (body) => request<Endpoint>('POST', '/admin/v1/endpoints', body),
+    listEndpoints: async () => (await request<{ endpoints: Endpoint[] }>('GET', '/admin/v1/endpoints')).endpoints,
+    getEndpoint: (id) => request<Endpoint>('GET', endpointPath(id)),
+    updateEndpoint: (id, changes) => request<Endpoint>('PATCH', endpointPath(id), changes),
+    deleteEndpoint: (id) => request<unknown>('DELETE', endpointPath(id)),
+  };
+}
+
+function parseJson(text: string): unknown {
+  if (text.length === 0) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** fetch wraps the interesting part (ECONNREFUSED, timeout) in `cause`. */
+function describeFetchError(err: unknown): string {
+  if (err instanceof Error) {
+    if (err.name === 'TimeoutError') return 'request timed out';
+    const cause = err.cause;
+    if (cause instanceof Error) {
+      const code = (cause as { code?: unknown }).code;
+      return typeof code === 'string' ? code : cause.message;
+    }
+    return err.message;
+  }
+  return String(err);
+}
