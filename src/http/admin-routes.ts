@@ -79,7 +79,7 @@ export async function handleAdminRoute(app: App, req: IncomingMessage, res: Serv
       if (method === 'GET') return sendJson(res, 200, renderEndpoint(existing));
       if (method === 'PATCH') {
         const endpoint = parseEndpointSettings(await readJsonBody(req, MB), existing, app.now());
-        await app.store.updateEndpoint(endpoint);
+        if (!(await app.store.updateEndpoint(endpoint))) throw new AppError(404, 'ENDPOINT_NOT_FOUND', `Endpoint ${id} not found`, { id });
         app.jobs.invalidateEndpoint(id);
         app.notifier.publish({ type: 'endpoint-changed', endpointId: id });
         return sendJson(res, 200, renderEndpoint(endpoint));
