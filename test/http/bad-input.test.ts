@@ -1,0 +1,249 @@
+// Malformed and hostile requests: each gets a JSON `{error, code}` with the right status, and
+// the gateway keeps serving with its stored jobs intact.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestGantry, type TestGantry } from '../helpers/gantry.js';
+import { call, clientFor, isErrorBody, uniqueId, workerFor, type Client, type Reply, type Worker } from './http-helpers.js';
+
+let t: TestGantry;
+let ep: string;
+let c: Client;
+let w: Worker;
+let completedId: string;
+let queuedId: string;
+let completedBefore: string;
+let queuedBefore: string;
+
+beforeAll(async () => {
+  t = await startTestGantry({ jobTakeWaitMs: 200 });
+  ep = uniqueId('bad');
+  await t.createEndpoint(ep);
+  c = clientFor(t, ep, await t.createKey(['run']));
+  w = workerFor(t, ep, await t.createKey(['worker']));
+  completedId = await c.submit({ input: { keep: 'this' } });
+  await w.takeJob();
+  await w.done(completedId, { output: { kept: [1, 2, 3] } });
+  queuedId = await c.submit({ input: { waiting: true } });
+  completedBefore = (await c.status(completedId)).text;
+  queuedBefore = (await c.status(queuedId)).text;
+});
+
+afterAll(async () => {
+  await t?.close();
+});
+
+function expectError(r: Reply, status: number, what: string, field?: string): void {
+  expect(r.status, `${what}: ${r.text.slice(0, 200)}`).toBe(status);
+  expect(isErrorBody(r), `${what}: error body is JSON {error, code}: ${r.text.slice(0, 200)}`).toBe(true);
+  if (field !== undefined) expect(r.json.error, what).toContain(field);
+}
+
+describe('submit bodies', () => {
+  it('malformed JSON → 400', async () => {
+    for (const body of ['{', '{"input": {}', "{'input': {}}", 'input=1', '{"input":{}}}']) {
+      expectError(await c.call('POST', 'run', { body }), 400, body);
+    }
+  });
+
+  it('a body that is not an object → 400', async () => {
+    for (const body of ['[]', '"input"', '42', 'null', 'true', '[{"input":{}}]']) {
+      expectError(await c.call('POST', 'run', { body }), 400, body);
+    }
+  });
+
+  it('input missing, an array, a string, a number or null → 400 naming input', async () => {
+    for (const body of [{}, { input: [] }, { input: 'text' }, { input: 3 }, { input: null }, { webhook: 'http://x.test/' }]) {
+      expectError(await c.run(body), 400, JSON.stringify(body), 'input');
+      expectError(await c.runsync(body, '?wait=1000'), 400, `runsync ${JSON.stringify(body)}`, 'input');
+    }
+  });
+
+  it('an unknown top-level field or policy field → 400 naming it', async () => {
+    expectError(await c.run({ input: {}, inputs: {} }), 400, 'inputs', 'inputs');
+    expectError(await c.run({ input: {}, policy: { timeout: 6000 } }), 400, 'policy.timeout', 'timeout');
+    expectError(await c.run({ input: {}, s3Config: { accessId: 'a', accessSecret: 'b', bucketName: 'c', endpointUrl: 'https://s3.test', region: 'x' } }), 400, 's3Config.region', 'region');
+  });
+
+  it('wrong types in policy, webhook and s3Config → 400 naming the field', async () => {
+    const s3 = { accessId: 'a', accessSecret: 'b', bucketName: 'c', endpointUrl: 'https://s3.test' };
+    const cases: [unknown, string][] = [
+      [{ input: {}, policy: 'fast' }, 'policy'],
+      [{ input: {}, policy: [] }, 'policy'],
+      [{ input: {}, policy: { executionTimeout: '6000' } }, 'executionTimeout'],
+      [{ input: {}, policy: { executionTimeout: 6000.5 } }, 'executionTimeout'],
+      [{ input: {}, policy: { ttl: '20000' } }, 'ttl'],
+      [{ input: {}, policy: { ttl: null } }, 'ttl'],
+      [{ input: {}, policy: { lowPriority: 1 } }, 'lowPriority'],
+      [{ input: {}, policy: { lowPriority: 'false' } }, 'lowPriority'],
+      [{ input: {}, webhook: 42 }, 'webhook'],
+      [{ input: {}, webhook: { url: 'http://x.test' } }, 'webhook'],
+      [{ input: {}, webhook: 'not a url' }, 'webhook'],
+      [{ input: {}, webhook: 'ftp://files.test/hook' }, 'webhook'],
+      [{ input: {}, s3Config: 'secret' }, 's3Config'],
+      [{ input: {}, s3Config: { ...s3, accessId: 1 } }, 'accessId'],
+      [{ input: {}, s3Config: { ...s3, bucketName: undefined } }, 'bucketName'],
+      [{ input: {}, s3Config: { ...s3, endpointUrl: '' } }, 'endpointUrl'],
+    ];
+    for (const [body, field] of cases) expectError(await c.run(body), 400, JSON.stringify(body), field);
+  });
+
+  it('a body over 10 MB on /run → 413', async () => {
+    const body = JSON.stringify({ input: { blob: 'x'.repeat(11_000_000) } });
+    expectError(await c.call('POST', 'run', { body }), 413, '11 MB /run');
+  });
+
+  it('a chunked body (no Content-Length) over 10 MB on /run → 413', async () => {
+    const piece = Buffer.alloc(1_000_000, 'a');
+    let sent = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent === 0) controller.enqueue(Buffer.from('{"input":{"blob":"'));
+        if (sent >= 12) {
+          controller.enqueue(Buffer.from('"}}'));
+          controller.close();
+          return;
+        }
+        sent++;
+        controller.enqueue(piece);
+      },
+    });
+    let status: number;
+    let text = '';
+    try {
+      const res = await fetch(`${t.url}/v2/${ep}/run`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${c.key}`, 'content-type': 'application/json' },
+        body,
+        duplex: 'half',
+      } as RequestInit);
+      status = res.status;
+      text = await res.text();
+    } catch (err) {
+      throw new Error(`no response to an oversized chunked body: ${String((err as Error).cause ?? err)}`);
+    }
+    expect(status, text).toBe(413);
+    expect(JSON.parse(text)).toMatchObject({ code: expect.any(String), error: expect.any(String) });
+  });
+
+  it('15 MB on /runsync is accepted; 21 MB → 413', async () => {
+    const ok = await c.call('POST', 'runsync?wait=1000', { body: JSON.stringify({ input: { blob: 'y'.repeat(15_000_000) } }) });
+    expect(ok.status, ok.text.slice(0, 200)).toBe(200);
+    expect(ok.json.status).toBe('IN_QUEUE');
+    expect(ok.json.id).toMatch(/^sync-/);
+    expect((await c.cancel(ok.json.id as string)).status).toBe(200);
+    expectError(await c.call('POST', 'runsync?wait=1000', { body: JSON.stringify({ input: { blob: 'z'.repeat(21_000_000) } }) }), 413, '21 MB /runsync');
+  });
+
+  it('exactly 10 MB on /run is accepted', async () => {
+    const overhead = JSON.stringify({ input: { blob: '' } }).length;
+    const body = JSON.stringify({ input: { blob: 'q'.repeat(10_000_000 - overhead) } });
+    expect(body.length).toBe(10_000_000);
+    const r = await c.call('POST', 'run', { body });
+    expect(r.status, r.text.slice(0, 200)).toBe(200);
+    expect((await c.cancel(r.json.id as string)).status).toBe(200);
+  });
+});
+
+describe('unknown things', () => {
+  it('an unknown job id → 404 on every job route', async () => {
+    const id = '11111111-2222-4333-8444-555555555555';
+    for (const [method, op] of [
+      ['GET', 'status'],
+      ['POST', 'status'],
+      ['GET', 'status-sync'],
+      ['GET', 'stream'],
+      ['POST', 'cancel'],
+      ['POST', 'retry'],
+    ] as const) {
+      expectError(await c.call(method, `${op}/${id}?wait=1000`), 404, `${method} ${op}`);
+    }
+    expectError(await c.status('sync-nothing'), 404, 'sync id');
+  });
+
+  it('a job of another endpoint is not found here', async () => {
+    const other = uniqueId('bad-other');
+    await t.createEndpoint(other);
+    const elsewhere = clientFor(t, other, c.key);
+    expectError(await elsewhere.status(completedId), 404, 'foreign job');
+    expectError(await elsewhere.cancel(queuedId), 404, 'foreign cancel');
+  });
+
+  it('an unknown endpoint → 404', async () => {
+    const none = clientFor(t, 'no-such-endpoint', t.adminKey);
+    expectError(await none.run(), 404, 'run');
+    expectError(await none.status(completedId), 404, 'status');
+    expectError(await none.health(), 404, 'health');
+    expectError(await none.purge(), 404, 'purge');
+  });
+
+  it('unknown routes → 404 JSON, wrong methods → 405 JSON', async () => {
+    const key = { key: c.key };
+    for (const path of ['/', '/v1/x/run', `/v2/${ep}/nope`, `/v2/${ep}/status`, `/v2/${ep}/status/a/b`, '/v2', `/v2/${ep}`, '/admin/v2/keys', '/favicon.ico']) {
+      expectError(await call(t.url, 'GET', path, key), 404, `GET ${path}`);
+    }
+    expectError(await call(t.url, 'POST', `/v2/${ep}/run/extra`, { ...key, body: { input: {} } }), 404, 'POST run/extra');
+    expectError(await call(t.url, 'POST', `/v2/${ep}/purge-queue/x`, key), 404, 'POST purge-queue/x');
+    for (const [method, op] of [
+      ['GET', 'run'],
+      ['GET', 'runsync'],
+      ['PUT', 'run'],
+      ['DELETE', `status/${completedId}`],
+      ['PUT', `cancel/${completedId}`],
+      ['GET', `cancel/${completedId}`],
+      ['POST', 'health'],
+      ['DELETE', 'purge-queue'],
+    ] as const) {
+      expectError(await call(t.url, method, `/v2/${ep}/${op}`, key), 405, `${method} ${op}`);
+    }
+  });
+
+  it('malformed percent-encoding in the path → 400 JSON', async () => {
+    for (const path of [`/v2/${ep}/status/%E0%A4%A`, `/v2/${ep}/status/%zz`, `/v2/%/run`, `/v2/${ep}/status/abc%`]) {
+      expectError(await call(t.url, 'GET', path, { key: c.key }), 400, path);
+    }
+  });
+
+  it('bad query values → 400 JSON', async () => {
+    expectError(await c.status(completedId, '?ttl=abc'), 400, 'ttl=abc', 'ttl');
+    expectError(await c.status(completedId, '?ttl=-5'), 400, 'ttl=-5', 'ttl');
+    expectError(await c.runsync({ input: {} }, '?wait=soon'), 400, 'wait=soon', 'wait');
+    expectError(await c.requests('?limit=0'), 400, 'limit=0', 'limit');
+  });
+
+  it('no key, an unknown key, and an empty Bearer → 401 JSON', async () => {
+    expectError(await call(t.url, 'POST', `/v2/${ep}/run`, { body: { input: {} } }), 401, 'no key');
+    expectError(await call(t.url, 'POST', `/v2/${ep}/run`, { key: 'gk_unknown', body: { input: {} } }), 401, 'unknown key');
+    expectError(await call(t.url, 'POST', `/v2/${ep}/run`, { headers: { authorization: 'Bearer ' }, body: { input: {} } }), 401, 'empty bearer');
+    expectError(await call(t.url, 'GET', `/v2/${ep}/status/${completedId}`, { key: 'k'.repeat(5000) }), 401, 'huge key');
+  });
+});
+
+describe('worker routes', () => {
+  it('bad worker requests → 4xx JSON', async () => {
+    expectError(await w.call('POST', `job-done/${w.id}/${completedId}`, { body: '{oops', contentType: 'application/x-www-form-urlencoded' }), 400, 'malformed job-done');
+    expectError(await w.call('POST', `job-done/${w.id}/${completedId}`, { body: '[1,2]' }), 400, 'array job-done');
+    expectError(await w.call('POST', `job-stream/${w.id}/${completedId}`, { body: '"chunk"' }), 400, 'bare stream chunk');
+    expectError(await w.call('GET', 'job-take/bad%20worker%20id'), 400, 'worker id with spaces');
+    expectError(await w.call('GET', `job-take/${'w'.repeat(200)}`), 400, 'long worker id');
+    expectError(await w.call('GET', 'job-take'), 400, 'no worker id');
+    expectError(await w.call('POST', `job-take/${w.id}`), 405, 'POST job-take');
+    expectError(await w.call('GET', `job-done/${w.id}/${completedId}`), 405, 'GET job-done');
+    expectError(await w.call('POST', `job-done/${w.id}`, { body: { output: 1 } }), 404, 'job-done without job id');
+  });
+});
+
+describe('afterwards', () => {
+  it('the server still answers and stored jobs are intact', async () => {
+    expect((await call(t.url, 'GET', '/healthz')).status).toBe(200);
+    expect((await c.status(completedId)).text).toBe(completedBefore);
+    expect((await c.status(queuedId)).text).toBe(queuedBefore);
+    expect(JSON.parse(completedBefore)).toMatchObject({ status: 'COMPLETED', output: { kept: [1, 2, 3] } });
+    expect(JSON.parse(queuedBefore)).toMatchObject({ status: 'IN_QUEUE', input: { waiting: true } });
+    const id = await c.submit({ input: { after: true } });
+    const job = await w.takeJob();
+    expect(job.id).toBe(queuedId); // the older job first
+    await w.done(queuedId, { output: 'q' });
+    expect((await w.takeJob()).id).toBe(id);
+    await w.done(id, { output: 'fine' });
+    expect((await c.status(id)).json).toMatchObject({ status: 'COMPLETED', output: 'fine' });
+  });
+});
