@@ -17,10 +17,10 @@ export interface WorkerHttp {
   /** GET; rejects on network errors, after `timeoutMs`, and when `signal` aborts before the server answers. */
   get(url: string, timeoutMs: number, signal?: AbortSignal): Promise<WorkerResponse>;
   /**
-   * POSTs JSON, up to `attempts` times on network errors and 5xx; resolves with the last
-   * response, or rejects with the last network error.
+   * POSTs JSON text, up to `attempts` times on network errors and 5xx; resolves with the
+   * last response, or rejects with the last network error.
    */
-  postJson(url: string, body: unknown, options?: PostOptions): Promise<WorkerResponse>;
+  postJson(url: string, json: string, options?: PostOptions): Promise<WorkerResponse>;
 }
 
 export interface PostOptions {
@@ -72,10 +72,9 @@ export function createWorkerHttp(apiKey: string, version: string): WorkerHttp {
     get(url, timeoutMs, signal) {
       return request(url, { method: 'GET', headers }, timeoutMs, signal);
     },
-    async postJson(url, body, options = {}) {
+    async postJson(url, json, options = {}) {
       const { attempts, backoffMs, timeoutMs } = { ...DEFAULT_POST, ...options };
-      const payload = JSON.stringify(body);
-      const init: RequestInit = { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: payload };
+      const init: RequestInit = { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: json };
       let lastError: unknown;
       for (let attempt = 1; attempt <= attempts; attempt++) {
         try {

@@ -60,8 +60,12 @@ export async function runJob(
     progress(update) {
       // A progress post after the end would be ignored by the server at best; don't send it.
       if (finished || signal.aborted) return Promise.resolve();
-      const body = { status: 'IN_PROGRESS', output: update };
-      const post = http.postJson(withQuery(doneUrl, { isStream: 'false' }), body).then(
+      const json = toJson({ status: 'IN_PROGRESS', output: update });
+      if (json instanceof Error) {
+        log.warn({ ...fields, err: json.message }, 'progress update is not JSON; dropped');
+        return Promise.resolve();
+      }
+      const post = http.postJson(withQuery(doneUrl, { isStream: 'false' }), json).then(
         (res) => {
           if (res.status >= 300) log.warn({ ...fields, status: res.status, body: res.body.slice(0, 200) }, 'progress update rejected');
         },
@@ -89,8 +93,15 @@ export async function runJob(
   if (body.stopPod) refresh = true;
   const url = withQuery(doneUrl, { isStream: result.kind === 'stream' ? 'true' : 'false' });
   const ms = Math.round(performance.now() - startedAt);
+  // An output the server cannot take must still end the job, or it would hang until timeout.
+  let json = toJson(body);
+  if (json instanceof Error) json = failureJson(`job output cannot be sent as JSON: ${json.message}`, body);
   try {
-    const res = await http.postJson(url, body);
+    let res = await http.postJson(url, json);
+    if (res.status === 413) {
+      log.error({ ...fields, bytes: Buffer.byteLength(json) }, 'job output too large for the server; failing the job');
+      res = await http.postJson(url, failureJson(`job output of ${Buffer.byteLength(json)} bytes is over the server's limit`, body));
+    }
     if (res.status >= 300) {
       log.error({ ...fields, status: res.status, body: res.body.slice(0, 200) }, 'job result rejected');
       return { outcome: 'post-failed', refresh };
@@ -168,9 +179,15 @@ async function streamResult(
         closeQuietly(iterator);
         break;
       }
+      const json = toJson({ output: chunk });
+      if (json instanceof Error) {
+        body = { error: `stream chunk cannot be sent as JSON: ${json.message}` };
+        closeQuietly(iterator);
+        break;
+      }
       if (deps.returnAggregateStream) chunks.push(chunk);
       try {
-        const res = await http.postJson(streamUrl, { output: chunk });
+        const res = await http.postJson(streamUrl, json);
         if (res.status >= 300) log.warn({ jobId: job.id, workerId: config.workerId, status: res.status }, 'stream chunk rejected');
       } catch (err) {
         log.warn({ jobId: job.id, workerId: config.workerId, err: describeError(err) }, 'stream chunk not delivered');
@@ -226,6 +243,18 @@ function closeQuietly(iterator: AsyncIterator<unknown> | Iterator<unknown>): voi
   } catch {
     // the generator's own cleanup failed; the job is over either way
   }
+}
+
+function toJson(value: unknown): string | Error {
+  try {
+    return JSON.stringify(value);
+  } catch (err) {
+    return err instanceof Error ? err : new Error(String(err));
+  }
+}
+
+function failureJson(error: string, result: JobResult): string {
+  return JSON.stringify(result.stopPod ? { error, stopPod: true } : { error });
 }
 
 function errorMessage(err: unknown): string {

@@ -190,6 +190,20 @@ describe('worker protocol', () => {
     expect(server.posts('job-done').map((p) => p.path.split('/').pop())).toEqual(['J1', 'J1', 'J2']);
   });
 
+  it('fails a job whose output cannot be sent: not JSON, or over the server limit', async () => {
+    server.doneStatuses = [413];
+    start((job) => (job.input === 'big' ? { big: 'x'.repeat(10) } : { n: 1n }));
+    server.enqueue({ id: 'J1', input: 'big' });
+    await waitFor(() => server.posts('job-done').length === 2);
+    server.enqueue({ id: 'J2', input: 'bigint' });
+    const posts = await waitFor(() => server.posts('job-done').length === 3 && server.posts('job-done'));
+    expect(posts.map((p) => p.body)).toEqual([
+      { output: { big: 'x'.repeat(10) } },
+      { error: expect.stringMatching(/over the server's limit/) as unknown },
+      { error: expect.stringMatching(/cannot be sent as JSON/) as unknown },
+    ]);
+  });
+
   it('stop() lets the running job finish and post, then resolves done', async () => {
     const release = deferred();
     const w = start(async () => {

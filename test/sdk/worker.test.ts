@@ -148,6 +148,15 @@ describe('gantry worker (real processes against a real gateway)', () => {
     expect(job).toMatchObject({ status: 'COMPLETED', output: { hello: 'world', n: [1, 2] }, workerId: worker.workerId });
   });
 
+  it('takes its connection from --url --endpoint --key --worker-id as well', async () => {
+    const ep = await newEndpoint();
+    const key = gantry.workerEnv(ep).RUNPOD_AI_API_KEY ?? '';
+    const blank = Object.fromEntries(Object.keys(gantry.workerEnv(ep)).map((name) => [name, '']));
+    spawnWorker(ECHO, ep, ['--url', gantry.url, '--endpoint', ep, '--key', key, '--worker-id', 'flag-worker'], blank);
+    const id = await submit(ep, { via: 'flags' });
+    expect(await statusWhen(ep, id, finished, 'job end')).toMatchObject({ status: 'COMPLETED', output: { via: 'flags' }, workerId: 'flag-worker' });
+  });
+
   it('fails a job with the thrown error message', async () => {
     const ep = await newEndpoint();
     spawnWorker(ECHO, ep);
