@@ -82,7 +82,7 @@ export function createWorkerService(deps: JobServiceDeps & { jobs: JobService; t
 
     if (body.status === 'IN_PROGRESS') {
       // A progress update; it may arrive after the final result and must never reopen a job.
-      const applied = await store.setProgress({ id: jobId, workerId, outputJson: JSON.stringify(body.output ?? null) });
+      const applied = await store.setProgress({ id: jobId, workerId, endpointId, outputJson: JSON.stringify(body.output ?? null) });
       if (applied) notifier.publish({ type: 'job-updated', jobId });
       else await requireJob(endpointId, jobId);
       return { kind: 'progress', applied };
@@ -93,6 +93,7 @@ export function createWorkerService(deps: JobServiceDeps & { jobs: JobService; t
     const finished = await store.finishJob({
       id: jobId,
       workerId,
+      endpointId,
       status: failed ? 'FAILED' : 'COMPLETED',
       outputJson: failed ? null : JSON.stringify(body.output ?? null),
       error: failed ? (typeof error === 'string' ? error : JSON.stringify(error)) : null,
@@ -124,7 +125,7 @@ export function createWorkerService(deps: JobServiceDeps & { jobs: JobService; t
       chunks.push(...splitChunk(item.output));
     }
     await touch(endpointId, workerId);
-    const accepted = await store.appendStream({ id: jobId, workerId, chunks });
+    const accepted = await store.appendStream({ id: jobId, workerId, endpointId, chunks });
     if (accepted) notifier.publish({ type: 'job-updated', jobId });
     else {
       const job = await requireJob(endpointId, jobId);

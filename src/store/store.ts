@@ -44,6 +44,8 @@ export interface Store {
   finishJob(args: {
     id: string;
     workerId: string;
+    /** When given, the job must also belong to this endpoint (the worker's key may be limited to it). */
+    endpointId?: string;
     status: 'COMPLETED' | 'FAILED';
     outputJson: string | null;
     error: string | null;
@@ -51,7 +53,7 @@ export interface Store {
   }): Promise<JobRecord | undefined>;
 
   /** Sets the progress output of an IN_PROGRESS job held by `workerId`. False when not held. */
-  setProgress(args: { id: string; workerId: string; outputJson: string }): Promise<boolean>;
+  setProgress(args: { id: string; workerId: string; endpointId?: string; outputJson: string }): Promise<boolean>;
 
   /**
    * IN_QUEUE or IN_PROGRESS → CANCELLED (finishedAt, expiresAt, webhook as finishJob).
@@ -77,7 +79,7 @@ export interface Store {
 
   /**
    * The IN_PROGRESS jobs of the given workers: each goes back to IN_QUEUE (queuedAt=now,
-   * deadlineAt=now+ttlMs, workerId/startedAt cleared) while attempts < maxAttempts, otherwise
+   * deadlineAt=now+ttlMs, workerId/startedAt and the lost attempt's progress output cleared) while attempts < maxAttempts, otherwise
    * → FAILED with error 'worker lost'.
    */
   releaseWorkerJobs(args: { workerIds: string[]; now: number }): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }>;
@@ -103,7 +105,7 @@ export interface Store {
   shortenRetention(args: { id: string; ttlMs: number }): Promise<void>;
 
   /** Appends chunks to the stream of an IN_PROGRESS job held by `workerId`. False when not held. */
-  appendStream(args: { id: string; workerId: string; chunks: string[] }): Promise<boolean>;
+  appendStream(args: { id: string; workerId: string; endpointId?: string; chunks: string[] }): Promise<boolean>;
 
   /** Removes and returns the buffered stream chunks of a job, oldest first. */
   drainStream(id: string): Promise<string[]>;

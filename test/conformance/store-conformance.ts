@@ -536,6 +536,19 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
       });
     });
 
+    describe('endpoint guard', () => {
+      it('refuses results, progress and chunks for a job of another endpoint', async () => {
+        const job = await running('w1');
+        expect(await store.finishJob({ id: job.id, workerId: 'w1', endpointId: 'other', status: 'COMPLETED', outputJson: '1', error: null, now: T0 + 5 })).toBeUndefined();
+        expect(await store.setProgress({ id: job.id, workerId: 'w1', endpointId: 'other', outputJson: '1' })).toBe(false);
+        expect(await store.appendStream({ id: job.id, workerId: 'w1', endpointId: 'other', chunks: ['1'] })).toBe(false);
+        expect(await store.getJob(job.id)).toEqual(job);
+        expect(await store.drainStream(job.id)).toEqual([]);
+        expect(await store.setProgress({ id: job.id, workerId: 'w1', endpointId: 'ep', outputJson: '2' })).toBe(true);
+        expect((await store.finishJob({ id: job.id, workerId: 'w1', endpointId: 'ep', status: 'COMPLETED', outputJson: '3', error: null, now: T0 + 6 }))?.status).toBe('COMPLETED');
+      });
+    });
+
     describe('returnJobs', () => {
       it('un-claims only the named jobs of that worker, not counting the hand-out', async () => {
         await store.insertJob(newJob());

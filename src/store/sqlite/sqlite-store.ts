@@ -75,21 +75,22 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
         return rows.sort(byQueueOrder).map(toJob);
       }),
 
-    finishJob: ({ id, workerId, status, outputJson, error, now }) =>
+    finishJob: ({ id, workerId, endpointId = null, status, outputJson, error, now }) =>
       write(() =>
         finishedJob(
           `UPDATE jobs SET status = @status, output_json = @outputJson, error = @error, ${FINISH}
-           WHERE id = @id AND status = 'IN_PROGRESS' AND worker_id = @workerId RETURNING *`,
-          { id, workerId, status, outputJson, error, now },
+           WHERE id = @id AND status = 'IN_PROGRESS' AND worker_id = @workerId
+             AND (@endpointId IS NULL OR endpoint_id = @endpointId) RETURNING *`,
+          { id, workerId, endpointId, status, outputJson, error, now },
         ),
       ),
 
-    setProgress: ({ id, workerId, outputJson }) =>
+    setProgress: ({ id, workerId, endpointId = null, outputJson }) =>
       write(
         () =>
           q(`UPDATE jobs SET output_json = @outputJson
-             WHERE id = @id AND status = 'IN_PROGRESS' AND worker_id = @workerId`).run({ id, workerId, outputJson })
-            .changes === 1,
+             WHERE id = @id AND status = 'IN_PROGRESS' AND worker_id = @workerId
+               AND (@endpointId IS NULL OR endpoint_id = @endpointId)`).run({ id, workerId, endpointId, outputJson }).changes === 1,
       ),
 
     cancelJob: ({ id, now }) =>
@@ -156,7 +157,7 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
           );
           const requeued = jobRows(
             q(`UPDATE jobs SET status = 'IN_QUEUE', queued_at = @now, deadline_at = @now + ttl_ms,
-                 worker_id = NULL, started_at = NULL
+                 worker_id = NULL, started_at = NULL, output_json = NULL
                WHERE status = 'IN_PROGRESS' AND worker_id IN (SELECT value FROM json_each(@ids))
                  AND attempts < max_attempts RETURNING *`).all({ ids, now }),
           );
@@ -167,7 +168,7 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
     returnJobs: ({ ids, workerId }) =>
       write(() =>
         (
-          q(`UPDATE jobs SET status = 'IN_QUEUE', attempts = MAX(attempts - 1, 0), worker_id = NULL, started_at = NULL,
+          q(`UPDATE jobs SET status = 'IN_QUEUE', attempts = MAX(attempts - 1, 0), worker_id = NULL, started_at = NULL, output_json = NULL,
                deadline_at = queued_at + ttl_ms
              WHERE status = 'IN_PROGRESS' AND worker_id = @workerId AND id IN (SELECT value FROM json_each(@ids))
              RETURNING id`).all({ ids: JSON.stringify(ids), workerId }) as { id: string }[]
@@ -193,10 +194,11 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
            WHERE id = @id`).run({ id, ttlMs });
       }),
 
-    appendStream: ({ id, workerId, chunks }) =>
+    appendStream: ({ id, workerId, endpointId = null, chunks }) =>
       write(
         db.transaction(() => {
-          const held = q(`SELECT 1 FROM jobs WHERE id = ? AND status = 'IN_PROGRESS' AND worker_id = ?`).get(id, workerId);
+          const held = q(`SELECT 1 FROM jobs WHERE id = @id AND status = 'IN_PROGRESS' AND worker_id = @workerId
+               AND (@endpointId IS NULL OR endpoint_id = @endpointId)`).get({ id, workerId, endpointId });
           if (held === undefined) return false;
           const last = q('SELECT MAX(seq) AS seq FROM job_stream WHERE job_id = ?').get(id) as { seq: number | null };
           const insert = q('INSERT INTO job_stream (job_id, seq, chunk) VALUES (?, ?, ?)');
