@@ -10,6 +10,8 @@ import { isTerminal } from './states.js';
 export const MAX_CHUNK_BYTES = 1_000_000;
 /** Characters per piece when splitting text: even at 6 bytes a character (\u escapes) it fits. */
 const SPLIT_CHARS = Math.floor(MAX_CHUNK_BYTES / 6) - 2;
+/** How long a taken job may be missing from its worker's pings before it counts as never received. */
+export const PING_GRACE_MS = 15_000;
 /** A worker's liveness row is written at most this often per worker. */
 const TOUCH_EVERY_MS = 1_000;
 
@@ -140,9 +142,15 @@ export function createWorkerService(deps: JobServiceDeps & { jobs: JobService; t
    * Heartbeat. The worker lists the jobs it holds; any of them that it should no longer run
    * (cancelled, timed out, or given to another worker after it was presumed lost) is added to
    * its stop list, so a stop signal lost in transit is repaired by the next ping.
+   *
+   * The other way round: a job the store says this worker holds but that the worker has not
+   * listed for PING_GRACE_MS never reached it (its job-take answer was lost) and goes back to
+   * the queue. Only workers that send `runpod_version` (runpod-python, our SDK) list their
+   * jobs reliably, so only their pings are read that way.
    */
   async function ping(endpointId: string, workerId: string, held: string[], health: { healthy: boolean; reason: string | null; version: string | null }): Promise<void> {
     await touch(endpointId, workerId, health);
+    if (health.version !== null) await returnUnlisted(endpointId, workerId, held);
     if (held.length === 0) return;
     const states = await store.jobStates(held);
     const known = new Map(states.map((s) => [s.id, s]));
@@ -151,6 +159,23 @@ export function createWorkerService(deps: JobServiceDeps & { jobs: JobService; t
       return !s || s.status !== 'IN_PROGRESS' || s.workerId !== workerId;
     });
     stopSignals.add(workerId, stop);
+  }
+
+  async function returnUnlisted(endpointId: string, workerId: string, listed: string[]): Promise<void> {
+    const missing = (await store.jobsHeldBy(workerId)).filter((id) => !listed.includes(id));
+    if (missing.length === 0) return;
+    const cutoff = now() - PING_GRACE_MS;
+    const lost: string[] = [];
+    for (const id of missing) {
+      const job = await store.getJob(id);
+      if (job?.startedAt != null && job.startedAt < cutoff) lost.push(id);
+    }
+    if (lost.length === 0) return;
+    const returned = await store.returnJobs({ ids: lost, workerId });
+    if (returned.length > 0) {
+      deps.logger.warn({ workerId, endpointId, jobs: returned }, 'worker does not hold jobs given to it; returned to the queue');
+      notifier.publish({ type: 'jobs-available', endpointId });
+    }
   }
 
   return {

@@ -117,6 +117,21 @@ describe('job service state machine', () => {
     expect(await app.jobs.getJob('ep', job.id)).toMatchObject({ status: 'FAILED', error: 'worker lost' });
   });
 
+  it('returns a job its worker never listed in pings to the queue', async () => {
+    const job = await submit();
+    await take('w1');
+    const health = { healthy: true, reason: null, version: '1.12.0' };
+    await app.workers.ping('ep', 'w1', [], health);
+    expect((await app.jobs.getJob('ep', job.id))?.status).toBe('IN_PROGRESS'); // still within the grace
+    clock += 15_001;
+    await app.workers.ping('ep', 'w1', [job.id], health); // listed: kept
+    expect((await app.jobs.getJob('ep', job.id))?.status).toBe('IN_PROGRESS');
+    await app.workers.ping('ep', 'w1', [], { ...health, version: null }); // no version: not trusted
+    expect((await app.jobs.getJob('ep', job.id))?.status).toBe('IN_PROGRESS');
+    await app.workers.ping('ep', 'w1', [], health);
+    expect(await app.jobs.getJob('ep', job.id)).toMatchObject({ status: 'IN_QUEUE', attempts: 0, workerId: null });
+  });
+
   it('cancels queued and running jobs, and only those', async () => {
     const running = await submit();
     await app.workers.claim('ep', 'w1', 1);
