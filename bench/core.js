@@ -15,7 +15,7 @@
  * itself.
  *
  * usage: npm run build && node bench/core.js [--seconds N] [--json]
- *          [--scenarios run,e2e,runsync,status] [--batch N] [--profile DIR] [--in-process]
+ *          [--scenarios run,e2e,runsync,status,http] [--batch N] [--profile DIR] [--in-process]
  *
  *   --seconds N     measured seconds per scenario (default 5; 1..60), after a warm-up
  *   --json          print the results as one JSON document instead of the table
