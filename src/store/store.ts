@@ -166,6 +166,33 @@ export interface Store {
   /** The key whose SHA-256 hex digest is `hash`. */
   getKeyByHash(hash: string): Promise<KeyRecord | undefined>;
   countKeysWithScope(scope: Scope): Promise<number>;
+
+  // ---- usage (billing of the public endpoints) ---------------------------------------------
+
+  /** Records one completed job's usage; a second record for the same job is ignored. */
+  recordUsage(usage: UsageRecord): Promise<void>;
+  /** Sums the usage recorded in [from, to) by key or endpoint, largest cost first. */
+  sumUsage(args: { from: number; to: number; groupBy: 'key' | 'endpoint' }): Promise<UsageSum[]>;
+}
+
+export interface UsageRecord {
+  jobId: string;
+  /** The key that submitted the job; null for the console's session. */
+  keyId: string | null;
+  endpointId: string;
+  /** width × height of the image. */
+  pixels: number;
+  /** Cost in units of 1e-10 USD (src/images/pricing.ts). */
+  costUnits: bigint;
+  createdAt: number;
+}
+
+export interface UsageSum {
+  /** The key id or endpoint id of the group (null: jobs submitted without a key). */
+  group: string | null;
+  jobs: number;
+  pixels: number;
+  costUnits: bigint;
 }
 
 export type Scope = 'admin' | 'run' | 'read' | 'worker';

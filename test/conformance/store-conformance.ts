@@ -859,5 +859,42 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect((await store.listKeys()).map((k) => k.id)).toEqual(['k1']);
       });
     });
+
+    describe('usage', () => {
+      const usage = (jobId: string, keyId: string | null, endpointId: string, costUnits: bigint, createdAt: number) => ({
+        jobId,
+        keyId,
+        endpointId,
+        pixels: 1024 * 1024,
+        costUnits,
+        createdAt,
+      });
+
+      it('sums by key and by endpoint over [from, to), exactly, ignoring a second record of a job', async () => {
+        await store.recordUsage(usage('j1', 'k1', 'image-quality', 209_715_200n, T0));
+        await store.recordUsage(usage('j1', 'k1', 'image-quality', 999n, T0)); // duplicate: ignored
+        await store.recordUsage(usage('j2', 'k1', 'image-fast', 25_165_824n, T0 + 10));
+        await store.recordUsage(usage('j3', 'k2', 'image-fast', 25_165_824n, T0 + 20));
+        await store.recordUsage(usage('j4', null, 'image-fast', 1n, T0 + 30));
+        await store.recordUsage(usage('j5', 'k2', 'image-fast', 7n, T0 + 40)); // at `to`: excluded
+
+        expect(await store.sumUsage({ from: T0, to: T0 + 40, groupBy: 'key' })).toEqual([
+          { group: 'k1', jobs: 2, pixels: 2 * 1024 * 1024, costUnits: 234_881_024n },
+          { group: 'k2', jobs: 1, pixels: 1024 * 1024, costUnits: 25_165_824n },
+          { group: null, jobs: 1, pixels: 1024 * 1024, costUnits: 1n },
+        ]);
+        expect(await store.sumUsage({ from: T0 + 10, to: T0 + 41, groupBy: 'endpoint' })).toEqual([
+          { group: 'image-fast', jobs: 4, pixels: 4 * 1024 * 1024, costUnits: 50_331_656n },
+        ]);
+        expect(await store.sumUsage({ from: T0 + 100, to: T0 + 200, groupBy: 'key' })).toEqual([]);
+      });
+
+      it('keeps sums exact past 2^53 units', async () => {
+        const big = 2n ** 53n + 1n;
+        await store.recordUsage(usage('a', 'k', 'ep', big, T0));
+        await store.recordUsage(usage('b', 'k', 'ep', big, T0));
+        expect((await store.sumUsage({ from: 0, to: T0 + 1, groupBy: 'key' }))[0]?.costUnits).toBe(2n * big);
+      });
+    });
   });
 }

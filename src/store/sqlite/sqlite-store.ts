@@ -390,6 +390,33 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
                WHERE EXISTS (SELECT 1 FROM json_each(api_keys.scopes) WHERE value = ?)`).get(scope) as { n: number }
           ).n,
       ),
+
+    // ---- usage ------------------------------------------------------------------------------
+
+    recordUsage: (usage) =>
+      write(() => {
+        q(`INSERT INTO usage_records (job_id, key_id, endpoint_id, pixels, cost_units, created_at)
+           VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (job_id) DO NOTHING`).run(
+          usage.jobId,
+          usage.keyId,
+          usage.endpointId,
+          usage.pixels,
+          usage.costUnits,
+          usage.createdAt,
+        );
+      }),
+
+    sumUsage: ({ from, to, groupBy }) =>
+      read(() => {
+        const column = groupBy === 'key' ? 'key_id' : 'endpoint_id';
+        // safeIntegers: the sums come back as BigInt, exact past 2^53.
+        const rows = q(`SELECT ${column} AS grp, COUNT(*) AS jobs, SUM(pixels) AS pixels, SUM(cost_units) AS cost
+           FROM usage_records WHERE created_at >= ? AND created_at < ?
+           GROUP BY ${column} ORDER BY cost DESC, grp`)
+          .safeIntegers(true)
+          .all(BigInt(from), BigInt(to)) as { grp: string | null; jobs: bigint; pixels: bigint; cost: bigint }[];
+        return rows.map((row) => ({ group: row.grp, jobs: Number(row.jobs), pixels: Number(row.pixels), costUnits: row.cost }));
+      }),
   };
   return store;
 }
