@@ -113,6 +113,13 @@ export interface Store {
   /** Job counts of one endpoint for /health (retained jobs only). */
   countJobs(endpointId: string): Promise<JobCounts>;
 
+  /**
+   * What the autoscaler reads of one endpoint's live jobs: the IN_QUEUE jobs whose queue
+   * deadline is after `now` (all of them, and those without policy.lowPriority), the queuedAt
+   * of the oldest such normal job, and the IN_PROGRESS jobs per holding worker.
+   */
+  queueStats(args: { endpointId: string; now: number }): Promise<QueueStats>;
+
   /** Most recent jobs of an endpoint, newest first. */
   listJobs(args: { endpointId: string; limit: number }): Promise<JobRecord[]>;
 
@@ -256,6 +263,17 @@ export interface JobCounts {
   timedOut: number;
   /** Retained jobs that were retried by a client or requeued after a lost worker. */
   retried: number;
+}
+
+export interface QueueStats {
+  inQueue: number;
+  /** Queued jobs without policy.lowPriority: only these make the autoscaler add workers. */
+  inQueueNormal: number;
+  /** queuedAt of the oldest queued normal job; null when there is none. */
+  oldestNormalQueuedAt: number | null;
+  inProgress: number;
+  /** IN_PROGRESS jobs per worker id (workers holding none are absent). */
+  heldBy: Record<string, number>;
 }
 
 export interface WorkerRecord {

@@ -694,6 +694,45 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect((await get(late.id)).status).toBe('TIMED_OUT');
       });
 
+      it('queueStats: queued normal and lowPriority jobs, the oldest normal one, running jobs per worker', async () => {
+        expect(await store.queueStats({ endpointId: 'ep', now: T0 })).toEqual({
+          inQueue: 0,
+          inQueueNormal: 0,
+          oldestNormalQueuedAt: null,
+          inProgress: 0,
+          heldBy: {},
+        });
+        await running('w1');
+        await running('w1');
+        await running('w2', { lowPriority: true });
+        const done = await running('w3');
+        await store.finishJob({ id: done.id, workerId: 'w3', status: 'COMPLETED', outputJson: '1', error: null, now: T0 + 1500 });
+        await insert({ lowPriority: true, now: T0 + 10 });
+        await insert({ now: T0 + 20 });
+        await insert({ now: T0 + 30 });
+        await insert({ ttlMs: 100, now: T0 + 5 }); // its queue ttl has passed by T0 + 2000
+        await insert({ endpointId: 'other', now: T0 });
+        expect(await store.queueStats({ endpointId: 'ep', now: T0 + 2000 })).toEqual({
+          inQueue: 3,
+          inQueueNormal: 2,
+          oldestNormalQueuedAt: T0 + 20,
+          inProgress: 3,
+          heldBy: { w1: 2, w2: 1 },
+        });
+        // Only lowPriority jobs queued: nothing that justifies a new worker.
+        await store.claimJobs({ endpointId: 'ep', workerId: 'w4', limit: 1, now: T0 + 2000 }); // the lowPriority one (oldest)
+        await store.claimJobs({ endpointId: 'ep', workerId: 'w4', limit: 2, now: T0 + 2000 });
+        await insert({ lowPriority: true, now: T0 + 40 });
+        expect(await store.queueStats({ endpointId: 'ep', now: T0 + 2000 })).toMatchObject({
+          inQueue: 1,
+          inQueueNormal: 0,
+          oldestNormalQueuedAt: null,
+          inProgress: 6,
+          heldBy: { w1: 2, w2: 1, w4: 3 },
+        });
+        expect(await store.queueStats({ endpointId: 'other', now: T0 + 2000 })).toMatchObject({ inQueue: 1, inQueueNormal: 1, oldestNormalQueuedAt: T0 });
+      });
+
       it('lists the newest jobs of an endpoint first', async () => {
         const a = await insert({ now: T0 });
         const b = await insert({ now: T0 + 10 });

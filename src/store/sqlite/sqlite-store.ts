@@ -239,6 +239,30 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
         return counts;
       }),
 
+    // The unary + keeps the planner on jobs_claim, as in claimJobs.
+    queueStats: ({ endpointId, now }) =>
+      read(() => {
+        const queued = q(`SELECT COUNT(*) AS n, COALESCE(SUM(low_priority = 0), 0) AS normal,
+                            MIN(CASE WHEN low_priority = 0 THEN queued_at END) AS oldest
+                          FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' AND +deadline_at > ?`).get(endpointId, now) as {
+          n: number;
+          normal: number;
+          oldest: number | null;
+        };
+        const held = q(`SELECT worker_id, COUNT(*) AS n FROM jobs
+                        WHERE endpoint_id = ? AND status = 'IN_PROGRESS' GROUP BY worker_id`).all(endpointId) as {
+          worker_id: string | null;
+          n: number;
+        }[];
+        const heldBy: Record<string, number> = {};
+        let inProgress = 0;
+        for (const row of held) {
+          inProgress += row.n;
+          if (row.worker_id !== null) heldBy[row.worker_id] = row.n;
+        }
+        return { inQueue: queued.n, inQueueNormal: queued.normal, oldestNormalQueuedAt: queued.oldest, inProgress, heldBy };
+      }),
+
     listJobs: ({ endpointId, limit }) =>
       read(() =>
         jobRows(
