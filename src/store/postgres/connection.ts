@@ -1,0 +1,143 @@
+import pg from 'pg';
+import type { ClientConfig, PoolClient, QueryResultRow } from 'pg';
+import { listMigrations, migrationsDir } from '../migrations.js';
+
+/** BIGINT (int8) comes back as a JS number: times are epoch ms and counts, far below 2^53. */
+const types = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === pg.types.builtins.INT8) return (value: string) => Number(value);
+    return pg.types.getTypeParser(oid, format);
+  },
+} as ClientConfig['types'];
+
+/**
+ * One PostgreSQL database (and schema, through the connection's search_path) for a store: a
+ * pool for queries plus what the notifier and the leader need to open their own connections.
+ */
+export interface PgConnection {
+  readonly pool: pg.Pool;
+  /** Settings for a dedicated connection (LISTEN, the leader's advisory lock). */
+  readonly clientConfig: ClientConfig;
+  query<R extends QueryResultRow>(sql: string, params?: unknown[]): Promise<R[]>;
+  /** Runs `work` in one transaction on one connection; rolls back when it throws. */
+  transaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T>;
+  /** The schema that holds the tables (the first of search_path), read on first use. */
+  schema(): Promise<string>;
+  migrate(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface PgConnectionOptions {
+  /** postgres://user:pass@host:port/db[?options=-c%20search_path%3Dmy_schema] */
+  connectionString: string;
+  /** Connections in the pool (default 10). */
+  poolSize?: number;
+}
+
+/** A bigint advisory-lock key scoped to the schema, so two Gantry schemas in one database never share a lock. */
+export const lockKeySql = (purpose: string): string => `hashtextextended(current_schema() || ':gantry-${purpose}', 0)`;
+
+/** Opens a pool; nothing connects until the first query. */
+export function openPostgres(options: PgConnectionOptions): PgConnection {
+  const clientConfig: ClientConfig = { connectionString: options.connectionString, types, keepAlive: true, application_name: 'gantry' };
+  const pool = new pg.Pool({ ...clientConfig, max: options.poolSize ?? 10, idleTimeoutMillis: 30_000 });
+  // An idle connection that breaks (server restart) is dropped by the pool; without a
+  // listener the 'error' event would crash the process.
+  pool.on('error', () => undefined);
+  let closed = false;
+  let schemaName: Promise<string> | undefined;
+
+  const query = async <R extends QueryResultRow>(sql: string, params?: unknown[]): Promise<R[]> => {
+    if (closed) throw new Error('store is closed');
+    return (await pool.query<R>(sql, params)).rows;
+  };
+
+  const transaction = async <T>(work: (client: PoolClient) => Promise<T>): Promise<T> => {
+    if (closed) throw new Error('store is closed');
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      const value = await work(client);
+      await client.query('COMMIT');
+      client.release();
+      return value;
+    } catch (err) {
+      await client.query('ROLLBACK').then(
+        () => client.release(),
+        (rollbackErr: unknown) => client.release(rollbackErr as Error),
+      );
+      throw err;
+    }
+  };
+
+  const schema = (): Promise<string> => {
+    schemaName ??= query<{ schema: string | null }>('SELECT current_schema() AS schema').then((rows) => {
+      const name = rows[0]?.schema;
+      if (!name) throw new Error('no schema: the search_path of DATABASE_URL names no existing schema');
+      return name;
+    });
+    return schemaName;
+  };
+
+  const migrate = async (): Promise<void> => {
+    const migrations = listMigrations(migrationsDir('postgres'));
+    // A session-level advisory lock on a connection of its own: two gateways starting at
+    // once apply each migration exactly once; the second waits, then finds nothing to do.
+    const client = await pool.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query(`SELECT pg_advisory_lock(${lockKeySql('migrate')})`);
+      try {
+        await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+          version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`);
+        const applied = (await client.query<{ version: number; name: string }>('SELECT version, name FROM schema_migrations ORDER BY version')).rows;
+        const where = await schema();
+        for (const row of applied) {
+          if (row.version > migrations.length) {
+            throw new Error(
+              `database schema ${where} has schema version ${row.version} (${row.name}), newer than this code knows ` +
+                `(${migrations.length}); run a newer Gantry or restore a matching backup`,
+            );
+          }
+          const expected = migrations[row.version - 1];
+          if (expected && expected.name !== row.name) {
+            throw new Error(`database schema ${where} applied migration ${row.version} as '${row.name}', this code has '${expected.name}'`);
+          }
+        }
+        const done = new Set(applied.map((row) => row.version));
+        for (const migration of migrations) {
+          if (done.has(migration.version)) continue;
+          await client.query('BEGIN');
+          try {
+            await client.query(migration.sql);
+            await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
+              migration.version,
+              migration.name,
+              Date.now(),
+            ]);
+            await client.query('COMMIT');
+          } catch (err) {
+            await client.query('ROLLBACK');
+            throw new Error(`migration ${migration.file} failed: ${(err as Error).message}`, { cause: err });
+          }
+        }
+      } finally {
+        await client.query(`SELECT pg_advisory_unlock(${lockKeySql('migrate')})`);
+      }
+    } catch (err) {
+      broken = err as Error;
+      throw err;
+    } finally {
+      // A connection in an unknown state is destroyed, not returned to the pool.
+      client.release(broken);
+    }
+  };
+
+  const close = async (): Promise<void> => {
+    if (closed) return;
+    closed = true;
+    await pool.end();
+  };
+
+  return { pool, clientConfig, query, transaction, schema, migrate, close };
+}

