@@ -1,15 +1,18 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { createApp, type App } from './app.js';
 import { loadConfig, type GantryConfig } from './config.js';
 import { createRequestListener } from './http/server.js';
 import { createApiKey } from './http/admin-routes.js';
 import { createSecretBox, loadSecretKey, sha256Hex } from './jobs/secrets.js';
+import { createPgNotifier } from './dispatch/pg-notifier.js';
+import { createSharedStorePoller } from './dispatch/shared-store-poller.js';
+import { createLeader, type Leader } from './services/leader.js';
 import { createReaper } from './services/reaper.js';
 import { createWebhookSender } from './services/webhook-sender.js';
-import { createSqliteStore } from './store/sqlite/sqlite-store.js';
+import { openStore } from './store/open-store.js';
+import { isPostgresStore } from './store/postgres/postgres-store.js';
 import type { Store } from './store/store.js';
 
 export interface StartOptions {
@@ -17,7 +20,7 @@ export interface StartOptions {
   config?: Partial<GantryConfig>;
   env?: NodeJS.ProcessEnv;
   logger?: Logger;
-  /** An already-open store (tests); by default the SQLite file `<dataDir>/gantry.db`. */
+  /** An already-open store (tests); by default openStore: PostgreSQL with DATABASE_URL, else the SQLite file `<dataDir>/gantry.db`. */
   store?: Store;
 }
 
@@ -29,6 +32,8 @@ export interface Gantry {
   port: number;
   /** The admin key, when this start created it (first start without GANTRY_ADMIN_KEY) or it was configured. */
   adminKey: string | null;
+  /** Whether this gateway runs the singletons (always on SQLite; one gateway at a time on PostgreSQL). */
+  leader: Leader;
   close(): Promise<void>;
 }
 
@@ -42,10 +47,13 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   const env = options.env ?? process.env;
   const config = loadConfig(env, options.config);
   const logger = options.logger ?? pino({ level: config.logLevel, base: { service: 'gantry' } });
-  const store = options.store ?? createSqliteStore({ file: join(config.dataDir, 'gantry.db') });
+  const store = options.store ?? openStore(config, env);
   await store.migrate();
   const secrets = createSecretBox(loadSecretKey(config.dataDir, env));
-  const app = createApp({ config, store, logger, secrets });
+  // Gateways sharing PostgreSQL wake each other through LISTEN/NOTIFY (docs/postgres.md).
+  const notifier = isPostgresStore(store) ? createPgNotifier({ connection: store.pg, logger }) : undefined;
+  await notifier?.start();
+  const app = createApp({ config, store, logger, secrets, notifier });
   const adminKey = await ensureAdminKey(app);
 
   const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 60_000 }, createRequestListener(app));
@@ -61,8 +69,21 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
 
   const reaper = createReaper(app);
   const webhooks = createWebhookSender(app);
-  reaper.start();
-  webhooks.start();
+  // Singletons run on the leader only (always this gateway on SQLite); see services/leader.ts.
+  const singletons: { start(): void; stop(): Promise<void> }[] = [reaper, webhooks];
+  const leader = createLeader({ store, logger });
+  let transition = Promise.resolve();
+  leader.onChange((isLeader) => {
+    transition = transition
+      .then(async () => {
+        if (isLeader) for (const s of singletons) s.start();
+        else for (const s of singletons) await s.stop();
+      })
+      .catch((err: unknown) => logger.error({ err }, 'starting or stopping the singletons failed'));
+  });
+  leader.start();
+  const poller = isPostgresStore(store) ? createSharedStorePoller(app) : undefined;
+  poller?.start();
   logger.info({ url, dataDir: config.dataDir, store: store.kind }, 'gantry listening');
 
   let closing: Promise<void> | undefined;
@@ -72,15 +93,19 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
     url,
     port,
     adminKey,
+    leader,
     close() {
       closing ??= (async () => {
-        await reaper.stop();
-        await webhooks.stop();
+        await leader.stop();
+        await transition;
+        for (const s of singletons) await s.stop();
+        poller?.stop();
         app.closeWaits();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeAllConnections();
         });
+        await notifier?.close();
         await store.close();
       })();
       return closing;

@@ -10,21 +10,44 @@ export interface StopSignals {
   closeAll(): void;
 }
 
+/**
+ * With gateways sharing a database every gateway receives every stop list, also for workers
+ * that never poll it: lists untaken for this long are dropped (a worker's ping re-derives
+ * what it must stop, see worker-service.ts).
+ */
+const PENDING_MAX_AGE_MS = 60_000;
+
 export function createStopSignals(): StopSignals {
   const pending = new Map<string, Set<string>>();
+  const addedAt = new Map<string, number>();
   const waiters = new Map<string, (ids: string[]) => void>();
+  let adds = 0;
+
+  function prune(): void {
+    const cutoff = Date.now() - PENDING_MAX_AGE_MS;
+    for (const [workerId, at] of addedAt) {
+      if (at >= cutoff) continue;
+      addedAt.delete(workerId);
+      pending.delete(workerId);
+    }
+  }
 
   function drain(workerId: string): string[] {
     const set = pending.get(workerId);
     pending.delete(workerId);
+    addedAt.delete(workerId);
     return set ? [...set] : [];
   }
 
   return {
     add(workerId, jobIds) {
       if (jobIds.length === 0) return;
+      if (++adds % 256 === 0) prune();
       let set = pending.get(workerId);
-      if (!set) pending.set(workerId, (set = new Set()));
+      if (!set) {
+        pending.set(workerId, (set = new Set()));
+        addedAt.set(workerId, Date.now());
+      }
       for (const id of jobIds) set.add(id);
       const waiter = waiters.get(workerId);
       if (waiter) waiter(drain(workerId));

@@ -118,20 +118,21 @@ async function untilEvent(worker: PyWorker, what: string, id: string, timeoutMs 
   await until(`worker event ${what} ${id}\n${worker.stderr.slice(-2000)}`, () => (worker.has(what, id) ? true : undefined), timeoutMs);
 }
 
-beforeAll(async () => {
-  gantry = await startTestGantry();
-  runKey = await gantry.createKey(['run']);
-});
-
 afterEach(async () => {
   await Promise.all(workers.splice(0).map((w) => w.stop()));
 });
 
-afterAll(async () => {
-  await gantry?.close();
-});
+// The same tests on both store backends (PostgreSQL: a schema of its own, see test/helpers/postgres.ts).
+describe.each(['sqlite', 'postgres'] as const)('runpod-python 1.12 worker protocol (%s store)', (backend) => {
+  beforeAll(async () => {
+    gantry = await startTestGantry({}, { backend });
+    runKey = await gantry.createKey(['run']);
+  });
 
-describe('runpod-python 1.12 worker protocol', () => {
+  afterAll(async () => {
+    await gantry?.close();
+  });
+
   it('runs a plain handler: output, times and worker id', async () => {
     const ep = await newEndpoint('echo');
     const worker = startWorker(ep, ['--handler', 'echo']);

@@ -11,18 +11,8 @@ let runKey: string;
 let workerKey: string;
 const loops: { stop(): Promise<void> }[] = [];
 
-beforeAll(async () => {
-  t = await startTestGantry({ jobTakeWaitMs: 300 });
-  runKey = await t.createKey(['run']);
-  workerKey = await t.createKey(['worker']);
-});
-
 afterEach(async () => {
   await Promise.all(loops.splice(0).map((l) => l.stop()));
-});
-
-afterAll(async () => {
-  await t?.close();
 });
 
 type Handler = (job: Json, w: Worker) => Promise<unknown>;
@@ -61,7 +51,18 @@ async function setup() {
 
 const echo: Handler = async (job) => ({ echoed: job.input });
 
-describe('runpod-sdk against Gantry', () => {
+// The same tests on both store backends (PostgreSQL: a schema of its own, see test/helpers/postgres.ts).
+describe.each(['sqlite', 'postgres'] as const)('runpod-sdk against Gantry (%s store)', (backend) => {
+  beforeAll(async () => {
+    t = await startTestGantry({ jobTakeWaitMs: 300 }, { backend });
+    runKey = await t.createKey(['run']);
+    workerKey = await t.createKey(['worker']);
+  });
+
+  afterAll(async () => {
+    await t?.close();
+  });
+
   it('run and status', async () => {
     const { endpoint } = await setup();
     const run = (await endpoint.run({ input: { prompt: 'hello' } })) as Json;

@@ -5,6 +5,14 @@ import { pino } from 'pino';
 import type { GantryConfig } from '../../src/config.js';
 import { startGantry, type Gantry } from '../../src/server.js';
 import type { Scope } from '../../src/store/store.js';
+import { createTestSchema } from './postgres.js';
+
+export type TestBackend = 'sqlite' | 'postgres';
+
+export interface TestGantryOptions {
+  /** Store backend; default GANTRY_TEST_BACKEND or sqlite. postgres: a schema of its own, dropped on close. */
+  backend?: TestBackend;
+}
 
 export interface TestGantry {
   url: string;
@@ -19,14 +27,16 @@ export interface TestGantry {
 }
 
 /**
- * A real gateway on a free port with its own SQLite file in a temp folder, for tests.
- * Workers are real processes speaking HTTP to `url`.
+ * A real gateway on a free port with its own SQLite file in a temp folder (or its own
+ * PostgreSQL schema), for tests. Workers are real processes speaking HTTP to `url`.
  */
-export async function startTestGantry(config: Partial<GantryConfig> = {}): Promise<TestGantry> {
+export async function startTestGantry(config: Partial<GantryConfig> = {}, options: TestGantryOptions = {}): Promise<TestGantry> {
+  const backend = options.backend ?? (process.env.GANTRY_TEST_BACKEND as TestBackend | undefined) ?? 'sqlite';
   const dataDir = mkdtempSync(join(tmpdir(), 'gantry-test-'));
   const adminKey = `test-admin-${Math.random().toString(36).slice(2)}-key`;
+  const schema = backend === 'postgres' ? await createTestSchema('gw') : undefined;
   const gantry = await startGantry({
-    env: {},
+    env: schema ? { DATABASE_URL: schema.url } : {},
     config: { port: 0, host: '127.0.0.1', dataDir, adminKey, logLevel: 'silent', rateLimits: false, ...config },
     logger: pino({ level: process.env.GANTRY_TEST_LOG ?? 'silent' }),
   });
@@ -63,6 +73,7 @@ export async function startTestGantry(config: Partial<GantryConfig> = {}): Promi
     async close() {
       await gantry.close();
       rmSync(dataDir, { recursive: true, force: true });
+      await schema?.drop();
     },
   };
   return t;
