@@ -9,6 +9,7 @@ import { createRateLimiter } from './http/rate-limit.js';
 import { createJobService } from './jobs/job-service.js';
 import type { SecretBox } from './jobs/secrets.js';
 import { createWorkerService } from './jobs/worker-service.js';
+import type { PoolView } from './pool/pool-view.js';
 import type { Store } from './store/store.js';
 
 export interface AppOptions {
@@ -38,7 +39,9 @@ export function createApp(options: AppOptions) {
     },
     (err) => logger.error({ err }, 'dispatch failed'),
   );
-  const deps = { store, notifier, waiters, config, secrets, logger, now };
+  /** The worker pool's view, set by the autoscaler while it runs on this gateway. */
+  const pool: { view: PoolView | null } = { view: null };
+  const deps = { store, notifier, waiters, config, secrets, logger, now, pool };
   const jobs = createJobService(deps);
   const workers = createWorkerService({ ...deps, jobs, takeQueue, stopSignals });
   const auth = createAuth(store, now);
@@ -74,6 +77,7 @@ export function createApp(options: AppOptions) {
     workers,
     auth,
     rateLimiter,
+    pool,
     /** Ends every open long-poll (shutdown). */
     closeWaits() {
       unsubscribe();

@@ -9,6 +9,7 @@ import { createSecretBox, loadSecretKey, sha256Hex } from './jobs/secrets.js';
 import { createPgNotifier } from './dispatch/pg-notifier.js';
 import { createSharedStorePoller } from './dispatch/shared-store-poller.js';
 import { createLeader, type Leader } from './services/leader.js';
+import { createAutoscaler } from './services/autoscaler.js';
 import { createReaper } from './services/reaper.js';
 import { createWebhookSender } from './services/webhook-sender.js';
 import { openStore } from './store/open-store.js';
@@ -69,8 +70,10 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
 
   const reaper = createReaper(app);
   const webhooks = createWebhookSender(app);
+  const autoscaler = createAutoscaler(app, { baseUrl: config.publicUrl ?? url });
   // Singletons run on the leader only (always this gateway on SQLite); see services/leader.ts.
-  const singletons: { start(): void; stop(): Promise<void> }[] = [reaper, webhooks];
+  // The autoscaler stops first on close: its workers drain while the gateway still serves them.
+  const singletons: { start(): void; stop(): Promise<void> }[] = [autoscaler, reaper, webhooks];
   const leader = createLeader({ store, logger });
   let transition = Promise.resolve();
   leader.onChange((isLeader) => {

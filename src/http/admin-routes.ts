@@ -6,6 +6,7 @@ import { generateApiKey, sha256Hex } from '../jobs/secrets.js';
 import type { KeyRecord, Scope } from '../store/store.js';
 import type { App } from '../app.js';
 import { MB, readJsonBody } from './body.js';
+import { handlePoolRoute } from './pool-routes.js';
 import { sendJson } from './respond.js';
 
 const SCOPES: Scope[] = ['admin', 'run', 'read', 'worker'];
@@ -47,13 +48,14 @@ export async function createApiKey(app: App, spec: { name: string; scopes: Scope
 }
 
 /**
- * Admin API under /admin/v1 (admin-scoped key): keys and endpoints.
+ * Admin API under /admin/v1 (admin-scoped key): keys, endpoints and their workers (pool-routes.ts).
  * `segments` are the path parts after /admin/v1.
  */
 export async function handleAdminRoute(app: App, req: IncomingMessage, res: ServerResponse, segments: string[]): Promise<void> {
   await app.auth.authorize(req, 'admin');
   const method = req.method ?? 'GET';
   const [collection, id, ...extra] = segments;
+  if (collection === 'endpoints' && id !== undefined && extra[0] === 'workers') return handlePoolRoute(app, req, res, id, extra.slice(1));
   if (extra.length > 0) throw new AppError(404, 'NOT_FOUND', 'Unknown admin route');
 
   if (collection === 'keys') {

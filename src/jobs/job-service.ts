@@ -4,6 +4,7 @@ import type { GantryConfig } from '../config.js';
 import { AppError } from '../errors.js';
 import type { JobWaiters } from '../dispatch/job-waiters.js';
 import type { Notifier } from '../dispatch/notifier.js';
+import type { PoolView } from '../pool/pool-view.js';
 import type { EndpointRecord, JobCounts, JobRecord, NewJob, Store } from '../store/store.js';
 import type { SubmitRequest } from './policy.js';
 import type { SecretBox } from './secrets.js';
@@ -19,6 +20,8 @@ export interface JobServiceDeps {
   logger: Logger;
   /** The clock; tests move it. */
   now: () => number;
+  /** The worker pool's view when this gateway runs the autoscaler (initializing, throttled, crash-looping workers). */
+  pool?: { view: PoolView | null };
 }
 
 export type CancelResult = { ok: true; job: JobRecord } | { ok: false; reason: 'not-found' } | { ok: false; reason: 'wrong-state'; job: JobRecord };
@@ -201,11 +204,14 @@ export function createJobService(deps: JobServiceDeps) {
   async function health(endpointId: string): Promise<{ jobs: JobCounts; workers: Record<string, number> }> {
     const [jobs, workers] = await Promise.all([store.countJobs(endpointId), store.listWorkers(endpointId)]);
     const cutoff = now() - config.workerLostMs;
+    const pool = deps.pool?.view?.health(endpointId);
+    const polling = new Set<string>();
     let idle = 0;
     let running = 0;
     let unhealthy = 0;
     for (const worker of workers) {
       if (worker.lastSeenAt < cutoff) continue;
+      polling.add(worker.id);
       if (!worker.healthy) {
         unhealthy++;
         continue;
@@ -214,7 +220,10 @@ export function createJobService(deps: JobServiceDeps) {
       if (held.length > 0) running++;
       else idle++;
     }
-    return { jobs, workers: { idle, initializing: 0, ready: idle + running, running, throttled: 0, unhealthy } };
+    // A pool worker counts as initializing until the store shows it polling.
+    const initializing = pool ? pool.initializing.filter((id) => !polling.has(id)).length : 0;
+    unhealthy += pool ? pool.unhealthy.filter((id) => !polling.has(id)).length : 0;
+    return { jobs, workers: { idle, initializing, ready: idle + running, running, throttled: pool?.throttled ?? 0, unhealthy } };
   }
 
   /** After any transition into a terminal state: wake readers, queue the webhook. */
