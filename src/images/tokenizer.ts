@@ -1,0 +1,119 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Tokenizer } from '@huggingface/tokenizers';
+
+/**
+ * Prompt tokenization from a diffusers `tokenizer/` folder: `tokenizer.json` (fast tokenizers:
+ * CLIP, T5) or the slow CLIP files `vocab.json` + `merges.txt` (what Stable Diffusion exports
+ * carry), turned into the equivalent tokenizer.json. Pure JS, no downloads.
+ */
+export interface PromptTokenizer {
+  /** Sequence length every prompt is padded or truncated to. */
+  readonly maxLength: number;
+  /** Token ids with the model's special tokens, truncated and padded to maxLength. */
+  encode(text: string): number[];
+}
+
+interface TokenizerConfigFile {
+  model_max_length?: number;
+  pad_token?: string | { content: string };
+  bos_token?: string | { content: string };
+  eos_token?: string | { content: string };
+  [key: string]: unknown;
+}
+
+function readJson<T>(file: string): T {
+  return JSON.parse(readFileSync(file, 'utf8')) as T;
+}
+
+function tokenText(token: TokenizerConfigFile['pad_token']): string | undefined {
+  return typeof token === 'string' ? token : token?.content;
+}
+
+/** The CLIP tokenizer.json that transformers' converter produces from vocab.json + merges.txt. */
+function clipTokenizerJson(vocab: Record<string, number>, mergesText: string, config: TokenizerConfigFile): object {
+  const merges = mergesText
+    .split('\n')
+    .filter((line, i) => line.trim() !== '' && !(i === 0 && line.startsWith('#version')));
+  const bos = tokenText(config.bos_token) ?? '<|startoftext|>';
+  const eos = tokenText(config.eos_token) ?? '<|endoftext|>';
+  const special = [bos, eos].filter((t) => vocab[t] !== undefined);
+  return {
+    version: '1.0',
+    added_tokens: special.map((content) => ({ id: vocab[content], content, single_word: false, lstrip: false, rstrip: false, normalized: true, special: true })),
+    normalizer: {
+      type: 'Sequence',
+      normalizers: [{ type: 'NFC' }, { type: 'Replace', pattern: { Regex: '\\s+' }, content: ' ' }, { type: 'Lowercase' }],
+    },
+    pre_tokenizer: {
+      type: 'Sequence',
+      pretokenizers: [
+        {
+          type: 'Split',
+          pattern: { Regex: "<\\|startoftext\\|>|<\\|endoftext\\|>|'s|'t|'re|'ve|'m|'ll|'d|[\\p{L}]+|[\\p{N}]|[^\\s\\p{L}\\p{N}]+" },
+          behavior: 'Removed',
+          invert: true,
+        },
+        { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: false },
+      ],
+    },
+    post_processor: {
+      type: 'RobertaProcessing',
+      sep: [eos, vocab[eos] ?? 0],
+      cls: [bos, vocab[bos] ?? 0],
+      trim_offsets: false,
+      add_prefix_space: false,
+    },
+    decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
+    model: {
+      type: 'BPE',
+      dropout: null,
+      unk_token: eos,
+      continuing_subword_prefix: '',
+      end_of_word_suffix: '</w>',
+      fuse_unk: false,
+      byte_fallback: false,
+      vocab,
+      merges,
+    },
+  };
+}
+
+/**
+ * Loads the tokenizer of one folder. `fallbackMaxLength` applies when tokenizer_config.json
+ * names no model_max_length (CLIP: 77).
+ *
+ * @example const tok = loadPromptTokenizer('models/sd-turbo/tokenizer'); tok.encode('a cat').length === 77
+ */
+export function loadPromptTokenizer(dir: string, fallbackMaxLength = 77, maxLengthCap = 512): PromptTokenizer {
+  const configFile = join(dir, 'tokenizer_config.json');
+  const config: TokenizerConfigFile = existsSync(configFile) ? readJson(configFile) : {};
+  let json: Record<string, unknown>;
+  if (existsSync(join(dir, 'tokenizer.json'))) {
+    json = readJson(join(dir, 'tokenizer.json'));
+  } else if (existsSync(join(dir, 'vocab.json')) && existsSync(join(dir, 'merges.txt'))) {
+    json = clipTokenizerJson(readJson(join(dir, 'vocab.json')), readFileSync(join(dir, 'merges.txt'), 'utf8'), config) as Record<string, unknown>;
+  } else {
+    throw new Error(`no tokenizer in ${dir}: expected tokenizer.json, or vocab.json and merges.txt`);
+  }
+  const tokenizer = new Tokenizer(json, config);
+  const configured = typeof config.model_max_length === 'number' && config.model_max_length < 1e6 ? config.model_max_length : fallbackMaxLength;
+  const maxLength = Math.min(configured, maxLengthCap);
+  const padText = tokenText(config.pad_token) ?? tokenText(config.eos_token);
+  const padId = (padText === undefined ? undefined : tokenizer.token_to_id(padText)) ?? 0;
+
+  return {
+    maxLength,
+    encode(text) {
+      const ids = tokenizer.encode(text).ids;
+      if (ids.length > maxLength) {
+        // Keep the closing special token (EOS) that the post-processor appended.
+        const last = ids[ids.length - 1]!;
+        ids.length = maxLength;
+        ids[maxLength - 1] = last;
+      }
+      while (ids.length < maxLength) ids.push(padId);
+      return ids;
+    },
+  };
+}
