@@ -16,6 +16,7 @@
  *
  * usage: npm run build && node bench/core.js [--seconds N] [--json]
  *          [--scenarios run,e2e,runsync,status,http] [--batch N] [--profile DIR] [--in-process]
+ *          [--backend sqlite|postgres]
  *
  *   --seconds N     measured seconds per scenario (default 5; 1..60), after a warm-up
  *   --json          print the results as one JSON document instead of the table
@@ -25,6 +26,8 @@
  *   --profile DIR   run the gateway under `node --cpu-prof --cpu-prof-dir=DIR`
  *   --in-process    start the gateway in this process (import of dist/src/server.js) instead
  *                   of a child process: load generator and gateway then share one core
+ *   --backend B     sqlite (default) or postgres: a fresh schema on DATABASE_URL, or on
+ *                   postgres://postgres@127.0.0.1:5432/test, dropped at the end
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -71,6 +74,7 @@ const { values: flags } = parseArgs({
     batch: { type: 'string', default: '50' },
     profile: { type: 'string' },
     'in-process': { type: 'boolean', default: false },
+    backend: { type: 'string', default: 'sqlite' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -85,6 +89,7 @@ const BATCH = Number(flags.batch);
 if (!Number.isInteger(BATCH) || BATCH < 1 || BATCH > 100) fail('--batch must be an integer from 1 to 100');
 const SCENARIOS = flags.scenarios.split(',').map((s) => s.trim()).filter(Boolean);
 for (const s of SCENARIOS) if (!['run', 'e2e', 'runsync', 'status', 'http'].includes(s)) fail(`unknown scenario ${s} (expected run, e2e, runsync, status, http)`);
+if (!['sqlite', 'postgres'].includes(flags.backend)) fail('--backend must be sqlite or postgres');
 const WARMUP_S = Math.min(1, SECONDS / 5);
 const COMMAND = ['node', 'bench/core.js', ...process.argv.slice(2)].join(' ');
 
@@ -217,6 +222,27 @@ function freePort() {
   });
 }
 
+/** With --backend postgres: a schema of its own for this run (see docs/postgres.md). */
+let PG_SCHEMA;
+async function createPgSchema() {
+  const { default: pg } = await import('pg');
+  const server = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
+  const schema = `gantry_bench_${process.pid}`;
+  const adminSql = async (sql) => {
+    const client = new pg.Client({ connectionString: server });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  };
+  await adminSql(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`);
+  const url = new URL(server);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return { url: url.toString(), drop: () => adminSql(`DROP SCHEMA IF EXISTS ${schema} CASCADE`) };
+}
+
 async function startGateway(dataDir) {
   PORT = await freePort();
   const env = {
@@ -229,6 +255,7 @@ async function startGateway(dataDir) {
     GANTRY_LOG_LEVEL: 'warn',
     // Idle long-polls end quickly, so the scenarios can wind down their workers.
     GANTRY_JOB_TAKE_WAIT_MS: '2000',
+    ...(PG_SCHEMA ? { DATABASE_URL: PG_SCHEMA.url } : {}),
   };
   if (flags['in-process']) {
     const serverModule = join(ROOT, 'dist/src/server.js');
@@ -767,6 +794,7 @@ async function main() {
   hardStop.unref();
   try {
     log(`starting gateway (${flags['in-process'] ? 'in this process' : 'child process'}), data in ${dataDir}`);
+    if (flags.backend === 'postgres') PG_SCHEMA = await createPgSchema();
     gateway = await startGateway(dataDir);
     for (const id of ['bench-run', 'bench-e2e', 'bench-sync']) await admin('endpoints', { id, workersMax: 1000 });
     const ctx = {
@@ -793,6 +821,7 @@ async function main() {
     const report = {
       command: COMMAND,
       gateway: flags['in-process'] ? 'in process' : 'own process (node dist/src/cli/main.js serve)',
+      backend: flags.backend,
       seconds: SECONDS,
       warmupSeconds: WARMUP_S,
       machine: machine(),
@@ -806,6 +835,7 @@ async function main() {
     await gateway?.stop();
     if (gateway?.stderr()) log(`gateway stderr:\n${gateway.stderr().slice(-4000)}`);
     rmSync(dataDir, { recursive: true, force: true });
+    await PG_SCHEMA?.drop();
     clearTimeout(hardStop);
   }
 }

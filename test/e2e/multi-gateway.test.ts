@@ -1,0 +1,314 @@
+// Several gateway processes (`gantry serve`) on one PostgreSQL schema, clients and workers
+// spread over them (docs/postgres.md): hand-off, waits, cancels and streams cross gateways;
+// every job completes exactly once; a gateway killed with SIGKILL loses no accepted job.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../helpers/gantry.js';
+import { createTestSchema, type TestSchema } from '../helpers/postgres.js';
+import { call, uniqueId, type Json } from '../http/http-helpers.js';
+
+const MAIN = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
+const ADMIN_KEY = `multi-admin-${randomBytes(8).toString('hex')}`;
+const SECRET_KEY = randomBytes(32).toString('base64');
+
+interface Gateway {
+  name: string;
+  url: string;
+  proc: ChildProcess;
+  leader: boolean;
+  dir: string;
+}
+
+let schema: TestSchema;
+const gateways: Gateway[] = [];
+let runKey: string;
+let workerKey: string;
+
+async function startGateway(name: string): Promise<Gateway> {
+  const dir = mkdtempSync(join(tmpdir(), `gantry-${name}-`));
+  const proc = spawn(process.execPath, [MAIN, 'serve'], {
+    env: {
+      ...process.env,
+      DATABASE_URL: schema.url,
+      PORT: '0',
+      GANTRY_HOST: '127.0.0.1',
+      GANTRY_DATA_DIR: dir,
+      GANTRY_ADMIN_KEY: ADMIN_KEY,
+      GANTRY_SECRET_KEY: SECRET_KEY,
+      GANTRY_LOG_LEVEL: 'info',
+      GANTRY_RATE_LIMITS: 'off',
+      GANTRY_JOB_TAKE_WAIT_MS: '1000',
+      GANTRY_WORKER_LOST_MS: '3000',
+      GANTRY_REAPER_INTERVAL_MS: '250',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const gw: Gateway = { name, url: '', proc, leader: false, dir };
+  let buffered = '';
+  proc.stdout?.on('data', (data: Buffer) => {
+    buffered += data.toString('utf8');
+    let nl: number;
+    while ((nl = buffered.indexOf('\n')) >= 0) {
+      const line = buffered.slice(0, nl);
+      buffered = buffered.slice(nl + 1);
+      try {
+        const log = JSON.parse(line) as { msg?: string; url?: string; leader?: boolean };
+        if (log.msg === 'gantry listening' && log.url) gw.url = log.url;
+        if (typeof log.leader === 'boolean') gw.leader = log.leader;
+      } catch {
+        // not a log line
+      }
+    }
+  });
+  let stderr = '';
+  proc.stderr?.on('data', (data: Buffer) => (stderr += data.toString('utf8')));
+  await eventually(async () => (gw.url ? true : proc.exitCode !== null ? Promise.reject(new Error(stderr)) : undefined), 20_000, `${name} to listen`);
+  return gw;
+}
+
+const admin = async (gw: Gateway, path: string, body: unknown): Promise<Json> => {
+  const r = await call(gw.url, 'POST', `/admin/v1/${path}`, { key: ADMIN_KEY, body });
+  if (r.status !== 200) throw new Error(`admin ${path}: ${r.status} ${r.text}`);
+  return r.json;
+};
+const v2 = (gw: Gateway, endpointId: string, method: string, path: string, body?: unknown) =>
+  call(gw.url, method, `/v2/${endpointId}/${path}`, { key: runKey, body });
+const worker = (gw: Gateway, endpointId: string, method: string, path: string, body?: unknown) =>
+  call(gw.url, method, `/v2/${endpointId}/${path}`, { key: workerKey, rawAuth: true, body, contentType: body === undefined ? null : 'application/json' });
+
+async function newEndpoint(): Promise<string> {
+  const id = uniqueId('multi');
+  await admin(gateways[0] as Gateway, 'endpoints', { id });
+  return id;
+}
+
+const gw = (i: number): Gateway => gateways[i] as Gateway;
+
+beforeAll(async () => {
+  schema = await createTestSchema('multi');
+  // Started together: the migration lock makes that safe.
+  gateways.push(...(await Promise.all(['a', 'b', 'c'].map(startGateway))));
+  runKey = (await admin(gw(0), 'keys', { name: 'run', scopes: ['run'] })).key as string;
+  workerKey = (await admin(gw(1), 'keys', { name: 'workers', scopes: ['worker'] })).key as string;
+  await eventually(async () => (gateways.filter((g) => g.leader).length === 1 ? true : undefined), 10_000, 'one leader');
+}, 60_000);
+
+afterAll(async () => {
+  for (const g of gateways) {
+    if (g.proc.exitCode === null && g.proc.signalCode === null) {
+      const exited = new Promise((resolve) => g.proc.once('exit', resolve));
+      g.proc.kill('SIGTERM');
+      await exited;
+    }
+    rmSync(g.dir, { recursive: true, force: true });
+  }
+  await schema?.drop();
+}, 30_000);
+
+describe('several gateways on one PostgreSQL database', () => {
+  it('exactly one gateway is the leader', () => {
+    expect(gateways.filter((g) => g.leader)).toHaveLength(1);
+  });
+
+  it('a job submitted on A is taken at once by a worker long-polling B (NOTIFY, not the 1 s poll)', async () => {
+    const ep = await newEndpoint();
+    const latencies: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const take = worker(gw(1), ep, 'GET', `job-take/w-hand-off?job_in_progress=0`);
+      await new Promise((r) => setTimeout(r, 150)); // let the long-poll park on B
+      const submitted = Date.now();
+      const run = await v2(gw(0), ep, 'POST', 'run', { input: { i } });
+      const taken = await take;
+      latencies.push(Date.now() - submitted);
+      expect(taken.status).toBe(200);
+      expect(taken.json.id).toBe(run.json.id);
+      await worker(gw(1), ep, 'POST', `job-done/w-hand-off/${run.json.id as string}`, { output: i });
+    }
+    latencies.sort((x, y) => x - y);
+    expect(latencies[2]).toBeLessThan(300);
+  });
+
+  it('runsync on A returns when a worker on B posts the result; status-sync on C too', async () => {
+    const ep = await newEndpoint();
+    const sync = v2(gw(0), ep, 'POST', 'runsync?wait=10000', { input: { n: 7 } });
+    const job = await eventually(async () => {
+      const r = await worker(gw(1), ep, 'GET', 'job-take/w-sync?job_in_progress=0');
+      return r.status === 200 ? r.json : undefined;
+    });
+    const statusSync = v2(gw(2), ep, 'GET', `status-sync/${job.id as string}?wait=10000`);
+    await new Promise((r) => setTimeout(r, 100));
+    const done = Date.now();
+    await worker(gw(1), ep, 'POST', `job-done/w-sync/${job.id as string}`, { output: { doubled: 14 } });
+    const [a, c] = await Promise.all([sync, statusSync]);
+    expect(Date.now() - done).toBeLessThan(900);
+    expect(a.json).toMatchObject({ id: job.id, status: 'COMPLETED', output: { doubled: 14 } });
+    expect(c.json).toMatchObject({ id: job.id, status: 'COMPLETED', output: { doubled: 14 } });
+  });
+
+  it('cancel on A stops the job running under a worker attached to C', async () => {
+    const ep = await newEndpoint();
+    const run = await v2(gw(1), ep, 'POST', 'run', { input: {} });
+    const taken = await eventually(async () => {
+      const r = await worker(gw(2), ep, 'GET', 'job-take/w-cancel?job_in_progress=0');
+      return r.status === 200 ? r.json : undefined;
+    });
+    expect(taken.id).toBe(run.json.id);
+    const stop = worker(gw(2), ep, 'GET', 'job-stop/w-cancel');
+    await new Promise((r) => setTimeout(r, 150));
+    const cancelled = await v2(gw(0), ep, 'POST', `cancel/${taken.id as string}`);
+    expect(cancelled.json.status).toBe('CANCELLED');
+    const stopped = await stop;
+    expect(stopped.status).toBe(200);
+    expect(stopped.json.jobsToStop).toEqual([taken.id]);
+    // The late result changes nothing.
+    const late = await worker(gw(2), ep, 'POST', `job-done/w-cancel/${taken.id as string}`, { output: 'late' });
+    expect(late.json).toMatchObject({ status: 'CANCELLED', accepted: false });
+  });
+
+  it('stream chunks posted on B are read on A, then the stream ends with the job', async () => {
+    const ep = await newEndpoint();
+    const run = await v2(gw(0), ep, 'POST', 'run', { input: {} });
+    const id = run.json.id as string;
+    await eventually(async () => ((await worker(gw(1), ep, 'GET', 'job-take/w-stream?job_in_progress=0')).status === 200 ? true : undefined));
+    const first = v2(gw(0), ep, 'GET', `stream/${id}?wait=5000`);
+    await new Promise((r) => setTimeout(r, 150));
+    await worker(gw(1), ep, 'POST', `job-stream/w-stream/${id}?isStream=true`, [{ output: 'one' }, { output: 'two' }]);
+    const got = await first;
+    expect((got.json.stream as Json[]).map((c) => c.output)).toEqual(['one', 'two']);
+    await worker(gw(1), ep, 'POST', `job-stream/w-stream/${id}?isStream=true`, { output: 'three' });
+    await worker(gw(1), ep, 'POST', `job-done/w-stream/${id}`, { output: 'done' });
+    const rest = await v2(gw(2), ep, 'GET', `stream/${id}`);
+    expect(rest.json.status).toBe('COMPLETED');
+    expect((rest.json.stream as Json[]).map((c) => c.output)).toEqual(['three']);
+  });
+
+  it('600 jobs from clients on every gateway, 6 workers spread over them: each completes exactly once', async () => {
+    const ep = await newEndpoint();
+    const pool = createWorkerPool(ep, [0, 0, 1, 1, 2, 2]);
+    const ids = await submitMany(ep, 600, () => true);
+    await pool.untilCompleted(ids, 30_000);
+    await pool.stop();
+    pool.expectExactlyOnce(ids);
+    for (const id of ids.filter((_, i) => i % 20 === 0)) {
+      const r = await v2(gw(1), ep, 'GET', `status/${id}`);
+      expect(r.json.status).toBe('COMPLETED');
+    }
+  }, 60_000);
+
+  // Last: it kills the leader.
+  it('kill -9 of the leader while jobs flow: every accepted job ends, none twice, jobs held there are not lost', async () => {
+    const ep = await newEndpoint();
+    const victimIndex = gateways.findIndex((g) => g.leader);
+    const victim = gw(victimIndex);
+    const others = gateways.filter((g) => g !== victim);
+    // Two workers per gateway; those on the victim fail over to another gateway when it dies,
+    // as behind a load balancer (under a new worker id, as a restarted worker would).
+    const pool = createWorkerPool(ep, [0, 0, 1, 1, 2, 2]);
+    // And one worker on the victim that takes jobs and dies with it, holding them.
+    const held: string[] = [];
+    const grabbing = worker(victim, ep, 'GET', 'job-take-batch/w-doomed?batch_size=5&job_in_progress=0');
+    await new Promise((r) => setTimeout(r, 100)); // parked first in the victim's take queue
+    let killed = false;
+    const submitting = submitMany(ep, 400, (i) => {
+      if (i === 150 && !killed) {
+        killed = true;
+        victim.proc.kill('SIGKILL');
+      }
+      return true;
+    });
+    const grab = await grabbing;
+    if (grab.status === 200) held.push(...(grab.json as unknown as Json[]).map((j) => j.id as string));
+    const ids = await submitting;
+    expect(killed).toBe(true);
+    expect(held.length).toBeGreaterThan(0);
+    // A new leader within seconds (its reaper gives the dead worker's jobs back to the queue).
+    await eventually(async () => (others.some((g) => g.leader) ? true : undefined), 10_000, 'a new leader');
+    await pool.untilCompleted(ids, 40_000);
+    await pool.stop();
+    pool.expectExactlyOnce(ids);
+    for (const id of held) expect(ids).toContain(id);
+    for (const id of held) {
+      const r = await v2(others[0] as Gateway, ep, 'GET', `status/${id}`);
+      expect(r.json.status).toBe('COMPLETED');
+    }
+  }, 90_000);
+});
+
+/** Submits `n` jobs round-robin over the gateways; returns the ids of those accepted (200). */
+async function submitMany(ep: string, n: number, before: (i: number) => boolean): Promise<string[]> {
+  const accepted: string[] = [];
+  let next = 0;
+  const client = async (): Promise<void> => {
+    for (;;) {
+      const i = next++;
+      if (i >= n) return;
+      before(i);
+      const g = gw(i % gateways.length);
+      try {
+        const r = await v2(g, ep, 'POST', 'run', { input: { i } });
+        if (r.status === 200) accepted.push(r.json.id as string);
+      } catch {
+        // the gateway is gone: this submission was not accepted
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: 8 }, client));
+  return accepted;
+}
+
+/** Workers looping take-batch → job-done on given gateways, failing over when one dies. */
+function createWorkerPool(ep: string, homes: number[]) {
+  const accepted = new Map<string, number>();
+  let stopped = false;
+  const loops = homes.map(async (home, n) => {
+    let at = home;
+    let id = uniqueId(`w${n}`);
+    const failover = (): void => {
+      at = (at + 1) % gateways.length;
+      id = uniqueId(`w${n}`);
+    };
+    while (!stopped) {
+      let batch: Json[];
+      try {
+        const r = await worker(gw(at), ep, 'GET', `job-take-batch/${id}?batch_size=4&job_in_progress=0`);
+        if (r.status !== 200) continue;
+        batch = r.json as unknown as Json[];
+      } catch {
+        failover();
+        continue;
+      }
+      const takenAs = id;
+      for (const job of batch) {
+        for (let attempt = 0; attempt < gateways.length; attempt++) {
+          try {
+            const r = await worker(gw(at), ep, 'POST', `job-done/${takenAs}/${job.id as string}`, { output: job.input });
+            if (r.json.accepted === true) accepted.set(job.id as string, (accepted.get(job.id as string) ?? 0) + 1);
+            break;
+          } catch {
+            failover();
+          }
+        }
+      }
+    }
+  });
+  return {
+    async untilCompleted(ids: string[], timeoutMs: number): Promise<void> {
+      await eventually(async () => (ids.every((id) => accepted.has(id)) ? true : undefined), timeoutMs, 'every job to complete');
+    },
+    async stop(): Promise<void> {
+      stopped = true;
+      await Promise.all(loops);
+    },
+    expectExactlyOnce(ids: string[]): void {
+      const twice = [...accepted].filter(([, n]) => n > 1);
+      expect(twice).toEqual([]);
+      expect(ids.filter((id) => !accepted.has(id))).toEqual([]);
+      expect(new Set(ids).size).toBe(ids.length);
+    },
+  };
+}
