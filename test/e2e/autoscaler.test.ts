@@ -1,0 +1,231 @@
+// End to end: the autoscaler starting and stopping REAL worker processes against a real
+// gateway — the Gantry SDK echo worker (`gantry worker dist/examples/echo-worker.js`, drains on
+// SIGTERM) and the runpod-python 1.12 stand-in (test/e2e/fixtures/runpod_like_worker.py).
+// Needs `npm run build` (the workers run the compiled CLI). Short settings: pass every 50 ms,
+// idleTimeout 1 s, crash backoff from 300 ms.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PoolWorkerInfo } from '../../src/pool/pool-view.js';
+import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { eventually, startTestGantry, type TestGantry } from '../helpers/gantry.js';
+
+type Json = Record<string, unknown>;
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const CLI = join(ROOT, 'dist/src/cli/main.js');
+const ECHO = `node ${JSON.stringify(CLI)} worker ${JSON.stringify(join(ROOT, 'dist/examples/echo-worker.js'))}`;
+const PYTHON = `python3 -u ${JSON.stringify(join(ROOT, 'test/e2e/fixtures/runpod_like_worker.py'))} --handler echo`;
+const CRASH = `node -e "console.error('boom: missing model'); process.exit(3)"`;
+const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT']);
+const SETTINGS = { autoscalerIntervalMs: 50, workerStopGraceMs: 10_000, workerRestartBackoffMs: 300 };
+
+let t: TestGantry;
+
+async function api(method: string, path: string, body?: unknown): Promise<Json> {
+  const res = await fetch(`${t.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${t.adminKey}`, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const json = (await res.json()) as Json;
+  if (res.status !== 200) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+const submit = async (ep: string, input: unknown, policy?: Json): Promise<string> =>
+  (await api('POST', `/v2/${ep}/run`, { input, ...(policy ? { policy } : {}) })).id as string;
+const status = (ep: string, id: string): Promise<Json> => api('GET', `/v2/${ep}/status/${id}`);
+const health = async (ep: string): Promise<Record<string, number>> => (await api('GET', `/v2/${ep}/health`)).workers as Record<string, number>;
+const poolWorkers = async (ep: string): Promise<(PoolWorkerInfo & Json)[]> =>
+  (await api('GET', `/admin/v1/endpoints/${ep}/workers`)).workers as (PoolWorkerInfo & Json)[];
+/** In-process view of the pool (cheaper than HTTP when sampling often). */
+const pool = (ep: string): PoolWorkerInfo[] => t.gantry.app.pool.view?.workers(ep) ?? [];
+
+async function allTerminal(ep: string, ids: string[], timeoutMs = 20_000): Promise<Json[]> {
+  return eventually(async () => {
+    const jobs = await Promise.all(ids.map((id) => status(ep, id)));
+    return jobs.every((j) => TERMINAL.has(j.status as string)) ? jobs : undefined;
+  }, timeoutMs, `jobs of ${ep} to finish`);
+}
+
+beforeAll(async () => {
+  if (!existsSync(CLI)) throw new Error('run `npm run build` first: the pool workers run dist/src/cli/main.js');
+  t = await startTestGantry(SETTINGS);
+});
+
+afterAll(async () => {
+  await t.close();
+});
+
+describe('autoscaler with real worker processes', () => {
+  it('from 0 workers, a burst starts up to workersMax workers, all jobs complete, idle workers stop after idleTimeout', async () => {
+    await t.createEndpoint('burst', { workersMax: 3, idleTimeout: 1, scalerType: 'REQUEST_COUNT', scalerValue: 1, worker: { command: ECHO } });
+    expect(await poolWorkers('burst')).toEqual([]);
+    const ids = await Promise.all(Array.from({ length: 8 }, (_, i) => submit('burst', { n: i, delayMs: 300 })));
+    let most = 0;
+    let throttled = 0;
+    const jobs = await eventually(async () => {
+      most = Math.max(most, pool('burst').length);
+      throttled = Math.max(throttled, (await health('burst')).throttled ?? 0);
+      const all = await Promise.all(ids.map((id) => status('burst', id)));
+      return all.every((j) => TERMINAL.has(j.status as string)) ? all : undefined;
+    }, 30_000, 'the burst to finish');
+    expect(jobs.map((j) => j.status)).toEqual(ids.map(() => 'COMPLETED'));
+    expect(most).toBe(3);
+    expect(new Set(jobs.map((j) => j.workerId)).size).toBeLessThanOrEqual(3);
+    expect(throttled).toBeGreaterThan(0); // 8 wanted (REQUEST_COUNT 1), 3 allowed
+
+    await eventually(async () => ((await poolWorkers('burst')).length === 0 ? true : undefined), 15_000, 'idle workers to stop');
+    expect(await health('burst')).toEqual({ idle: 0, initializing: 0, ready: 0, running: 0, throttled: 0, unhealthy: 0 });
+  });
+
+  it('keeps workersMin running (a runpod-python worker, unchanged) and runs jobs on it', async () => {
+    await t.createEndpoint('min', { workersMin: 1, idleTimeout: 1, worker: { command: PYTHON } });
+    const [worker] = await eventually(async () => {
+      const list = await poolWorkers('min');
+      return list.length === 1 && list[0]?.state === 'idle' ? list : undefined;
+    }, 15_000, 'the workersMin worker');
+    expect(worker).toMatchObject({ managed: true, restarts: 0, reason: null });
+    expect(worker?.pid).toBeGreaterThan(0);
+    const id = await submit('min', { hello: 'python' });
+    const [job] = await allTerminal('min', [id]);
+    expect(job).toMatchObject({ status: 'COMPLETED', output: { hello: 'python' }, workerId: worker?.id });
+    // Well past idleTimeout, the same single worker is still there.
+    const until = Date.now() + 1_500;
+    while (Date.now() < until) {
+      expect(pool('min').map((w) => w.id)).toEqual([worker?.id]);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect((await health('min')).idle).toBe(1);
+  });
+
+  it('lowPriority jobs alone start nothing; they run on workers that exist', async () => {
+    await t.createEndpoint('low', { workersMax: 2, idleTimeout: 1, worker: { command: PYTHON } });
+    const low = await submit('low', { kind: 'low' }, { lowPriority: true });
+    // Many autoscaler passes (every 50 ms) and a jobs-available event: still no worker.
+    const until = Date.now() + 800;
+    while (Date.now() < until) {
+      expect(pool('low')).toEqual([]);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(await status('low', low)).toMatchObject({ status: 'IN_QUEUE' });
+    expect(await health('low')).toMatchObject({ initializing: 0, idle: 0, running: 0 });
+
+    const normal = await submit('low', { kind: 'normal' });
+    const jobs = await allTerminal('low', [low, normal]);
+    expect(jobs.map((j) => j.status)).toEqual(['COMPLETED', 'COMPLETED']);
+    expect(jobs[0]?.workerId).toBe(jobs[1]?.workerId); // one worker, started for the normal job
+  });
+
+  it('a crash-looping worker command shows as unhealthy with its reason in health, the admin API and its log', async () => {
+    await t.createEndpoint('crash', { workersMax: 2, worker: { command: CRASH } });
+    const id = await submit('crash', { x: 1 });
+    await eventually(async () => ((await health('crash')).unhealthy === 1 ? true : undefined), 15_000, 'health to show the crash loop');
+    const [worker] = await poolWorkers('crash');
+    expect(worker).toMatchObject({ state: 'unhealthy', managed: true });
+    expect(worker?.reason).toMatch(/exited with code 3 \(\d+ times in a row\): boom: missing model/);
+    expect(worker?.restarts).toBeGreaterThanOrEqual(2);
+    expect(pool('crash')).toHaveLength(1); // backing off, not multiplying
+
+    const log = await api('GET', `/admin/v1/endpoints/crash/workers/${worker?.id}/logs?lines=50`);
+    const lines = (log.lines as { stream: string; line: string }[]).map((l) => `${l.stream}: ${l.line}`);
+    expect(lines).toContain('stderr: boom: missing model');
+    expect(lines.some((l) => /^gantry: exited: exited with code 3/.test(l))).toBe(true);
+    expect(lines.some((l) => /^gantry: restarting in/.test(l))).toBe(true);
+    expect(await status('crash', id)).toMatchObject({ status: 'IN_QUEUE' });
+
+    await expect(api('GET', `/admin/v1/endpoints/crash/workers/nope/logs`)).rejects.toThrow(/404.*WORKER_NOT_FOUND/);
+    await expect(api('GET', `/admin/v1/endpoints/crash/workers/${worker?.id}/logs?lines=0`)).rejects.toThrow(/400/);
+    await api('DELETE', '/admin/v1/endpoints/crash');
+    await eventually(async () => (t.gantry.app.pool.view?.workers('crash') === undefined ? true : undefined), 10_000, 'the pool to close');
+  });
+
+  it('a worker killed mid-job (SIGKILL) has its job requeued at once and finished by another', async () => {
+    await t.createEndpoint('kill', { workersMin: 2, workersMax: 2, idleTimeout: 60, worker: { command: ECHO } });
+    await eventually(async () => ((await health('kill')).idle === 2 ? true : undefined), 15_000, 'two idle workers');
+    const id = await submit('kill', { delayMs: 1_500 });
+    const victim = await eventually(async () => {
+      const job = await status('kill', id);
+      return job.status === 'IN_PROGRESS' ? (job.workerId as string) : undefined;
+    }, 10_000, 'the job to start');
+    const pid = pool('kill').find((w) => w.id === victim)?.pid;
+    expect(pid).toBeGreaterThan(0);
+    process.kill(pid ?? 0, 'SIGKILL');
+
+    const [job] = await allTerminal('kill', [id]);
+    expect(job).toMatchObject({ status: 'COMPLETED', output: { delayMs: 1_500 } });
+    expect(job?.workerId).not.toBe(victim);
+    expect((await t.gantry.app.store.getJob(id))?.attempts).toBe(2);
+    // The killed worker is restarted (it crashed once: initializing, not unhealthy).
+    await eventually(async () => ((await health('kill')).idle === 2 ? true : undefined), 15_000, 'the killed worker to come back');
+    expect((await poolWorkers('kill')).find((w) => w.id === victim)?.restarts).toBe(1);
+  });
+
+  it('stopPod from a worker recycles it', async () => {
+    await t.createEndpoint('recycle', { workersMin: 1, idleTimeout: 60, worker: { command: ECHO } });
+    const first = await eventually(async () => pool('recycle').find((w) => w.state === 'idle')?.id, 15_000, 'a worker');
+    const [job] = await allTerminal('recycle', [await submit('recycle', { refresh: true })]);
+    expect(job).toMatchObject({ status: 'COMPLETED', workerId: first });
+    const next = await eventually(async () => {
+      const list = pool('recycle');
+      return list.length === 1 && list[0]?.id !== first && list[0]?.state === 'idle' ? list[0].id : undefined;
+    }, 15_000, 'the recycled worker to be replaced');
+    expect(next).not.toBe(first);
+  });
+
+  it('an endpoint update rolls its workers: the old ones drain their jobs, new ones start, no job lost', async () => {
+    await t.createEndpoint('roll', { workersMin: 1, workersMax: 2, idleTimeout: 60, scalerType: 'REQUEST_COUNT', scalerValue: 1, worker: { command: ECHO } });
+    await eventually(async () => ((await health('roll')).idle === 1 ? true : undefined), 15_000, 'the first worker');
+    const before = await Promise.all([1, 2, 3].map((n) => submit('roll', { n, delayMs: 700 })));
+    await eventually(async () => ((await health('roll')).running === 2 ? true : undefined), 15_000, 'two busy workers');
+    const old = new Set(pool('roll').map((w) => w.id));
+    const running = (await Promise.all(before.map((id) => status('roll', id)))).filter((j) => j.status === 'IN_PROGRESS');
+
+    const newCommand = `${ECHO} --concurrency 1`;
+    await api('PATCH', '/admin/v1/endpoints/roll', { worker: { command: newCommand } });
+    const after = await Promise.all([4, 5].map((n) => submit('roll', { n, delayMs: 100 })));
+
+    const jobs = await allTerminal('roll', [...before, ...after]);
+    expect(jobs.map((j) => j.status)).toEqual([...before, ...after].map(() => 'COMPLETED'));
+    // Jobs running at the update were finished by their (draining) workers, not requeued.
+    for (const r of running) expect(jobs.find((j) => j.id === r.id)?.workerId).toBe(r.workerId);
+    expect(old.has(jobs.at(-1)?.workerId as string)).toBe(false);
+
+    const fresh = await eventually(async () => {
+      const list = pool('roll');
+      return list.length > 0 && list.every((w) => !old.has(w.id)) ? list : undefined;
+    }, 20_000, 'only new workers');
+    const log = await api('GET', `/admin/v1/endpoints/roll/workers/${fresh[0]?.id}/logs`);
+    expect(JSON.stringify(log.lines)).toContain('--concurrency 1');
+  });
+});
+
+// Reads the job back from the SQLite file once the gateway is closed.
+describe.skipIf(process.env.GANTRY_TEST_BACKEND === 'postgres')('gateway shutdown', () => {
+  it('drains pool workers: a running job finishes before the gateway is gone', async () => {
+    const g = await startTestGantry(SETTINGS);
+    const file = join(g.dataDir, 'gantry.db');
+    let id = '';
+    try {
+      await g.createEndpoint('drain', { worker: { command: ECHO } });
+      const res = await fetch(`${g.url}/v2/drain/run`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${g.adminKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ input: { delayMs: 800 } }),
+      });
+      id = ((await res.json()) as Json).id as string;
+      await eventually(async () => ((await g.gantry.app.store.getJob(id))?.status === 'IN_PROGRESS' ? true : undefined), 15_000, 'the job to start');
+      await g.gantry.close();
+      const store = createSqliteStore({ file });
+      try {
+        expect(await store.getJob(id)).toMatchObject({ status: 'COMPLETED', outputJson: '{"delayMs":800}' });
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await g.close();
+    }
+  });
+});
