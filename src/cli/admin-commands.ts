@@ -14,6 +14,7 @@ import {
   type ApiKeyInfo,
   type Endpoint,
   type EndpointSettings,
+  type EndpointWorker,
   type ScalerType,
   type Scope,
   type WorkerSpec,
@@ -78,13 +79,15 @@ const KEYS_USAGE = `usage: gantry keys <create|list|delete> [options]
 
 scopes: ${SCOPES.join(', ')}. Run 'gantry keys <subcommand> --help' for its options.`;
 
-const ENDPOINTS_USAGE = `usage: gantry endpoints <create|list|get|update|delete> [options]
+const ENDPOINTS_USAGE = `usage: gantry endpoints <create|list|get|update|delete|workers|logs> [options]
 
   create ID [settings]     create an endpoint
   list                     list endpoints
   get ID                   show one endpoint
   update ID [settings]     change the given settings of an endpoint
   delete ID                delete an endpoint with its jobs and workers
+  workers ID               list its workers: state, pid, restarts, why unhealthy
+  logs ID WORKER_ID        show the last output lines of a pool worker
 
 Run 'gantry endpoints <subcommand> --help' for its options.`;
 
@@ -125,6 +128,11 @@ ${CONNECTION_HELP}`,
     run: endpointsUpdate,
   },
   delete: { usage: `usage: gantry endpoints delete ID [options]\n\n${CONNECTION_HELP}`, run: endpointsDelete },
+  workers: { usage: `usage: gantry endpoints workers ID [options]\n\n${CONNECTION_HELP}`, run: endpointsWorkers },
+  logs: {
+    usage: `usage: gantry endpoints logs ID WORKER_ID [--lines N] [options]\n\n  --lines N            how many of the last lines (default 100)\n\n${CONNECTION_HELP}`,
+    run: endpointsLogs,
+  },
 };
 
 /**
@@ -329,6 +337,31 @@ async function endpointsDelete(argv: string[]): Promise<number> {
   const result = await connect(values).deleteEndpoint(id);
   if (values.json) printJson(result);
   else console.log(`deleted endpoint ${id}`);
+  return 0;
+}
+
+async function endpointsWorkers(argv: string[]): Promise<number> {
+  const { values, positionals } = parseFlags(argv, COMMON_OPTIONS);
+  const [id] = expectPositionals(positionals, ['ID']);
+  const workers = await connect(values).listWorkers(id);
+  if (values.json) printJson(workers);
+  else if (workers.length === 0) console.log('no workers');
+  else console.log(formatTable(['ID', 'STATE', 'MANAGED', 'PID', 'JOBS', 'RESTARTS', 'STARTED', 'REASON'], workers.map(workerRow)));
+  return 0;
+}
+
+function workerRow(w: EndpointWorker): string[] {
+  const started = w.managed ? formatTime(w.startedAt) : formatTime(w.lastSeenAt);
+  return [w.id, w.state, w.managed ? 'pool' : 'by hand', String(w.pid ?? '-'), String(w.jobs), String(w.restarts ?? '-'), started, w.reason ?? ''];
+}
+
+async function endpointsLogs(argv: string[]): Promise<number> {
+  const { values, positionals } = parseFlags(argv, { ...COMMON_OPTIONS, lines: { type: 'string' } });
+  const [id, workerId] = expectPositionals(positionals, ['ID', 'WORKER_ID']);
+  const lines = values.lines === undefined ? undefined : parseInteger('--lines', values.lines, 1);
+  const log = await connect(values).workerLogs(id, workerId, lines);
+  if (values.json) printJson(log);
+  else for (const l of log) console.log(`${l.at} ${l.stream.padEnd(6)} ${l.line}`);
   return 0;
 }
 

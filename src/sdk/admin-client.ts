@@ -73,6 +73,34 @@ export interface Endpoint {
   updatedAt: number | string;
 }
 
+/** A worker of an endpoint as `GET /admin/v1/endpoints/{id}/workers` lists it. */
+export interface EndpointWorker {
+  id: string;
+  /** initializing, idle, running, draining or unhealthy. */
+  state: string;
+  /** true: started by Gantry's worker pool; false: connected by hand. */
+  managed: boolean;
+  /** Jobs it holds. */
+  jobs: number;
+  reason: string | null;
+  /** Pool workers only. */
+  pid?: number | null;
+  startedAt?: string | null;
+  readyAt?: string | null;
+  restarts?: number;
+  restartAt?: string | null;
+  /** Workers connected by hand only. */
+  lastSeenAt?: string;
+}
+
+/** One line of a pool worker's log. */
+export interface WorkerLogLine {
+  at: string;
+  /** stdout, stderr, or gantry (the pool's own notes: started, exited, stopping). */
+  stream: string;
+  line: string;
+}
+
 /**
  * A failed admin call: a non-2xx answer (`status`, the server's `code` and message) or,
  * with status 0 and code `UNREACHABLE`, no answer at all.
@@ -108,6 +136,8 @@ export interface AdminClient {
   getEndpoint(id: string): Promise<Endpoint>;
   updateEndpoint(id: string, changes: EndpointSettings): Promise<Endpoint>;
   deleteEndpoint(id: string): Promise<unknown>;
+  listWorkers(endpointId: string): Promise<EndpointWorker[]>;
+  workerLogs(endpointId: string, workerId: string, lines?: number): Promise<WorkerLogLine[]>;
 }
 
 /**
@@ -163,6 +193,14 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     getEndpoint: (id) => request<Endpoint>('GET', endpointPath(id)),
     updateEndpoint: (id, changes) => request<Endpoint>('PATCH', endpointPath(id), changes),
     deleteEndpoint: (id) => request<unknown>('DELETE', endpointPath(id)),
+    listWorkers: async (id) => (await request<{ workers: EndpointWorker[] }>('GET', `${endpointPath(id)}/workers`)).workers,
+    workerLogs: async (id, workerId, lines) =>
+      (
+        await request<{ lines: WorkerLogLine[] }>(
+          'GET',
+          `${endpointPath(id)}/workers/${encodeURIComponent(workerId)}/logs${lines === undefined ? '' : `?lines=${lines}`}`,
+        )
+      ).lines,
   };
 }
 

@@ -3,9 +3,11 @@
 // SIGTERM) and the runpod-python 1.12 stand-in (test/e2e/fixtures/runpod_like_worker.py).
 // Needs `npm run build` (the workers run the compiled CLI). Short settings: pass every 50 ms,
 // idleTimeout 1 s, crash backoff from 300 ms.
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PoolWorkerInfo } from '../../src/pool/pool-view.js';
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
@@ -42,6 +44,9 @@ const poolWorkers = async (ep: string): Promise<(PoolWorkerInfo & Json)[]> =>
   (await api('GET', `/admin/v1/endpoints/${ep}/workers`)).workers as (PoolWorkerInfo & Json)[];
 /** In-process view of the pool (cheaper than HTTP when sampling often). */
 const pool = (ep: string): PoolWorkerInfo[] => t.gantry.app.pool.view?.workers(ep) ?? [];
+/** `gantry <args>` against the test gateway; its stdout. */
+const cli = async (...args: string[]): Promise<string> =>
+  (await promisify(execFile)('node', [CLI, ...args, '--url', t.url, '--admin-key', t.adminKey])).stdout;
 
 async function allTerminal(ep: string, ids: string[], timeoutMs = 20_000): Promise<Json[]> {
   return eventually(async () => {
@@ -135,6 +140,13 @@ describe('autoscaler with real worker processes', () => {
     expect(lines.some((l) => /^gantry: exited: exited with code 3/.test(l))).toBe(true);
     expect(lines.some((l) => /^gantry: restarting in/.test(l))).toBe(true);
     expect(await status('crash', id)).toMatchObject({ status: 'IN_QUEUE' });
+
+    // The same through the CLI.
+    const table = await cli('endpoints', 'workers', 'crash');
+    expect(table).toMatch(/^ID +STATE +MANAGED +PID +JOBS +RESTARTS +STARTED +REASON/);
+    expect(table).toMatch(new RegExp(`${worker?.id} +unhealthy +pool .*boom: missing model`));
+    const tail = await cli('endpoints', 'logs', 'crash', worker?.id ?? '', '--lines', '20');
+    expect(tail).toMatch(/ stderr +boom: missing model/);
 
     await expect(api('GET', `/admin/v1/endpoints/crash/workers/nope/logs`)).rejects.toThrow(/404.*WORKER_NOT_FOUND/);
     await expect(api('GET', `/admin/v1/endpoints/crash/workers/${worker?.id}/logs?lines=0`)).rejects.toThrow(/400/);
