@@ -28,15 +28,19 @@ const GRANTS: Record<Scope, Scope[]> = {
  * in constant time. Missing, unknown and insufficient keys are all 401 (spec, Authentication).
  */
 export function createAuth(store: Store, now: () => number = Date.now) {
+  // Keyed by the presented key itself, so a cached request skips hashing too. Kept in memory
+  // only, never logged, and gone within CACHE_MS of a deletion on another gateway.
   const cache = new Map<string, { key: KeyRecord | undefined; at: number }>();
 
-  async function lookup(hash: string): Promise<KeyRecord | undefined> {
+  async function lookup(raw: string): Promise<KeyRecord | undefined> {
     const t = now();
-    const hit = cache.get(hash);
+    const hit = cache.get(raw);
     if (hit && t - hit.at < CACHE_MS) return hit.key;
-    const key = await store.getKeyByHash(hash);
+    const hash = sha256Hex(raw);
+    const found = await store.getKeyByHash(hash);
+    const key = found && sameDigest(found.hash, hash) ? found : undefined;
     if (cache.size >= CACHE_MAX) cache.clear();
-    cache.set(hash, { key, at: t });
+    cache.set(raw, { key, at: t });
     return key;
   }
 
@@ -46,9 +50,8 @@ export function createAuth(store: Store, now: () => number = Date.now) {
     if (!header) throw new AppError(401, 'UNAUTHORIZED', 'Missing API key: send "Authorization: Bearer <key>"');
     const raw = header.startsWith('Bearer ') || header.startsWith('bearer ') ? header.slice(7).trim() : header.trim();
     if (raw === '' || raw.length > 512) throw new AppError(401, 'UNAUTHORIZED', 'Invalid API key');
-    const hash = sha256Hex(raw);
-    const key = await lookup(hash);
-    if (!key || !sameDigest(key.hash, hash)) throw new AppError(401, 'UNAUTHORIZED', 'Invalid API key');
+    const key = await lookup(raw);
+    if (!key) throw new AppError(401, 'UNAUTHORIZED', 'Invalid API key');
     if (!key.scopes.some((s) => GRANTS[s].includes(scope))) {
       throw new AppError(401, 'INSUFFICIENT_SCOPE', `API key lacks the "${scope}" scope`);
     }

@@ -12,13 +12,26 @@ export const MB = 1_000_000;
 export async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
   const declared = Number(req.headers['content-length']);
   if (declared > limit) throw tooLarge(limit);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw tooLarge(limit);
-    chunks.push(chunk);
-  }
+  const { chunks, size } = await new Promise<{ chunks: Buffer[]; size: number }>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size > limit) {
+        req.off('data', onData);
+        req.pause();
+        reject(tooLarge(limit));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    req.on('data', onData);
+    req.once('end', () => resolve({ chunks, size }));
+    req.once('error', reject);
+    req.once('close', () => {
+      if (!req.complete) reject(new AppError(400, 'INCOMPLETE_BODY', 'The request body ended early'));
+    });
+  });
   if (size === 0) return {};
   const text = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks, size).toString('utf8');
   if (text.trim() === '') return {};

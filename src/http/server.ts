@@ -3,6 +3,7 @@ import { AppError } from '../errors.js';
 import type { App } from '../app.js';
 import { handleAdminRoute } from './admin-routes.js';
 import { handleClientRoute, isClientOperation } from './client-routes.js';
+import { handleFileRoute } from './files.js';
 import { sendError, sendJson } from './respond.js';
 import { handleWorkerRoute, isWorkerOperation } from './worker-routes.js';
 
@@ -21,6 +22,11 @@ function parseTarget(url: string): { segments: string[]; query: URLSearchParams 
   }
   return { segments, query: new URLSearchParams(q < 0 ? '' : url.slice(q + 1)) };
 }
+
+/** Operations that may wait: only they need to notice a client that goes away. */
+const LONG_POLLS = new Set(['runsync', 'status-sync', 'stream', 'job-take', 'job-take-batch', 'job-stop']);
+/** The signal of requests that answer at once: never aborted, shared. */
+const NEVER = new AbortController().signal;
 
 /** An AbortSignal that fires when the client goes away before the response is complete. */
 function clientGone(req: IncomingMessage, res: ServerResponse): AbortSignal {
@@ -47,14 +53,16 @@ async function route(app: App, req: IncomingMessage, res: ServerResponse): Promi
   const { segments, query } = parseTarget(req.url ?? '/');
   const [first, endpointId, operation, a, b, ...rest] = segments;
   if (first === 'v2' && endpointId !== undefined && operation !== undefined && rest.length === 0) {
+    const signal = LONG_POLLS.has(operation) ? clientGone(req, res) : NEVER;
     if (isClientOperation(operation) && b === undefined) {
-      return handleClientRoute(app, { req, res, endpointId, operation, jobId: a, query, signal: clientGone(req, res) });
+      return handleClientRoute(app, { req, res, endpointId, operation, jobId: a, query, signal });
     }
     if (isWorkerOperation(operation)) {
-      return handleWorkerRoute(app, { req, res, endpointId, operation, workerId: a, jobId: b, query, signal: clientGone(req, res) });
+      return handleWorkerRoute(app, { req, res, endpointId, operation, workerId: a, jobId: b, query, signal });
     }
   }
   if (first === 'admin' && endpointId === 'v1') return handleAdminRoute(app, req, res, segments.slice(2));
+  if (first === 'files' && segments.length > 1) return handleFileRoute(app.files, req, res, segments.slice(1), query, app.now());
   if (first === 'healthz' && segments.length === 1) return sendJson(res, 200, { ok: true });
   throw new AppError(404, 'NOT_FOUND', `No route for ${req.method ?? 'GET'} ${(req.url ?? '/').split('?')[0]}`);
 }

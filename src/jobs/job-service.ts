@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { GantryConfig } from '../config.js';
 import { AppError } from '../errors.js';
@@ -8,6 +7,7 @@ import type { PoolView } from '../pool/pool-view.js';
 import type { EndpointRecord, JobCounts, JobRecord, NewJob, Store } from '../store/store.js';
 import type { SubmitRequest } from './policy.js';
 import type { SecretBox } from './secrets.js';
+import { uuidv7 } from './job-ids.js';
 import { isRetryable, isTerminal } from './states.js';
 
 /** What the job service needs from the rest of the gateway. */
@@ -82,7 +82,7 @@ export function createJobService(deps: JobServiceDeps) {
     const t = now();
     const retention = opts.sync ? config.syncRetentionMs : config.asyncRetentionMs;
     const job: NewJob = {
-      id: opts.sync ? `sync-${randomUUID()}` : randomUUID(),
+      id: opts.sync ? `sync-${uuidv7(t)}` : uuidv7(t),
       endpointId: endpoint.id,
       inputJson: request.inputJson,
       webhook: request.webhook,
