@@ -45,6 +45,7 @@ async function startGateway(name: string): Promise<Gateway> {
       GANTRY_JOB_TAKE_WAIT_MS: '1000',
       GANTRY_WORKER_LOST_MS: '3000',
       GANTRY_REAPER_INTERVAL_MS: '250',
+      GANTRY_IMAGE_WORKERS: 'off', // the built-in image workers are not under test here
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
