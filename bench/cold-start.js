@@ -1,0 +1,118 @@
+#!/usr/bin/env node
+/**
+ * Cold start: a job submitted to an endpoint with 0 workers → its output at the client, with
+ * the breakdown of where the time goes. The gateway runs in this process (dist/src/server.js,
+ * fresh SQLite file, default autoscaler interval of 500 ms: the reaction to a job is
+ * event-driven, not the interval) and the worker is a real process started by the pool.
+ *
+ *   spawn     job stored → worker process spawned (autoscaler reaction, key, spawn call)
+ *   ready     spawn → the worker's first job-take poll (the worker's own start: runtime, SDK)
+ *   dispatch  first poll → job claimed for it
+ *   run       claimed → result stored (delivery to the worker, handler, job-done post)
+ *   respond   result stored → runsync answer at the client
+ *   overhead  total − ready: what Gantry adds to the worker's own start (aim < 50 ms)
+ *
+ * Each run waits until the endpoint is back at 0 workers (idleTimeout 1 s), so every run is
+ * a real cold start of the same endpoint.
+ *
+ * usage: npm run build && node bench/cold-start.js [--runs N] [--worker node|python] [--json]
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const { values } = parseArgs({
+  options: { runs: { type: 'string', default: '5' }, worker: { type: 'string', default: 'node' }, json: { type: 'boolean', default: false } },
+});
+const runs = Number(values.runs);
+if (!Number.isInteger(runs) || runs < 1 || runs > 100) throw new Error('--runs must be an integer from 1 to 100');
+const COMMANDS = {
+  node: `node ${JSON.stringify(join(ROOT, 'dist/src/cli/main.js'))} worker ${JSON.stringify(join(ROOT, 'dist/examples/echo-worker.js'))}`,
+  python: `python3 -u ${JSON.stringify(join(ROOT, 'test/e2e/fixtures/runpod_like_worker.py'))} --handler echo`,
+};
+const command = COMMANDS[values.worker];
+if (!command) throw new Error('--worker must be node or python');
+
+const { startGantry } = await import(join(ROOT, 'dist/src/server.js'));
+const { pino } = await import('pino');
+
+const dataDir = mkdtempSync(join(os.tmpdir(), 'gantry-cold-'));
+const adminKey = `bench-admin-${process.pid}-${Date.now().toString(36)}`;
+const gantry = await startGantry({
+  env: {},
+  config: { port: 0, host: '127.0.0.1', dataDir, adminKey, logLevel: 'silent', rateLimits: false },
+  logger: pino({ level: 'silent' }),
+});
+const headers = { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' };
+const post = async (path, body) => {
+  const res = await fetch(`${gantry.url}${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
+  if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+  return res.json();
+};
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function until(check, timeoutMs, what) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(5);
+  }
+}
+
+await post('/admin/v1/endpoints', { id: 'cold', workersMax: 1, idleTimeout: 1, worker: { command } });
+const pool = () => gantry.app.pool.view?.workers('cold') ?? [];
+const results = [];
+try {
+  for (let i = 0; i < runs; i++) {
+    await until(() => pool().length === 0, 30_000, 'the pool to be empty');
+    // The pool forgets a worker once it exits; note its timestamps while it is alive.
+    let seen;
+    const watch = setInterval(() => {
+      const w = pool()[0];
+      if (w?.readyAt) seen = w;
+    }, 1);
+    const t0 = Date.now();
+    const job = await post('/v2/cold/runsync?wait=60000', { input: { run: i } });
+    const t1 = Date.now();
+    if (job.status !== 'COMPLETED') throw new Error(`run ${i}: ${JSON.stringify(job)}`);
+    const stored = await gantry.app.store.getJob(job.id);
+    await until(() => seen, 5_000, 'the worker timestamps');
+    clearInterval(watch);
+    const r = {
+      total: t1 - t0,
+      spawn: seen.startedAt - stored.createdAt,
+      ready: seen.readyAt - seen.startedAt,
+      dispatch: stored.startedAt - seen.readyAt,
+      run: stored.finishedAt - stored.startedAt,
+      respond: t1 - stored.finishedAt,
+    };
+    r.overhead = r.total - r.ready;
+    results.push(r);
+    if (!values.json) console.error(`run ${i + 1}/${runs}: ${JSON.stringify(r)}`);
+  }
+} finally {
+  await gantry.close();
+  rmSync(dataDir, { recursive: true, force: true });
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const keys = ['total', 'spawn', 'ready', 'dispatch', 'run', 'respond', 'overhead'];
+const summary = Object.fromEntries(keys.map((k) => [k, { median: median(results.map((r) => r[k])), max: Math.max(...results.map((r) => r[k])) }]));
+const machine = `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, node ${process.version}`;
+if (values.json) {
+  console.log(JSON.stringify({ worker: values.worker, runs, machine, summary, results }, null, 2));
+} else {
+  console.log(`cold start, ${values.worker} worker, ${runs} runs (${machine})`);
+  console.log('phase      median ms   max ms');
+  for (const k of keys) console.log(`${k.padEnd(10)} ${String(summary[k].median).padStart(9)} ${String(summary[k].max).padStart(8)}`);
+  const ok = summary.overhead.median < 50;
+  console.log(`overhead beyond the worker's own start: ${summary.overhead.median} ms median (aim < 50 ms) ${ok ? 'OK' : 'MISSED'}`);
+}
