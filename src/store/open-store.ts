@@ -14,7 +14,7 @@ import type { Store } from './store.js';
  */
 export function openStore(config: GantryConfig, env: NodeJS.ProcessEnv = process.env): Store {
   const url = env.DATABASE_URL;
-  if (url === undefined || url === '') return createSqliteStore({ file: join(config.dataDir, 'gantry.db') });
+  if (url === undefined || url === '') return createSqliteStore({ file: join(config.dataDir, 'gantry.db'), backgroundCheckpoint: true });
   if (!/^postgres(ql)?:\/\//.test(url)) {
     throw new Error('Invalid DATABASE_URL: expected postgres://user:password@host:port/database (leave it unset for SQLite)');
   }

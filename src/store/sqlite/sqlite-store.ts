@@ -17,6 +17,8 @@ import { openSqlite } from './connection.js';
 export interface SqliteStoreOptions {
   /** Path of the database file; its folder is created when missing. */
   file: string;
+  /** WAL checkpoints from a worker thread instead of inside commits (see checkpointer.ts). */
+  backgroundCheckpoint?: boolean;
 }
 
 /** The columns a job gets when it reaches a terminal state (bind `now`). */
@@ -34,7 +36,7 @@ const TERMINAL = `('COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT')`;
  * await store.migrate();
  */
 export function createSqliteStore(options: SqliteStoreOptions): Store {
-  const { q, write, read, migrate, close, db } = openSqlite(options.file);
+  const { q, write, read, migrate, close, db, stopCheckpointer } = openSqlite(options.file, { backgroundCheckpoint: options.backgroundCheckpoint ?? false });
 
   const jobRows = (rows: unknown[]): JobRecord[] => (rows as JobRow[]).map(toJob);
   const oneJob = (row: unknown): JobRecord | undefined => (row === undefined ? undefined : toJob(row as JobRow));
@@ -46,7 +48,10 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
     kind: 'sqlite',
 
     migrate: async () => migrate(),
-    close: async () => close(),
+    close: async () => {
+      await stopCheckpointer();
+      close();
+    },
 
     // ---- jobs -------------------------------------------------------------------------------
 
