@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { GantryConfig } from './config.js';
 import { createJobWaiters } from './dispatch/job-waiters.js';
@@ -19,6 +21,8 @@ export interface AppOptions {
   secrets: SecretBox;
   notifier?: Notifier;
   now?: () => number;
+  /** Signs the URLs of the local image store (default: a random key, URLs valid for this process only). */
+  fileSigningKey?: Buffer;
 }
 
 /**
@@ -78,6 +82,8 @@ export function createApp(options: AppOptions) {
     auth,
     rateLimiter,
     pool,
+    /** The local object store served at /files (src/http/files.ts). */
+    files: { dir: join(config.dataDir, 'files'), signingKey: options.fileSigningKey ?? randomBytes(32) },
     /** Ends every open long-poll (shutdown). */
     closeWaits() {
       unsubscribe();

@@ -1,3 +1,5 @@
+import { IMAGE_DEFAULTS, loadImageConfig, type ImageConfig } from './images/image-config.js';
+
 /**
  * One schema for the gateway's settings: environment variables with defaults in one place.
  * A bad value fails fast at start-up with the variable's name; nothing silently falls back.
@@ -39,6 +41,8 @@ export interface GantryConfig {
   workerStopGraceMs: number;
   /** First wait before a crashed pool worker is started again; doubles per failure up to 60 s (GANTRY_WORKER_RESTART_BACKOFF_MS). */
   workerRestartBackoffMs: number;
+  /** The public image endpoints: ids, workers, model folders, image store (GANTRY_IMAGE_*, GANTRY_S3_*). */
+  images: ImageConfig;
 }
 
 export const DEFAULTS: GantryConfig = {
@@ -60,6 +64,7 @@ export const DEFAULTS: GantryConfig = {
   autoscalerIntervalMs: 500,
   workerStopGraceMs: 30_000,
   workerRestartBackoffMs: 1_000,
+  images: IMAGE_DEFAULTS,
 };
 
 const INT_VARS: [keyof GantryConfig, string, number, number][] = [
@@ -117,5 +122,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     }
     config.rateLimits = env.GANTRY_RATE_LIMITS === 'on';
   }
+  config.images = loadImageConfig(env);
   return { ...config, ...overrides };
 }

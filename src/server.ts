@@ -6,6 +6,9 @@ import { loadConfig, type GantryConfig } from './config.js';
 import { createRequestListener } from './http/server.js';
 import { createApiKey } from './http/admin-routes.js';
 import { createSecretBox, loadSecretKey, sha256Hex } from './jobs/secrets.js';
+import { ensureImageEndpoints } from './images/image-endpoints.js';
+import { startImageWorkers } from './images/image-workers.js';
+import { deriveFileSigningKey } from './images/object-store.js';
 import { createPgNotifier } from './dispatch/pg-notifier.js';
 import { createSharedStorePoller } from './dispatch/shared-store-poller.js';
 import { createLeader, type Leader } from './services/leader.js';
@@ -50,12 +53,15 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   const logger = options.logger ?? pino({ level: config.logLevel, base: { service: 'gantry' } });
   const store = options.store ?? openStore(config, env);
   await store.migrate();
-  const secrets = createSecretBox(loadSecretKey(config.dataDir, env));
+  const secretKey = loadSecretKey(config.dataDir, env);
+  const secrets = createSecretBox(secretKey);
+  const fileSigningKey = deriveFileSigningKey(secretKey);
   // Gateways sharing PostgreSQL wake each other through LISTEN/NOTIFY (docs/postgres.md).
   const notifier = isPostgresStore(store) ? createPgNotifier({ connection: store.pg, logger }) : undefined;
   await notifier?.start();
-  const app = createApp({ config, store, logger, secrets, notifier });
+  const app = createApp({ config, store, logger, secrets, notifier, fileSigningKey });
   const adminKey = await ensureAdminKey(app);
+  await ensureImageEndpoints(app);
 
   const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 60_000 }, createRequestListener(app));
   await new Promise<void>((resolve, reject) => {
@@ -87,6 +93,10 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   leader.start();
   const poller = isPostgresStore(store) ? createSharedStorePoller(app) : undefined;
   poller?.start();
+  // One image worker process per public endpoint on every gateway (GANTRY_IMAGE_WORKERS=off: none).
+  const imageWorkers = config.images.workers
+    ? await startImageWorkers({ app, gatewayUrl: url, publicUrl: config.publicUrl ?? url, secretKey, fileSigningKey })
+    : null;
   logger.info({ url, dataDir: config.dataDir, store: store.kind }, 'gantry listening');
 
   let closing: Promise<void> | undefined;
@@ -99,6 +109,7 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
     leader,
     close() {
       closing ??= (async () => {
+        await imageWorkers?.stop(); // first: they finish their job while the gateway still serves them
         await leader.stop();
         await transition;
         for (const s of singletons) await s.stop();

@@ -8,6 +8,7 @@ import type { App } from '../app.js';
 import { MB, readJsonBody } from './body.js';
 import { handlePoolRoute } from './pool-routes.js';
 import { sendJson } from './respond.js';
+import { handleUsageRoute } from './usage-routes.js';
 
 const SCOPES: Scope[] = ['admin', 'run', 'read', 'worker'];
 
@@ -56,6 +57,7 @@ export async function handleAdminRoute(app: App, req: IncomingMessage, res: Serv
   const method = req.method ?? 'GET';
   const [collection, id, ...extra] = segments;
   if (collection === 'endpoints' && id !== undefined && extra[0] === 'workers') return handlePoolRoute(app, req, res, id, extra.slice(1));
+  if (collection === 'usage' && id === undefined) return handleUsageRoute(app, req, res);
   if (extra.length > 0) throw new AppError(404, 'NOT_FOUND', 'Unknown admin route');
 
   if (collection === 'keys') {

@@ -5,6 +5,7 @@ import { parseSubmitBody, queryInteger } from '../jobs/policy.js';
 import type { RetryResult } from '../jobs/job-service.js';
 import type { JobRecord } from '../store/store.js';
 import type { App } from '../app.js';
+import { checkImageInput } from '../images/image-endpoints.js';
 import { MB, readJsonBody } from './body.js';
 import { sendJson, sendJsonText } from './respond.js';
 
@@ -64,12 +65,14 @@ export async function handleClientRoute(app: App, r: ClientRequest): Promise<voi
     switch (r.operation) {
       case 'run': {
         const request = parseSubmitBody(await readJsonBody(r.req, 10 * MB), endpoint.executionTimeoutMs);
+        checkImageInput(app.config.images, endpoint.id, request.inputJson);
         const job = await app.jobs.submit(endpoint, request, { sync: false, keyId: principal.keyId });
         return sendJsonText(r.res, 200, renderJobRef(job));
       }
       case 'runsync': {
         const wait = queryInteger('wait', r.query.get('wait'), DEFAULT_SYNC_WAIT_MS, 1_000, 300_000, true);
         const request = parseSubmitBody(await readJsonBody(r.req, 20 * MB), endpoint.executionTimeoutMs);
+        checkImageInput(app.config.images, endpoint.id, request.inputJson);
         const job = await app.jobs.submit(endpoint, request, { sync: true, keyId: principal.keyId });
         const latest = (await app.jobs.waitTerminal(r.endpointId, job.id, wait, r.signal)) ?? job;
         return sendJobOrRef(r.res, latest);

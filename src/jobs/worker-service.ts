@@ -1,4 +1,5 @@
 import { AppError } from '../errors.js';
+import { imageUsage } from '../images/image-endpoints.js';
 import type { StopSignals } from '../dispatch/stop-signals.js';
 import type { TakeQueue } from '../dispatch/take-queue.js';
 import type { JobRecord } from '../store/store.js';
@@ -102,6 +103,7 @@ export function createWorkerService(deps: JobServiceDeps & { jobs: JobService; t
       now: now(),
     });
     if (finished) {
+      await recordUsage(finished);
       jobs.jobEnded(finished);
       return { kind: 'finished', job: finished };
     }
@@ -110,6 +112,16 @@ export function createWorkerService(deps: JobServiceDeps & { jobs: JobService; t
     // the worker does not retry, and nothing changes.
     if (isTerminal(job.status)) return { kind: 'ignored', job };
     throw new AppError(409, 'JOB_NOT_HELD', `Job ${jobId} is ${job.status} and not held by worker ${workerId}`, { id: jobId, status: job.status });
+  }
+
+  /** Bills a completed job of a public endpoint; a failed write is logged, never fails the result. */
+  async function recordUsage(job: JobRecord): Promise<void> {
+    try {
+      const usage = imageUsage(config.images, job);
+      if (usage) await store.recordUsage(usage);
+    } catch (err) {
+      deps.logger.error({ err, jobId: job.id, endpointId: job.endpointId }, 'usage record failed');
+    }
   }
 
   async function requireJob(endpointId: string, jobId: string): Promise<JobRecord> {

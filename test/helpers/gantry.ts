@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import type { GantryConfig } from '../../src/config.js';
+import { IMAGE_DEFAULTS } from '../../src/images/image-config.js';
 import { startGantry, type Gantry } from '../../src/server.js';
 import type { Scope } from '../../src/store/store.js';
 import { createTestSchema } from './postgres.js';
@@ -37,7 +38,8 @@ export async function startTestGantry(config: Partial<GantryConfig> = {}, option
   const schema = backend === 'postgres' ? await createTestSchema('gw') : undefined;
   const gantry = await startGantry({
     env: schema ? { DATABASE_URL: schema.url } : {},
-    config: { port: 0, host: '127.0.0.1', dataDir, adminKey, logLevel: 'silent', rateLimits: false, ...config },
+    // Image workers are off unless a test passes `images` with workers: true.
+    config: { port: 0, host: '127.0.0.1', dataDir, adminKey, logLevel: 'silent', rateLimits: false, images: { ...IMAGE_DEFAULTS, workers: false }, ...config },
     logger: pino({ level: process.env.GANTRY_TEST_LOG ?? 'silent' }),
   });
   const url = gantry.url;

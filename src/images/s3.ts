@@ -1,0 +1,113 @@
+import { createHash, createHmac } from 'node:crypto';
+import type { S3Settings } from './image-config.js';
+
+/**
+ * A small AWS Signature V4 client for S3-compatible stores (AWS, MinIO, R2, s3rver): a signed
+ * PUT of one object and a presigned GET URL. Path-style addressing (`endpoint/bucket/key`),
+ * which every S3-compatible server accepts.
+ */
+
+function sha256Hex(data: string | Uint8Array): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+function hmac(key: string | Buffer, data: string): Buffer {
+  return createHmac('sha256', key).update(data).digest();
+}
+
+/** RFC 3986 encoding as SigV4 wants it (unreserved characters kept). */
+function encode(text: string): string {
+  return encodeURIComponent(text).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+}
+
+function amzDates(now: Date): { amzDate: string; day: string } {
+  const amzDate = now.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+  return { amzDate, day: amzDate.slice(0, 8) };
+}
+
+function objectUrl(s3: S3Settings, key: string): URL {
+  const base = new URL(s3.endpoint);
+  const prefix = base.pathname.replace(/\/+$/, '');
+  const path = `${prefix}/${encode(s3.bucket)}/${key.split('/').map(encode).join('/')}`;
+  return new URL(`${base.protocol}//${base.host}${path}`);
+}
+
+function signature(s3: S3Settings, day: string, stringToSign: string): string {
+  let key = hmac(`AWS4${s3.secretAccessKey}`, day);
+  key = hmac(key, s3.region);
+  key = hmac(key, 's3');
+  key = hmac(key, 'aws4_request');
+  return createHmac('sha256', key).update(stringToSign).digest('hex');
+}
+
+function stringToSign(amzDate: string, scope: string, canonicalRequest: string): string {
+  return ['AWS4-HMAC-SHA256', amzDate, scope, sha256Hex(canonicalRequest)].join('\n');
+}
+
+/**
+ * Uploads one object with a SigV4-signed PUT; throws with the server's answer on failure.
+ *
+ * @example await putObject(s3, 'image-quality/job-1.jpeg', bytes, 'image/jpeg');
+ */
+export async function putObject(s3: S3Settings, key: string, body: Uint8Array, contentType: string, now = new Date()): Promise<void> {
+  const url = objectUrl(s3, key);
+  const { amzDate, day } = amzDates(now);
+  const payloadHash = sha256Hex(body);
+  const headers: Record<string, string> = {
+    'content-type': contentType,
+    host: url.host,
+    'x-amz-content-sha256': payloadHash,
+    'x-amz-date': amzDate,
+  };
+  const names = Object.keys(headers).sort();
+  const canonicalHeaders = names.map((n) => `${n}:${headers[n]}\n`).join('');
+  const canonical = ['PUT', url.pathname, '', canonicalHeaders, names.join(';'), payloadHash].join('\n');
+  const scope = `${day}/${s3.region}/s3/aws4_request`;
+  const sig = signature(s3, day, stringToSign(amzDate, scope, canonical));
+  const { host: _host, ...sent } = headers;
+  const res = await fetch(url, {
+    method: 'PUT',
+    body,
+    headers: { ...sent, authorization: `AWS4-HMAC-SHA256 Credential=${s3.accessKeyId}/${scope}, SignedHeaders=${names.join(';')}, Signature=${sig}` },
+    signal: AbortSignal.timeout(60_000),
+  });
+  if (!res.ok) throw new Error(`S3 PUT ${url.origin}/${s3.bucket}/${key} failed: HTTP ${res.status} ${(await res.text()).slice(0, 300)}`);
+}
+
+/**
+ * A presigned GET URL valid for `expiresSeconds` (at most 7 days, SigV4's limit).
+ *
+ * @example presignGet(s3, 'image-fast/job-1.png', 3600)
+ */
+export function presignGet(s3: S3Settings, key: string, expiresSeconds: number, now = new Date()): string {
+  const url = objectUrl(s3, key);
+  const { amzDate, day } = amzDates(now);
+  const scope = `${day}/${s3.region}/s3/aws4_request`;
+  const params: [string, string][] = [
+    ['X-Amz-Algorithm', 'AWS4-HMAC-SHA256'],
+    ['X-Amz-Credential', `${s3.accessKeyId}/${scope}`],
+    ['X-Amz-Date', amzDate],
+    ['X-Amz-Expires', String(Math.min(Math.max(1, Math.floor(expiresSeconds)), 604_800))],
+    ['X-Amz-SignedHeaders', 'host'],
+  ];
+  const query = params
+    .map(([k, v]) => `${encode(k)}=${encode(v)}`)
+    .sort()
+    .join('&');
+  const canonical = ['GET', url.pathname, query, `host:${url.host}`, '', 'host', 'UNSIGNED-PAYLOAD'].join('\n');
+  const sig = signature(s3, day, stringToSign(amzDate, scope, canonical));
+  return `${url.origin}${url.pathname}?${query}&X-Amz-Signature=${sig}`;
+}
+
+/**
+ * The S3 settings of a job's `s3Config` (RunPod's field names). The region is read from an AWS
+ * endpoint host (`s3.eu-west-1.amazonaws.com`), else us-east-1.
+ */
+export function s3FromJobConfig(config: { accessId?: unknown; accessSecret?: unknown; bucketName?: unknown; endpointUrl?: unknown }): S3Settings {
+  const { accessId, accessSecret, bucketName, endpointUrl } = config;
+  if (typeof accessId !== 'string' || typeof accessSecret !== 'string' || typeof bucketName !== 'string' || typeof endpointUrl !== 'string') {
+    throw new Error('s3Config needs accessId, accessSecret, bucketName and endpointUrl');
+  }
+  const region = /s3[.-]([a-z0-9-]+)\.amazonaws\.com/.exec(new URL(endpointUrl).host)?.[1] ?? 'us-east-1';
+  return { endpoint: endpointUrl.replace(/\/+$/, ''), bucket: bucketName, accessKeyId: accessId, secretAccessKey: accessSecret, region };
+}
