@@ -32,9 +32,9 @@ function objectUrl(s3: S3Settings, key: string): URL {
   return new URL(`${base.protocol}//${base.host}${path}`);
 }
 
-function signature(s3: S3Settings, day: string, stringToSign: string): string {
-  let key = hmac(`AWS4${s3.secretAccessKey}`, day);
-  key = hmac(key, s3.region);
+function signature(creds: Pick<S3Settings, 'secretAccessKey' | 'region'>, day: string, stringToSign: string): string {
+  let key = hmac(`AWS4${creds.secretAccessKey}`, day);
+  key = hmac(key, creds.region);
   key = hmac(key, 's3');
   key = hmac(key, 'aws4_request');
   return createHmac('sha256', key).update(stringToSign).digest('hex');
@@ -44,6 +44,35 @@ function stringToSign(amzDate: string, scope: string, canonicalRequest: string):
   return ['AWS4-HMAC-SHA256', amzDate, scope, sha256Hex(canonicalRequest)].join('\n');
 }
 
+type Credentials = Pick<S3Settings, 'accessKeyId' | 'secretAccessKey' | 'region'>;
+
+/**
+ * The `authorization` header of a request signed in the header (SigV4, service s3). Every
+ * header given is signed; `host` is added from the URL.
+ *
+ * @example signHeaders(creds, 'PUT', url, { 'x-amz-content-sha256': hash, 'x-amz-date': '20240101T000000Z' }, hash)
+ */
+export function signHeaders(creds: Credentials, method: string, url: URL, headers: Record<string, string>, payloadHash: string): string {
+  const all: Record<string, string> = { host: url.host };
+  for (const [name, value] of Object.entries(headers)) all[name.toLowerCase()] = value.trim();
+  const amzDate = all['x-amz-date'];
+  if (!amzDate) throw new Error('signHeaders needs an x-amz-date header');
+  const day = amzDate.slice(0, 8);
+  const names = Object.keys(all).sort();
+  const canonicalHeaders = names.map((n) => `${n}:${all[n]}\n`).join('');
+  const canonical = [method, url.pathname, canonicalQuery(url.searchParams), canonicalHeaders, names.join(';'), payloadHash].join('\n');
+  const scope = `${day}/${creds.region}/s3/aws4_request`;
+  const sig = signature(creds, day, stringToSign(amzDate, scope, canonical));
+  return `AWS4-HMAC-SHA256 Credential=${creds.accessKeyId}/${scope},SignedHeaders=${names.join(';')},Signature=${sig}`;
+}
+
+function canonicalQuery(params: URLSearchParams): string {
+  return [...params]
+    .map(([k, v]) => `${encode(k)}=${encode(v)}`)
+    .sort()
+    .join('&');
+}
+
 /**
  * Uploads one object with a SigV4-signed PUT; throws with the server's answer on failure.
  *
@@ -51,52 +80,41 @@ function stringToSign(amzDate: string, scope: string, canonicalRequest: string):
  */
 export async function putObject(s3: S3Settings, key: string, body: Uint8Array, contentType: string, now = new Date()): Promise<void> {
   const url = objectUrl(s3, key);
-  const { amzDate, day } = amzDates(now);
   const payloadHash = sha256Hex(body);
-  const headers: Record<string, string> = {
-    'content-type': contentType,
-    host: url.host,
-    'x-amz-content-sha256': payloadHash,
-    'x-amz-date': amzDate,
-  };
-  const names = Object.keys(headers).sort();
-  const canonicalHeaders = names.map((n) => `${n}:${headers[n]}\n`).join('');
-  const canonical = ['PUT', url.pathname, '', canonicalHeaders, names.join(';'), payloadHash].join('\n');
-  const scope = `${day}/${s3.region}/s3/aws4_request`;
-  const sig = signature(s3, day, stringToSign(amzDate, scope, canonical));
-  const { host: _host, ...sent } = headers;
+  const headers = { 'content-type': contentType, 'x-amz-content-sha256': payloadHash, 'x-amz-date': amzDates(now).amzDate };
   const res = await fetch(url, {
     method: 'PUT',
     body,
-    headers: { ...sent, authorization: `AWS4-HMAC-SHA256 Credential=${s3.accessKeyId}/${scope}, SignedHeaders=${names.join(';')}, Signature=${sig}` },
+    headers: { ...headers, authorization: signHeaders(s3, 'PUT', url, headers, payloadHash) },
     signal: AbortSignal.timeout(60_000),
   });
   if (!res.ok) throw new Error(`S3 PUT ${url.origin}/${s3.bucket}/${key} failed: HTTP ${res.status} ${(await res.text()).slice(0, 300)}`);
 }
 
 /**
- * A presigned GET URL valid for `expiresSeconds` (at most 7 days, SigV4's limit).
+ * A presigned GET URL of an object URL, valid for `expiresSeconds` (at most 7 days, SigV4's limit).
  *
- * @example presignGet(s3, 'image-fast/job-1.png', 3600)
+ * @example presignUrl(creds, new URL('https://bucket.s3.amazonaws.com/a.png'), 3600)
  */
-export function presignGet(s3: S3Settings, key: string, expiresSeconds: number, now = new Date()): string {
-  const url = objectUrl(s3, key);
+export function presignUrl(creds: Credentials, url: URL, expiresSeconds: number, now = new Date()): string {
   const { amzDate, day } = amzDates(now);
-  const scope = `${day}/${s3.region}/s3/aws4_request`;
-  const params: [string, string][] = [
+  const scope = `${day}/${creds.region}/s3/aws4_request`;
+  const params = new URLSearchParams([
     ['X-Amz-Algorithm', 'AWS4-HMAC-SHA256'],
-    ['X-Amz-Credential', `${s3.accessKeyId}/${scope}`],
+    ['X-Amz-Credential', `${creds.accessKeyId}/${scope}`],
     ['X-Amz-Date', amzDate],
     ['X-Amz-Expires', String(Math.min(Math.max(1, Math.floor(expiresSeconds)), 604_800))],
     ['X-Amz-SignedHeaders', 'host'],
-  ];
-  const query = params
-    .map(([k, v]) => `${encode(k)}=${encode(v)}`)
-    .sort()
-    .join('&');
+  ]);
+  const query = canonicalQuery(params);
   const canonical = ['GET', url.pathname, query, `host:${url.host}`, '', 'host', 'UNSIGNED-PAYLOAD'].join('\n');
-  const sig = signature(s3, day, stringToSign(amzDate, scope, canonical));
+  const sig = signature(creds, day, stringToSign(amzDate, scope, canonical));
   return `${url.origin}${url.pathname}?${query}&X-Amz-Signature=${sig}`;
+}
+
+/** A presigned GET URL of an object of the bucket (path-style). */
+export function presignGet(s3: S3Settings, key: string, expiresSeconds: number, now = new Date()): string {
+  return presignUrl(s3, objectUrl(s3, key), expiresSeconds, now);
 }
 
 /**
