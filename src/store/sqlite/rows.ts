@@ -1,36 +1,6 @@
-import type { JobStatus } from '../../jobs/states.js';
 import type { EndpointRecord, JobRecord, KeyRecord, Scope, WorkerRecord } from '../store.js';
 
 /** Rows as better-sqlite3 returns them: snake_case columns, booleans as 0/1, JSON as text. */
-export interface JobRow {
-  id: string;
-  endpoint_id: string;
-  status: JobStatus;
-  input_json: string;
-  output_json: string | null;
-  error: string | null;
-  webhook: string | null;
-  s3_config: string | null;
-  execution_timeout_ms: number;
-  low_priority: number;
-  ttl_ms: number;
-  retention_ms: number;
-  max_attempts: number;
-  sync: number;
-  key_id: string | null;
-  created_at: number;
-  queued_at: number;
-  started_at: number | null;
-  finished_at: number | null;
-  deadline_at: number | null;
-  expires_at: number | null;
-  worker_id: string | null;
-  attempts: number;
-  retries: number;
-  webhook_attempts: number;
-  webhook_next_at: number | null;
-}
-
 export interface WorkerRow {
   id: string;
   endpoint_id: string;
@@ -65,34 +35,42 @@ export interface KeyRow {
   created_at: number;
 }
 
-export function toJob(row: JobRow): JobRecord {
+/**
+ * The job columns in a fixed order. Job queries select exactly these and read rows in raw
+ * (array) mode: better-sqlite3 builds a 26-key object per row otherwise, which made a
+ * primary-key read cost ~11 µs instead of ~6 µs.
+ */
+export const JOB_COLUMNS = 'id, endpoint_id, status, input_json, output_json, error, webhook, s3_config, execution_timeout_ms, low_priority, ttl_ms, retention_ms, max_attempts, sync, key_id, created_at, queued_at, started_at, finished_at, deadline_at, expires_at, worker_id, attempts, retries, webhook_attempts, webhook_next_at';
+
+/** A raw row of JOB_COLUMNS (plus anything after them) → JobRecord. */
+export function toJobRaw(r: unknown[]): JobRecord {
   return {
-    id: row.id,
-    endpointId: row.endpoint_id,
-    status: row.status,
-    inputJson: row.input_json,
-    outputJson: row.output_json,
-    error: row.error,
-    webhook: row.webhook,
-    s3Config: row.s3_config,
-    executionTimeoutMs: row.execution_timeout_ms,
-    lowPriority: row.low_priority !== 0,
-    ttlMs: row.ttl_ms,
-    retentionMs: row.retention_ms,
-    maxAttempts: row.max_attempts,
-    sync: row.sync !== 0,
-    keyId: row.key_id,
-    createdAt: row.created_at,
-    queuedAt: row.queued_at,
-    startedAt: row.started_at,
-    finishedAt: row.finished_at,
-    deadlineAt: row.deadline_at,
-    expiresAt: row.expires_at,
-    workerId: row.worker_id,
-    attempts: row.attempts,
-    retries: row.retries,
-    webhookAttempts: row.webhook_attempts,
-    webhookNextAt: row.webhook_next_at,
+    id: r[0] as JobRecord['id'],
+    endpointId: r[1] as JobRecord['endpointId'],
+    status: r[2] as JobRecord['status'],
+    inputJson: r[3] as JobRecord['inputJson'],
+    outputJson: r[4] as JobRecord['outputJson'],
+    error: r[5] as JobRecord['error'],
+    webhook: r[6] as JobRecord['webhook'],
+    s3Config: r[7] as JobRecord['s3Config'],
+    executionTimeoutMs: r[8] as JobRecord['executionTimeoutMs'],
+    lowPriority: r[9] !== 0,
+    ttlMs: r[10] as JobRecord['ttlMs'],
+    retentionMs: r[11] as JobRecord['retentionMs'],
+    maxAttempts: r[12] as JobRecord['maxAttempts'],
+    sync: r[13] !== 0,
+    keyId: r[14] as JobRecord['keyId'],
+    createdAt: r[15] as JobRecord['createdAt'],
+    queuedAt: r[16] as JobRecord['queuedAt'],
+    startedAt: r[17] as JobRecord['startedAt'],
+    finishedAt: r[18] as JobRecord['finishedAt'],
+    deadlineAt: r[19] as JobRecord['deadlineAt'],
+    expiresAt: r[20] as JobRecord['expiresAt'],
+    workerId: r[21] as JobRecord['workerId'],
+    attempts: r[22] as JobRecord['attempts'],
+    retries: r[23] as JobRecord['retries'],
+    webhookAttempts: r[24] as JobRecord['webhookAttempts'],
+    webhookNextAt: r[25] as JobRecord['webhookNextAt'],
   };
 }
 
@@ -152,9 +130,4 @@ export function toKey(row: KeyRow): KeyRecord {
     endpoints: row.endpoints === null ? null : (JSON.parse(row.endpoints) as string[]),
     createdAt: row.created_at,
   };
-}
-
-/** Claimed rows come back from UPDATE … RETURNING in no set order; this restores queue order. */
-export function byQueueOrder(a: JobRow & { _rowid: number }, b: JobRow & { _rowid: number }): number {
-  return a.queued_at - b.queued_at || a._rowid - b._rowid;
 }

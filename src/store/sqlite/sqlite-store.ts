@@ -1,14 +1,13 @@
 import type { JobStatus } from '../../jobs/states.js';
 import type { EndpointRecord, JobCounts, JobRecord, KeyRecord, NewJob, Scope, Store, WorkerRecord } from '../store.js';
 import {
-  byQueueOrder,
   endpointParams,
+  JOB_COLUMNS,
   toEndpoint,
-  toJob,
+  toJobRaw,
   toKey,
   toWorker,
   type EndpointRow,
-  type JobRow,
   type KeyRow,
   type WorkerRow,
 } from './rows.js';
@@ -38,11 +37,13 @@ const TERMINAL = `('COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT')`;
 export function createSqliteStore(options: SqliteStoreOptions): Store {
   const { q, write, read, migrate, close, db, stopCheckpointer } = openSqlite(options.file, { backgroundCheckpoint: options.backgroundCheckpoint ?? false });
 
-  const jobRows = (rows: unknown[]): JobRecord[] => (rows as JobRow[]).map(toJob);
-  const oneJob = (row: unknown): JobRecord | undefined => (row === undefined ? undefined : toJob(row as JobRow));
+  /** A job query in raw (array) mode; its SQL selects or returns ${JOB_COLUMNS} first. */
+  const jq = (sql: string) => q(sql).raw(true);
+  const jobRows = (rows: unknown[]): JobRecord[] => (rows as unknown[][]).map(toJobRaw);
+  const oneJob = (row: unknown): JobRecord | undefined => (row === undefined ? undefined : toJobRaw(row as unknown[]));
 
   const finishedJob = (sql: string, params: Record<string, unknown>): JobRecord | undefined =>
-    oneJob(q(sql).get(params));
+    oneJob(jq(sql).get(params));
 
   const store: Store = {
     kind: 'sqlite',
@@ -61,23 +62,35 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
              low_priority, ttl_ms, retention_ms, max_attempts, sync, key_id, created_at, queued_at, deadline_at)
            VALUES (@id, @endpointId, 'IN_QUEUE', @inputJson, @webhook, @s3Config, @executionTimeoutMs,
              @lowPriority, @ttlMs, @retentionMs, @maxAttempts, @sync, @keyId, @now, @now, @now + @ttlMs)`).run({
-          ...job,
+          // Listed, not spread: this runs once per submitted job.
+          id: job.id,
+          endpointId: job.endpointId,
+          inputJson: job.inputJson,
+          webhook: job.webhook,
+          s3Config: job.s3Config,
+          executionTimeoutMs: job.executionTimeoutMs,
           lowPriority: job.lowPriority ? 1 : 0,
+          ttlMs: job.ttlMs,
+          retentionMs: job.retentionMs,
+          maxAttempts: job.maxAttempts,
           sync: job.sync ? 1 : 0,
+          keyId: job.keyId,
+          now: job.now,
         });
       }),
 
-    getJob: (id) => read(() => oneJob(q('SELECT * FROM jobs WHERE id = ?').get(id))),
+    getJob: (id) => read(() => oneJob(jq(`SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ?`).get(id))),
 
     // The unary + keeps the planner on jobs_claim (queue order) instead of jobs_deadline.
     claimJobs: ({ endpointId, workerId, limit, now }) =>
       write(() => {
-        const rows = q(`UPDATE jobs SET status = 'IN_PROGRESS', worker_id = @workerId, started_at = @now,
+        const rows = jq(`UPDATE jobs SET status = 'IN_PROGRESS', worker_id = @workerId, started_at = @now,
              attempts = attempts + 1, deadline_at = @now + execution_timeout_ms, output_json = NULL, error = NULL
            WHERE id IN (SELECT id FROM jobs WHERE endpoint_id = @endpointId AND status = 'IN_QUEUE'
              AND +deadline_at > @now ORDER BY queued_at, rowid LIMIT @limit)
-           RETURNING *, rowid AS _rowid`).all({ endpointId, workerId, now, limit }) as (JobRow & { _rowid: number })[];
-        return rows.sort(byQueueOrder).map(toJob);
+           RETURNING ${JOB_COLUMNS}, rowid`).all({ endpointId, workerId, now, limit }) as unknown[][];
+        // RETURNING comes in no set order: restore queue order (queued_at, then rowid).
+        return rows.sort((a, b) => (a[16] as number) - (b[16] as number) || (a[26] as number) - (b[26] as number)).map(toJobRaw);
       }),
 
     finishJob: ({ id, workerId, endpointId = null, status, outputJson, error, now }) =>
@@ -85,7 +98,7 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
         finishedJob(
           `UPDATE jobs SET status = @status, output_json = @outputJson, error = @error, ${FINISH}
            WHERE id = @id AND status = 'IN_PROGRESS' AND worker_id = @workerId
-             AND (@endpointId IS NULL OR endpoint_id = @endpointId) RETURNING *`,
+             AND (@endpointId IS NULL OR endpoint_id = @endpointId) RETURNING ${JOB_COLUMNS}`,
           { id, workerId, endpointId, status, outputJson, error, now },
         ),
       ),
@@ -102,7 +115,7 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
       write(() =>
         finishedJob(
           `UPDATE jobs SET status = 'CANCELLED', ${FINISH}
-           WHERE id = @id AND status IN ('IN_QUEUE', 'IN_PROGRESS') RETURNING *`,
+           WHERE id = @id AND status IN ('IN_QUEUE', 'IN_PROGRESS') RETURNING ${JOB_COLUMNS}`,
           { id, now },
         ),
       ),
@@ -125,7 +138,7 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
                started_at = NULL, finished_at = NULL, expires_at = NULL, webhook_attempts = 0,
                webhook_next_at = NULL, attempts = 0, retries = retries + 1, queued_at = @now,
                deadline_at = @now + ttl_ms
-             WHERE id = @id AND status IN ('FAILED', 'TIMED_OUT') AND expires_at > @now RETURNING *`,
+             WHERE id = @id AND status IN ('FAILED', 'TIMED_OUT') AND expires_at > @now RETURNING ${JOB_COLUMNS}`,
             { id, now },
           );
           if (job) q('DELETE FROM job_stream WHERE job_id = ?').run(id);
@@ -136,18 +149,18 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
     timeOutRunning: ({ now, limit }) =>
       write(() =>
         jobRows(
-          q(`UPDATE jobs SET status = 'TIMED_OUT', error = 'execution timeout exceeded', ${FINISH}
+          jq(`UPDATE jobs SET status = 'TIMED_OUT', error = 'execution timeout exceeded', ${FINISH}
              WHERE id IN (SELECT id FROM jobs WHERE status = 'IN_PROGRESS' AND deadline_at <= @now
-               ORDER BY deadline_at LIMIT @limit) RETURNING *`).all({ now, limit }),
+               ORDER BY deadline_at LIMIT @limit) RETURNING ${JOB_COLUMNS}`).all({ now, limit }),
         ),
       ),
 
     expireQueued: ({ now, limit }) =>
       write(() =>
         jobRows(
-          q(`UPDATE jobs SET status = 'TIMED_OUT', error = 'ttl expired in queue', ${FINISH}
+          jq(`UPDATE jobs SET status = 'TIMED_OUT', error = 'ttl expired in queue', ${FINISH}
              WHERE id IN (SELECT id FROM jobs WHERE status = 'IN_QUEUE' AND deadline_at <= @now
-               ORDER BY deadline_at LIMIT @limit) RETURNING *`).all({ now, limit }),
+               ORDER BY deadline_at LIMIT @limit) RETURNING ${JOB_COLUMNS}`).all({ now, limit }),
         ),
       ),
 
@@ -156,15 +169,15 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
         db.transaction(() => {
           const ids = JSON.stringify(workerIds);
           const failed = jobRows(
-            q(`UPDATE jobs SET status = 'FAILED', error = 'worker lost', ${FINISH}
+            jq(`UPDATE jobs SET status = 'FAILED', error = 'worker lost', ${FINISH}
                WHERE status = 'IN_PROGRESS' AND worker_id IN (SELECT value FROM json_each(@ids))
-                 AND attempts >= max_attempts RETURNING *`).all({ ids, now }),
+                 AND attempts >= max_attempts RETURNING ${JOB_COLUMNS}`).all({ ids, now }),
           );
           const requeued = jobRows(
-            q(`UPDATE jobs SET status = 'IN_QUEUE', queued_at = @now, deadline_at = @now + ttl_ms,
+            jq(`UPDATE jobs SET status = 'IN_QUEUE', queued_at = @now, deadline_at = @now + ttl_ms,
                  worker_id = NULL, started_at = NULL, output_json = NULL
                WHERE status = 'IN_PROGRESS' AND worker_id IN (SELECT value FROM json_each(@ids))
-                 AND attempts < max_attempts RETURNING *`).all({ ids, now }),
+                 AND attempts < max_attempts RETURNING ${JOB_COLUMNS}`).all({ ids, now }),
           );
           return { requeued, failed };
         }),
@@ -271,7 +284,7 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
     listJobs: ({ endpointId, limit }) =>
       read(() =>
         jobRows(
-          q('SELECT * FROM jobs WHERE endpoint_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?').all(endpointId, limit),
+          jq(`SELECT ${JOB_COLUMNS} FROM jobs WHERE endpoint_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?`).all(endpointId, limit),
         ),
       ),
 
@@ -287,7 +300,7 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
     dueWebhooks: ({ now, limit }) =>
       read(() =>
         jobRows(
-          q(`SELECT * FROM jobs WHERE webhook_next_at <= ? AND status IN ${TERMINAL}
+          jq(`SELECT ${JOB_COLUMNS} FROM jobs WHERE webhook_next_at <= ? AND status IN ${TERMINAL}
              ORDER BY webhook_next_at, rowid LIMIT ?`).all(now, limit),
         ),
       ),
