@@ -38,6 +38,9 @@ export async function openSession(file: string, provider: Provider, threads: num
     executionProviders: [provider],
     graphOptimizationLevel: 'all',
     ...(threads > 0 ? { intraOpNumThreads: threads } : {}),
+    // No busy-waiting of idle intra-op threads after a run: on a shared host they would take
+    // the CPU from the gateway and the worker's own result post.
+    extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } },
   });
 }
 
