@@ -5,7 +5,11 @@ import { AppError } from '../errors.js';
 /** Sends JSON text as it is (already serialised). Every success is HTTP 200 unless said otherwise. */
 export function sendJsonText(res: ServerResponse, status: number, text: string, headers?: Record<string, string>): void {
   if (res.headersSent || res.destroyed) return;
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), ...headers });
+  // setHeader, not an object spread: this runs for every response.
+  res.setHeader('content-type', 'application/json; charset=utf-8');
+  res.setHeader('content-length', Buffer.byteLength(text));
+  if (headers) for (const name in headers) res.setHeader(name, headers[name]!);
+  res.writeHead(status);
   res.end(text);
 }
 

@@ -7,6 +7,9 @@ import { handleFileRoute } from './files.js';
 import { sendError, sendJson } from './respond.js';
 import { handleWorkerRoute, isWorkerOperation } from './worker-routes.js';
 
+/** The query of requests that have none; never written to. */
+const NO_QUERY = new URLSearchParams();
+
 /** Splits `/a/b/c?q` into decoded segments and the query. */
 function parseTarget(url: string): { segments: string[]; query: URLSearchParams } {
   const q = url.indexOf('?');
@@ -14,13 +17,17 @@ function parseTarget(url: string): { segments: string[]; query: URLSearchParams 
   const segments: string[] = [];
   for (const part of path.split('/')) {
     if (part === '') continue;
+    if (!part.includes('%')) {
+      segments.push(part);
+      continue;
+    }
     try {
       segments.push(decodeURIComponent(part));
     } catch {
       throw new AppError(400, 'INVALID_PATH', 'Malformed percent-encoding in the request path');
     }
   }
-  return { segments, query: new URLSearchParams(q < 0 ? '' : url.slice(q + 1)) };
+  return { segments, query: q < 0 || q === url.length - 1 ? NO_QUERY : new URLSearchParams(url.slice(q + 1)) };
 }
 
 /** Operations that may wait: only they need to notice a client that goes away. */
