@@ -249,7 +249,7 @@ describe('the first admin key', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'gantry-admin-test-'));
     const start = () =>
       startGantry({
-        env: {},
+        env: { GANTRY_IMAGE_WORKERS: 'off' },
         config: { port: 0, host: '127.0.0.1', dataDir, adminKey: null, logLevel: 'silent', rateLimits: false },
         logger: pino({ level: 'silent' }),
       });
@@ -284,7 +284,7 @@ describe('the first admin key', () => {
     const key = 'env-admin-key-0123456789abcdef';
     const start = () =>
       startGantry({
-        env: { GANTRY_ADMIN_KEY: key },
+        env: { GANTRY_ADMIN_KEY: key, GANTRY_IMAGE_WORKERS: 'off' }, // image workers would add their own (worker) key
         config: { port: 0, host: '127.0.0.1', dataDir, logLevel: 'silent', rateLimits: false },
         logger: pino({ level: 'silent' }),
       });
