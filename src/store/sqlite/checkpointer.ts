@@ -34,6 +34,9 @@ export function startCheckpointer(file: string, intervalMs = 50, onError: (messa
   return {
     stop() {
       stopping ??= new Promise<void>((resolve) => {
+        // Referenced again while stopping: otherwise a process with nothing else to do could
+        // exit before the thread's 'exit' event settles this promise.
+        worker.ref();
         worker.once('exit', () => resolve());
         worker.postMessage('stop');
       });
