@@ -8,6 +8,7 @@ import { createApiKey } from '../http/admin-routes.js';
 import { sha256Hex } from '../jobs/secrets.js';
 import type { ImageModelKind } from './pricing.js';
 import { ensureTinyModel } from './tiny-models.js';
+import { runpodWorkerEnv } from '../jobs/worker-env.js';
 
 /**
  * Runs one image worker process per public endpoint (src/images/image-worker.ts), restarted
@@ -71,22 +72,13 @@ export async function startImageWorkers(options: ImageWorkersOptions): Promise<I
   let stopping = false;
 
   const envFor = (endpointId: string, kind: ImageModelKind, modelDir: string): NodeJS.ProcessEnv => {
-    const base = `${options.gatewayUrl}/v2/${endpointId}`;
     const workerId = `${endpointId}-${randomUUID().slice(0, 8)}`;
     const s3 = images.s3;
     return {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
       LOG_LEVEL: logLevel,
-      RUNPOD_WEBHOOK_GET_JOB: `${base}/job-take/$ID?`,
-      RUNPOD_WEBHOOK_POST_OUTPUT: `${base}/job-done/$RUNPOD_POD_ID/$ID?`,
-      RUNPOD_WEBHOOK_POST_STREAM: `${base}/job-stream/$RUNPOD_POD_ID/$ID?`,
-      RUNPOD_WEBHOOK_PING: `${base}/ping/$RUNPOD_POD_ID`,
-      RUNPOD_POD_ID: workerId,
-      RUNPOD_AI_API_KEY: apiKey,
-      RUNPOD_ENDPOINT_ID: endpointId,
-      RUNPOD_PING_INTERVAL: '5000',
-      RUNPOD_SKIP_AUTO_SYSTEM_CHECKS: 'true',
+      ...runpodWorkerEnv({ gatewayUrl: options.gatewayUrl, endpointId, workerId, apiKey, pingIntervalMs: 5_000 }),
       GANTRY_IMAGE_KIND: kind,
       GANTRY_IMAGE_MODEL_DIR: modelDir,
       GANTRY_IMAGE_PROVIDER: images.provider,

@@ -6,6 +6,7 @@ import type { EndpointRecord, QueueStats, WorkerRecord } from '../store/store.js
 import type { WorkerDriver, WorkerExit, WorkerHandle } from './driver.js';
 import type { PoolHealth, PoolWorkerInfo, PoolWorkerState } from './pool-view.js';
 import { createWorkerLog, type LogLine, type WorkerLog } from './worker-log.js';
+import { runpodWorkerEnv } from '../jobs/worker-env.js';
 
 /** A worker that ran this long before exiting starts its crash count over. */
 const STABLE_MS = 60_000;
@@ -89,19 +90,10 @@ export function createWorkerPool(endpointId: string, options: WorkerPoolOptions)
   }
 
   function workerEnv(workerId: string, apiKey: string): Record<string, string> {
-    const base = `${baseUrl}/v2/${endpointId}`;
     const pingMs = Math.max(1_000, Math.min(10_000, Math.floor(app.config.workerLostMs / 3)));
     return {
       ...settings.env,
-      RUNPOD_WEBHOOK_GET_JOB: `${base}/job-take/$ID?`,
-      RUNPOD_WEBHOOK_POST_OUTPUT: `${base}/job-done/$RUNPOD_POD_ID/$ID?`,
-      RUNPOD_WEBHOOK_POST_STREAM: `${base}/job-stream/$RUNPOD_POD_ID/$ID?`,
-      RUNPOD_WEBHOOK_PING: `${base}/ping/$RUNPOD_POD_ID`,
-      RUNPOD_POD_ID: workerId,
-      RUNPOD_AI_API_KEY: apiKey,
-      RUNPOD_ENDPOINT_ID: endpointId,
-      RUNPOD_PING_INTERVAL: String(pingMs),
-      RUNPOD_SKIP_AUTO_SYSTEM_CHECKS: 'true',
+      ...runpodWorkerEnv({ gatewayUrl: baseUrl, endpointId, workerId, apiKey, pingIntervalMs: pingMs }),
     };
   }
 

@@ -7,6 +7,7 @@ import { IMAGE_DEFAULTS } from '../../src/images/image-config.js';
 import { startGantry, type Gantry } from '../../src/server.js';
 import type { Scope } from '../../src/store/store.js';
 import { createTestSchema } from './postgres.js';
+import { runpodWorkerEnv } from '../../src/jobs/worker-env.js';
 
 export type TestBackend = 'sqlite' | 'postgres';
 
@@ -81,20 +82,9 @@ export async function startTestGantry(config: Partial<GantryConfig> = {}, option
   return t;
 }
 
-/** The RUNPOD_* variables of DESIGN.md §1; templates end in `?` as runpod-python expects. */
+/** The RUNPOD_* variables of DESIGN.md §1, with a 1 s ping for quick tests. */
 export function buildWorkerEnv(url: string, endpointId: string, workerId: string, key: string): Record<string, string> {
-  const base = `${url}/v2/${endpointId}`;
-  return {
-    RUNPOD_WEBHOOK_GET_JOB: `${base}/job-take/$ID?`,
-    RUNPOD_WEBHOOK_POST_OUTPUT: `${base}/job-done/$RUNPOD_POD_ID/$ID?`,
-    RUNPOD_WEBHOOK_POST_STREAM: `${base}/job-stream/$RUNPOD_POD_ID/$ID?`,
-    RUNPOD_WEBHOOK_PING: `${base}/ping/$RUNPOD_POD_ID`,
-    RUNPOD_POD_ID: workerId,
-    RUNPOD_AI_API_KEY: key,
-    RUNPOD_ENDPOINT_ID: endpointId,
-    RUNPOD_PING_INTERVAL: '1000',
-    RUNPOD_SKIP_AUTO_SYSTEM_CHECKS: 'true',
-  };
+  return runpodWorkerEnv({ gatewayUrl: url, endpointId, workerId, apiKey: key, pingIntervalMs: 1_000 });
 }
 
 /** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */

@@ -1,8 +1,9 @@
 import type { JobStatus } from '../../jobs/states.js';
-import type { EndpointRecord, JobCounts, JobRecord, KeyRecord, NewJob, QueueStats, Scope, Store, WorkerRecord } from '../store.js';
+import type { EndpointRecord, JobRecord, KeyRecord, NewJob, QueueStats, Scope, Store, WorkerRecord } from '../store.js';
 import { createBatcher } from './batch.js';
 import { openPostgres, type PgConnection, type PgConnectionOptions } from './connection.js';
 import { byQueueOrder, ENDPOINT_COLUMNS, endpointParams, toEndpoint, toJob, toKey, toWorker, type EndpointRow, type JobRow, type KeyRow, type WorkerRow } from './rows.js';
+import { tallyJobCounts } from '../job-counts.js';
 
 export type PostgresStoreOptions = PgConnectionOptions;
 
@@ -263,27 +264,14 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
         .sort((a, b) => a.seq - b.seq)
         .map((row) => row.chunk),
 
-    countJobs: async (endpointId) => {
-      const counts: JobCounts = { inQueue: 0, inProgress: 0, completed: 0, failed: 0, cancelled: 0, timedOut: 0, retried: 0 };
-      const rows = await query<{ status: JobStatus; n: number; retried: number }>(
-        `SELECT status, COUNT(*) AS n, COUNT(*) FILTER (WHERE retries > 0 OR attempts > 1) AS retried
-         FROM jobs WHERE endpoint_id = $1 GROUP BY status`,
-        [endpointId],
-      );
-      const field: Record<JobStatus, keyof JobCounts> = {
-        IN_QUEUE: 'inQueue',
-        IN_PROGRESS: 'inProgress',
-        COMPLETED: 'completed',
-        FAILED: 'failed',
-        CANCELLED: 'cancelled',
-        TIMED_OUT: 'timedOut',
-      };
-      for (const row of rows) {
-        counts[field[row.status]] += row.n;
-        counts.retried += row.retried;
-      }
-      return counts;
-    },
+    countJobs: async (endpointId) =>
+      tallyJobCounts(
+        await query<{ status: JobStatus; n: number; retried: number }>(
+          `SELECT status, COUNT(*) AS n, COUNT(*) FILTER (WHERE retries > 0 OR attempts > 1) AS retried
+           FROM jobs WHERE endpoint_id = $1 GROUP BY status`,
+          [endpointId],
+        ),
+      ),
 
     queueStats: async ({ endpointId, now }): Promise<QueueStats> => {
       const [queued, held] = await Promise.all([

@@ -1,5 +1,5 @@
 import type { JobStatus } from '../../jobs/states.js';
-import type { EndpointRecord, JobCounts, JobRecord, KeyRecord, NewJob, Scope, Store, WorkerRecord } from '../store.js';
+import type { EndpointRecord, JobRecord, KeyRecord, NewJob, Scope, Store, WorkerRecord } from '../store.js';
 import {
   endpointParams,
   JOB_COLUMNS,
@@ -11,6 +11,7 @@ import {
   type KeyRow,
   type WorkerRow,
 } from './rows.js';
+import { tallyJobCounts } from '../job-counts.js';
 import { openSqlite } from './connection.js';
 
 export interface SqliteStoreOptions {
@@ -234,28 +235,12 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
       ),
 
     countJobs: (endpointId) =>
-      read(() => {
-        const counts: JobCounts = { inQueue: 0, inProgress: 0, completed: 0, failed: 0, cancelled: 0, timedOut: 0, retried: 0 };
-        const rows = q(`SELECT status, COUNT(*) AS n, SUM(retries > 0 OR attempts > 1) AS retried
-                        FROM jobs WHERE endpoint_id = ? GROUP BY status`).all(endpointId) as {
-          status: JobStatus;
-          n: number;
-          retried: number;
-        }[];
-        const field: Record<JobStatus, keyof JobCounts> = {
-          IN_QUEUE: 'inQueue',
-          IN_PROGRESS: 'inProgress',
-          COMPLETED: 'completed',
-          FAILED: 'failed',
-          CANCELLED: 'cancelled',
-          TIMED_OUT: 'timedOut',
-        };
-        for (const row of rows) {
-          counts[field[row.status]] += row.n;
-          counts.retried += row.retried;
-        }
-        return counts;
-      }),
+      read(() =>
+        tallyJobCounts(
+          q(`SELECT status, COUNT(*) AS n, SUM(retries > 0 OR attempts > 1) AS retried
+             FROM jobs WHERE endpoint_id = ? GROUP BY status`).all(endpointId) as { status: JobStatus; n: number; retried: number }[],
+        ),
+      ),
 
     // The unary + keeps the planner on jobs_claim, as in claimJobs.
     queueStats: ({ endpointId, now }) =>
