@@ -26,6 +26,19 @@ const FINISH = `finished_at = @now, expires_at = @now + retention_ms, deadline_a
   webhook_next_at = CASE WHEN webhook IS NOT NULL THEN @now ELSE NULL END`;
 const TERMINAL = `('COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT')`;
 
+// The hottest statements, built once: a template literal is a new string at every call, and
+// the statement cache then hashes its whole text again (~1 µs of a ~7 µs read).
+const GET_JOB_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ?`;
+// The unary + keeps the planner on jobs_claim (queue order) instead of jobs_deadline.
+const CLAIM_JOBS_SQL = `UPDATE jobs SET status = 'IN_PROGRESS', worker_id = @workerId, started_at = @now,
+             attempts = attempts + 1, deadline_at = @now + execution_timeout_ms, output_json = NULL, error = NULL
+           WHERE id IN (SELECT id FROM jobs WHERE endpoint_id = @endpointId AND status = 'IN_QUEUE'
+             AND +deadline_at > @now ORDER BY queued_at, rowid LIMIT @limit)
+           RETURNING ${JOB_COLUMNS}, rowid`;
+const FINISH_JOB_SQL = `UPDATE jobs SET status = @status, output_json = @outputJson, error = @error, ${FINISH}
+   WHERE id = @id AND status = 'IN_PROGRESS' AND worker_id = @workerId
+     AND (@endpointId IS NULL OR endpoint_id = @endpointId) RETURNING ${JOB_COLUMNS}`;
+
 /**
  * A Store on one SQLite file through better-sqlite3. Writes of one event-loop turn share one
  * transaction (group commit, see connection.ts): each runs at once, so reads later in the same
@@ -80,16 +93,11 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
         });
       }),
 
-    getJob: (id) => read(() => oneJob(jq(`SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ?`).get(id))),
+    getJob: (id) => read(() => oneJob(jq(GET_JOB_SQL).get(id))),
 
-    // The unary + keeps the planner on jobs_claim (queue order) instead of jobs_deadline.
     claimJobs: ({ endpointId, workerId, limit, now }) =>
       write(() => {
-        const rows = jq(`UPDATE jobs SET status = 'IN_PROGRESS', worker_id = @workerId, started_at = @now,
-             attempts = attempts + 1, deadline_at = @now + execution_timeout_ms, output_json = NULL, error = NULL
-           WHERE id IN (SELECT id FROM jobs WHERE endpoint_id = @endpointId AND status = 'IN_QUEUE'
-             AND +deadline_at > @now ORDER BY queued_at, rowid LIMIT @limit)
-           RETURNING ${JOB_COLUMNS}, rowid`).all({ endpointId, workerId, now, limit }) as unknown[][];
+        const rows = jq(CLAIM_JOBS_SQL).all({ endpointId, workerId, now, limit }) as unknown[][];
         // RETURNING comes in no set order: restore queue order (queued_at, then rowid).
         return rows.sort((a, b) => (a[16] as number) - (b[16] as number) || (a[26] as number) - (b[26] as number)).map(toJobRaw);
       }),
@@ -97,9 +105,7 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
     finishJob: ({ id, workerId, endpointId = null, status, outputJson, error, now }) =>
       write(() =>
         finishedJob(
-          `UPDATE jobs SET status = @status, output_json = @outputJson, error = @error, ${FINISH}
-           WHERE id = @id AND status = 'IN_PROGRESS' AND worker_id = @workerId
-             AND (@endpointId IS NULL OR endpoint_id = @endpointId) RETURNING ${JOB_COLUMNS}`,
+          FINISH_JOB_SQL,
           { id, workerId, endpointId, status, outputJson, error, now },
         ),
       ),
