@@ -15,12 +15,13 @@
  * itself.
  *
  * usage: npm run build && node bench/core.js [--seconds N] [--json]
- *          [--scenarios run,e2e,runsync,status,http] [--batch N] [--profile DIR] [--in-process]
+ *          [--scenarios run,e2e,runsync,status,status-wrk,http] [--batch N] [--profile DIR] [--in-process]
  *          [--backend sqlite|postgres]
  *
  *   --seconds N     measured seconds per scenario (default 5; 1..60), after a warm-up
  *   --json          print the results as one JSON document instead of the table
- *   --scenarios L   which scenarios to run, comma-separated: run, e2e, runsync, status, and
+ *   --scenarios L   which scenarios to run, comma-separated: run, e2e, runsync, status,
+ *                   status-wrk (the same reads with wrk as load generator, if installed), and
  *                   http (a reference without aim: GET /healthz throughput); default all
  *   --batch N       job-take-batch size of the end-to-end workers (default 50; 1..100)
  *   --profile DIR   run the gateway under `node --cpu-prof --cpu-prof-dir=DIR`
@@ -29,8 +30,8 @@
  *   --backend B     sqlite (default) or postgres: a fresh schema on DATABASE_URL, or on
  *                   postgres://postgres@127.0.0.1:5432/test, dropped at the end
  */
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -70,7 +71,7 @@ const { values: flags } = parseArgs({
   options: {
     seconds: { type: 'string', default: '5' },
     json: { type: 'boolean', default: false },
-    scenarios: { type: 'string', default: 'run,e2e,runsync,status,http' },
+    scenarios: { type: 'string', default: 'run,e2e,runsync,status,status-wrk,http' },
     batch: { type: 'string', default: '50' },
     profile: { type: 'string' },
     'in-process': { type: 'boolean', default: false },
@@ -88,7 +89,7 @@ if (!Number.isFinite(SECONDS) || SECONDS < 1 || SECONDS > 60) fail('--seconds mu
 const BATCH = Number(flags.batch);
 if (!Number.isInteger(BATCH) || BATCH < 1 || BATCH > 100) fail('--batch must be an integer from 1 to 100');
 const SCENARIOS = flags.scenarios.split(',').map((s) => s.trim()).filter(Boolean);
-for (const s of SCENARIOS) if (!['run', 'e2e', 'runsync', 'status', 'http'].includes(s)) fail(`unknown scenario ${s} (expected run, e2e, runsync, status, http)`);
+for (const s of SCENARIOS) if (!['run', 'e2e', 'runsync', 'status', 'status-wrk', 'http'].includes(s)) fail(`unknown scenario ${s} (expected run, e2e, runsync, status, status-wrk, http)`);
 if (!['sqlite', 'postgres'].includes(flags.backend)) fail('--backend must be sqlite or postgres');
 const WARMUP_S = Math.min(1, SECONDS / 5);
 const COMMAND = ['node', 'bench/core.js', ...process.argv.slice(2)].join(' ');
@@ -680,6 +681,7 @@ async function scenarioStatus(ctx) {
       }),
     );
     ag.destroy();
+    ctx.statusIds = ids;
   }
   const ag = agent(CLIENT_SOCKETS);
   let pick = 0;
@@ -705,6 +707,50 @@ async function scenarioStatus(ctx) {
     aim: `≥ ${AIMS.status.min.toLocaleString('en-US')} /s`,
     pass: result.perSecond >= AIMS.status.min && result.errors === 0,
     details: { reads: result.ok, errors: result.errors, seconds: round(result.elapsed), concurrency: STATUS_CONCURRENCY, jobsInTable: ids.length, cpu: result.cpu, firstError: result.firstError },
+  };
+}
+
+/**
+ * 4b. The same reads with wrk (Debian package `wrk`) as the load generator, when it is
+ * installed: a node:http client spends ~30 µs of CPU per request itself, so on 2 cores it caps
+ * what it can measure; wrk, in C, leaves the gateway a whole core (DESIGN.md §5 measured the
+ * HTTP frameworks with wrk too). Same ids, same stride, 64 connections.
+ */
+async function scenarioStatusWrk(ctx) {
+  if (spawnSync('wrk', ['-v']).error) {
+    return { scenario: 'status-wrk', title: '/status reads (wrk)', figure: 0, unit: '/s', aim: `≥ ${AIMS.status.min.toLocaleString('en-US')} /s`, pass: false, details: { skipped: 'wrk is not installed (apt-get install wrk)' } };
+  }
+  const ids = ctx.statusIds ?? [];
+  const dir = mkdtempSync(join(os.tmpdir(), 'gantry-wrk-'));
+  const script = join(dir, 'status.lua');
+  writeFileSync(
+    script,
+    `local ids = {${ids.map((id) => `"${id}"`).join(',')}}\n` +
+      `local i = 0\n` +
+      `request = function()\n  i = (i + 7919) % #ids\n  return wrk.format("GET", "/v2/bench-run/status/" .. ids[i + 1], {["Authorization"] = "Bearer ${ctx.runKey}"})\nend\n`,
+  );
+  const meter = cpuMeter(ctx.pid);
+  // Asynchronous: with --in-process the gateway shares this event loop.
+  const stdout = await new Promise((resolve, reject) => {
+    const child = spawn('wrk', ['-t1', '-c64', `-d${SECONDS}s`, '-s', script, `http://${HOST}:${PORT}/`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let text = '';
+    child.stdout.on('data', (chunk) => (text += chunk));
+    child.on('error', reject);
+    child.on('close', () => resolve(text));
+  });
+  const out = { stdout };
+  const cpu = meter();
+  rmSync(dir, { recursive: true, force: true });
+  const perSecond = Number(/Requests\/sec:\s+([\d.]+)/.exec(out.stdout ?? '')?.[1] ?? 0);
+  const bad = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out.stdout ?? '')?.[1] ?? 0);
+  return {
+    scenario: 'status-wrk',
+    title: '/status reads (wrk)',
+    figure: perSecond,
+    unit: '/s',
+    aim: `≥ ${AIMS.status.min.toLocaleString('en-US')} /s`,
+    pass: perSecond >= AIMS.status.min && bad === 0,
+    details: { loadGenerator: 'wrk -t1 -c64', non2xx: bad, jobsInTable: ids.length, cpu },
   };
 }
 
@@ -805,10 +851,10 @@ async function main() {
     const results = [];
     const heartbeat = setInterval(() => {}, 1000); // keeps the loop alive between awaits
     try {
-      for (const name of ['run', 'e2e', 'runsync', 'status', 'http']) {
+      for (const name of ['run', 'e2e', 'runsync', 'status', 'status-wrk', 'http']) {
         if (!SCENARIOS.includes(name)) continue;
         log(`scenario ${name}: ${WARMUP_S} s warm-up + ${SECONDS} s ...`);
-        const out = await { run: scenarioRun, e2e: scenarioE2e, runsync: scenarioRunsync, status: scenarioStatus, http: scenarioHttp }[name](ctx);
+        const out = await { run: scenarioRun, e2e: scenarioE2e, runsync: scenarioRunsync, status: scenarioStatus, 'status-wrk': scenarioStatusWrk, http: scenarioHttp }[name](ctx);
         for (const r of Array.isArray(out) ? out : [out]) {
           // Gateway CPU time per operation: what the figure would be with a whole core for the gateway.
           if (r.unit !== 'ms' && r.details.cpu && r.figure > 0) r.details.gatewayCpuUsPerOp = round((r.details.cpu.gatewayCores * 1e6) / r.figure, 1);
