@@ -61,7 +61,8 @@ export function createJobService(deps: JobServiceDeps) {
       const e = entry;
       e.refreshing = true;
       e.since = 0;
-      store.countJobs(endpoint.id).then(
+      // queueStats walks the queued and running jobs only (partial indexes), not the retained ones.
+      store.queueStats({ endpointId: endpoint.id, now: t }).then(
         (counts) => Object.assign(e, { inQueue: counts.inQueue + e.since, at: now(), refreshing: false }),
         (err: unknown) => {
           e.refreshing = false;
