@@ -9,6 +9,7 @@ import { sha256Hex } from '../jobs/secrets.js';
 import type { ImageModelKind } from './pricing.js';
 import { ensureTinyModel } from './tiny-models.js';
 import { runpodWorkerEnv } from '../jobs/worker-env.js';
+import { startFileSweeper } from './file-sweeper.js';
 
 /**
  * Runs one image worker process per public endpoint (src/images/image-worker.ts), restarted
@@ -121,11 +122,17 @@ export async function startImageWorkers(options: ImageWorkersOptions): Promise<I
     launch(endpointId, kind, modelDir, 0);
   }
 
+  // Local images outlive their signed URLs otherwise; a bucket uses its own lifecycle rules.
+  const stopSweeper = images.s3
+    ? () => {}
+    : startFileSweeper(join(dataDir, 'files'), images.urlTtlSeconds * 1000, (deleted) => app.logger.info({ deleted }, 'deleted images whose links expired'));
+
   let stopped: Promise<void> | undefined;
   return {
     pids: () => [...running.values()].map((c) => c.pid).filter((p): p is number => p !== undefined),
     stop(graceMs = 10_000) {
       stopping = true;
+      stopSweeper();
       stopped ??= Promise.all(
         [...running.values()].map(
           (child) =>
