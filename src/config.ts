@@ -35,6 +35,8 @@ export interface GantryConfig {
   webhookRetryMs: number;
   /** Request timeout of one webhook call (GANTRY_WEBHOOK_TIMEOUT_MS). */
   webhookTimeoutMs: number;
+  /** Connections each gateway keeps to PostgreSQL (GANTRY_PG_POOL_SIZE); unused on SQLite. */
+  pgPoolSize: number;
   /** How often the autoscaler sizes the worker pools (GANTRY_AUTOSCALER_INTERVAL_MS); it also reacts to events at once. */
   autoscalerIntervalMs: number;
   /** How long a pool worker told to stop (SIGTERM) may finish its jobs before SIGKILL (GANTRY_WORKER_STOP_GRACE_MS). */
@@ -61,6 +63,7 @@ export const DEFAULTS: GantryConfig = {
   syncRetentionMs: 60_000,
   webhookRetryMs: 10_000,
   webhookTimeoutMs: 10_000,
+  pgPoolSize: 10,
   autoscalerIntervalMs: 500,
   workerStopGraceMs: 30_000,
   workerRestartBackoffMs: 1_000,
@@ -77,6 +80,7 @@ const INT_VARS: [keyof GantryConfig, string, number, number][] = [
   ['syncRetentionMs', 'GANTRY_SYNC_RETENTION_MS', 1_000, 7 * 86_400_000],
   ['webhookRetryMs', 'GANTRY_WEBHOOK_RETRY_MS', 0, 3_600_000],
   ['webhookTimeoutMs', 'GANTRY_WEBHOOK_TIMEOUT_MS', 100, 300_000],
+  ['pgPoolSize', 'GANTRY_PG_POOL_SIZE', 2, 1000],
   ['autoscalerIntervalMs', 'GANTRY_AUTOSCALER_INTERVAL_MS', 10, 60_000],
   ['workerStopGraceMs', 'GANTRY_WORKER_STOP_GRACE_MS', 0, 3_600_000],
   ['workerRestartBackoffMs', 'GANTRY_WORKER_RESTART_BACKOFF_MS', 10, 600_000],

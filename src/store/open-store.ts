@@ -18,5 +18,5 @@ export function openStore(config: GantryConfig, env: NodeJS.ProcessEnv = process
   if (!/^postgres(ql)?:\/\//.test(url)) {
     throw new Error('Invalid DATABASE_URL: expected postgres://user:password@host:port/database (leave it unset for SQLite)');
   }
-  return createPostgresStore({ connectionString: url });
+  return createPostgresStore({ connectionString: url, poolSize: config.pgPoolSize });
 }
