@@ -1,5 +1,6 @@
 import type { JobStatus } from '../../jobs/states.js';
-import type { EndpointRecord, JobRecord, KeyRecord, Scope, WorkerRecord } from '../store.js';
+import type { EndpointRecord, JobRecord, WorkerRecord } from '../store.js';
+export { toEndpoint, toKey, type EndpointRow, type KeyRow } from '../shared-rows.js';
 
 /** Rows as pg returns them (int8 parsed to number, see connection.ts): snake_case, real booleans. */
 export interface JobRow {
@@ -40,30 +41,6 @@ export interface WorkerRow {
   healthy: boolean;
   reason: string | null;
   version: string | null;
-}
-
-export interface EndpointRow {
-  id: string;
-  name: string;
-  workers_min: number;
-  workers_max: number;
-  idle_timeout: number;
-  execution_timeout_ms: number;
-  scaler_type: EndpointRecord['scalerType'];
-  scaler_value: number;
-  max_attempts: number;
-  worker_json: string | null;
-  created_at: number;
-  updated_at: number;
-}
-
-export interface KeyRow {
-  id: string;
-  name: string;
-  hash: string;
-  scopes: string;
-  endpoints: string | null;
-  created_at: number;
 }
 
 export function toJob(row: JobRow): JobRecord {
@@ -109,40 +86,12 @@ export function toWorker(row: WorkerRow): WorkerRecord {
   };
 }
 
-export function toEndpoint(row: EndpointRow): EndpointRecord {
-  return {
-    id: row.id,
-    name: row.name,
-    workersMin: row.workers_min,
-    workersMax: row.workers_max,
-    idleTimeout: row.idle_timeout,
-    executionTimeoutMs: row.execution_timeout_ms,
-    scalerType: row.scaler_type,
-    scalerValue: row.scaler_value,
-    maxAttempts: row.max_attempts,
-    workerJson: row.worker_json,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  };
-}
-
 /** Positional parameters $1…$12 for the endpoints table, in ENDPOINT_COLUMNS order. */
 export const ENDPOINT_COLUMNS =
   'id, name, workers_min, workers_max, idle_timeout, execution_timeout_ms, scaler_type, scaler_value, max_attempts, worker_json, created_at, updated_at';
 
 export function endpointParams(e: EndpointRecord): unknown[] {
   return [e.id, e.name, e.workersMin, e.workersMax, e.idleTimeout, e.executionTimeoutMs, e.scalerType, e.scalerValue, e.maxAttempts, e.workerJson, e.createdAt, e.updatedAt];
-}
-
-export function toKey(row: KeyRow): KeyRecord {
-  return {
-    id: row.id,
-    name: row.name,
-    hash: row.hash,
-    scopes: JSON.parse(row.scopes) as Scope[],
-    endpoints: row.endpoints === null ? null : (JSON.parse(row.endpoints) as string[]),
-    createdAt: row.created_at,
-  };
 }
 
 /** Rows come back from UPDATE … RETURNING in no set order; this restores queue order. */

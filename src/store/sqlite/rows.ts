@@ -1,4 +1,6 @@
-import type { EndpointRecord, JobRecord, KeyRecord, Scope, WorkerRecord } from '../store.js';
+import type { EndpointRecord, JobRecord, WorkerRecord } from '../store.js';
+import type { EndpointRow } from '../shared-rows.js';
+export { toEndpoint, toKey, type EndpointRow, type KeyRow } from '../shared-rows.js';
 
 /** Rows as better-sqlite3 returns them: snake_case columns, booleans as 0/1, JSON as text. */
 export interface WorkerRow {
@@ -9,30 +11,6 @@ export interface WorkerRow {
   healthy: number;
   reason: string | null;
   version: string | null;
-}
-
-export interface EndpointRow {
-  id: string;
-  name: string;
-  workers_min: number;
-  workers_max: number;
-  idle_timeout: number;
-  execution_timeout_ms: number;
-  scaler_type: EndpointRecord['scalerType'];
-  scaler_value: number;
-  max_attempts: number;
-  worker_json: string | null;
-  created_at: number;
-  updated_at: number;
-}
-
-export interface KeyRow {
-  id: string;
-  name: string;
-  hash: string;
-  scopes: string;
-  endpoints: string | null;
-  created_at: number;
 }
 
 /**
@@ -86,23 +64,6 @@ export function toWorker(row: WorkerRow): WorkerRecord {
   };
 }
 
-export function toEndpoint(row: EndpointRow): EndpointRecord {
-  return {
-    id: row.id,
-    name: row.name,
-    workersMin: row.workers_min,
-    workersMax: row.workers_max,
-    idleTimeout: row.idle_timeout,
-    executionTimeoutMs: row.execution_timeout_ms,
-    scalerType: row.scaler_type,
-    scalerValue: row.scaler_value,
-    maxAttempts: row.max_attempts,
-    workerJson: row.worker_json,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  };
-}
-
 /** Named parameters for the endpoints table. */
 export function endpointParams(endpoint: EndpointRecord): EndpointRow {
   return {
@@ -121,13 +82,3 @@ export function endpointParams(endpoint: EndpointRecord): EndpointRow {
   };
 }
 
-export function toKey(row: KeyRow): KeyRecord {
-  return {
-    id: row.id,
-    name: row.name,
-    hash: row.hash,
-    scopes: JSON.parse(row.scopes) as Scope[],
-    endpoints: row.endpoints === null ? null : (JSON.parse(row.endpoints) as string[]),
-    createdAt: row.created_at,
-  };
-}
