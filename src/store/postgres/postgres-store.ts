@@ -40,6 +40,16 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
   const jobs = async (sql: string, params: unknown[]): Promise<JobRecord[]> => (await query<JobRow>(sql, params)).map(toJob);
   const oneJob = async (sql: string, params: unknown[]): Promise<JobRecord | undefined> => (await jobs(sql, params))[0];
 
+  /** Live jobs in `from` whose deadline has passed → TIMED_OUT with `error`, up to `limit`. */
+  const timeOutPastDeadline = (from: 'IN_QUEUE' | 'IN_PROGRESS', error: string, now: number, limit: number): Promise<JobRecord[]> =>
+    jobs(
+      `WITH due AS (SELECT id FROM jobs WHERE status = $3 AND deadline_at <= $1
+         ORDER BY deadline_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+       UPDATE jobs j SET status = 'TIMED_OUT', error = $4, ${finish('$1')}
+       FROM due WHERE j.id = due.id AND j.status = $3 RETURNING j.*`,
+      [now, limit, from, error],
+    );
+
   const inserts = createBatcher<NewJob, void>({
     key: (job) => job.id,
     one: (job) => insertMany([job]),
@@ -177,23 +187,9 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
         [id, now],
       ),
 
-    timeOutRunning: ({ now, limit }) =>
-      jobs(
-        `WITH due AS (SELECT id FROM jobs WHERE status = 'IN_PROGRESS' AND deadline_at <= $1
-           ORDER BY deadline_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-         UPDATE jobs j SET status = 'TIMED_OUT', error = 'execution timeout exceeded', ${finish('$1')}
-         FROM due WHERE j.id = due.id AND j.status = 'IN_PROGRESS' RETURNING j.*`,
-        [now, limit],
-      ),
+    timeOutRunning: ({ now, limit }) => timeOutPastDeadline('IN_PROGRESS', 'execution timeout exceeded', now, limit),
 
-    expireQueued: ({ now, limit }) =>
-      jobs(
-        `WITH due AS (SELECT id FROM jobs WHERE status = 'IN_QUEUE' AND deadline_at <= $1
-           ORDER BY deadline_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-         UPDATE jobs j SET status = 'TIMED_OUT', error = 'ttl expired in queue', ${finish('$1')}
-         FROM due WHERE j.id = due.id AND j.status = 'IN_QUEUE' RETURNING j.*`,
-        [now, limit],
-      ),
+    expireQueued: ({ now, limit }) => timeOutPastDeadline('IN_QUEUE', 'ttl expired in queue', now, limit),
 
     releaseWorkerJobs: async ({ workerIds, now }) => {
       const rows = await query<JobRow & { requeued: boolean }>(

@@ -59,6 +59,14 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
   const finishedJob = (sql: string, params: Record<string, unknown>): JobRecord | undefined =>
     oneJob(jq(sql).get(params));
 
+  /** Live jobs in `from` whose deadline has passed → TIMED_OUT with `error`, up to `limit`. */
+  const timeOutPastDeadline = (from: 'IN_QUEUE' | 'IN_PROGRESS', error: string, now: number, limit: number): JobRecord[] =>
+    jobRows(
+      jq(`UPDATE jobs SET status = 'TIMED_OUT', error = @error, ${FINISH}
+         WHERE id IN (SELECT id FROM jobs WHERE status = @from AND deadline_at <= @now
+           ORDER BY deadline_at LIMIT @limit) RETURNING ${JOB_COLUMNS}`).all({ from, error, now, limit }),
+    );
+
   const store: Store = {
     kind: 'sqlite',
 
@@ -153,23 +161,9 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
         }),
       ),
 
-    timeOutRunning: ({ now, limit }) =>
-      write(() =>
-        jobRows(
-          jq(`UPDATE jobs SET status = 'TIMED_OUT', error = 'execution timeout exceeded', ${FINISH}
-             WHERE id IN (SELECT id FROM jobs WHERE status = 'IN_PROGRESS' AND deadline_at <= @now
-               ORDER BY deadline_at LIMIT @limit) RETURNING ${JOB_COLUMNS}`).all({ now, limit }),
-        ),
-      ),
+    timeOutRunning: ({ now, limit }) => write(() => timeOutPastDeadline('IN_PROGRESS', 'execution timeout exceeded', now, limit)),
 
-    expireQueued: ({ now, limit }) =>
-      write(() =>
-        jobRows(
-          jq(`UPDATE jobs SET status = 'TIMED_OUT', error = 'ttl expired in queue', ${FINISH}
-             WHERE id IN (SELECT id FROM jobs WHERE status = 'IN_QUEUE' AND deadline_at <= @now
-               ORDER BY deadline_at LIMIT @limit) RETURNING ${JOB_COLUMNS}`).all({ now, limit }),
-        ),
-      ),
+    expireQueued: ({ now, limit }) => write(() => timeOutPastDeadline('IN_QUEUE', 'ttl expired in queue', now, limit)),
 
     releaseWorkerJobs: ({ workerIds, now }) =>
       write(
