@@ -48,6 +48,7 @@ const ENDPOINT_OPTIONS = {
   'worker-command': { type: 'string' },
   'worker-env': { type: 'string', multiple: true },
   'worker-cwd': { type: 'string' },
+  'webhook-secret': { type: 'string' },
 } as const;
 
 const ENDPOINT_UPDATE_OPTIONS = { ...ENDPOINT_OPTIONS, 'no-worker': { type: 'boolean' } } as const;
@@ -63,7 +64,9 @@ const ENDPOINT_SETTINGS_HELP = `settings:
   --max-attempts N               runs of a job before a lost worker fails it (integer >= 1)
   --worker-command CMD           command the autoscaler starts as a worker
   --worker-env K=V               environment of that command (repeatable)
-  --worker-cwd DIR               working directory of that command`;
+  --worker-cwd DIR               working directory of that command
+  --webhook-secret SECRET        whsec_… secret that signs webhook calls (Standard Webhooks);
+                                 "none" removes it`;
 
 /** One subcommand: its help text and what it does once its flags are parsed. */
 interface Subcommand {
@@ -392,6 +395,8 @@ function endpointSettings(values: EndpointFlags): EndpointSettings {
     throw new UsageError(`--workers-min (${settings.workersMin}) is more than --workers-max (${settings.workersMax})`);
   }
   if (values['scaler-type'] !== undefined) settings.scalerType = parseScalerType(values['scaler-type']);
+  const secret = values['webhook-secret'];
+  if (secret !== undefined) settings.webhookSecret = secret === 'none' ? null : secret;
   if (values['worker-command'] !== undefined) {
     settings.worker = mergeWorker(undefined, values['worker-env'], values['worker-cwd'], values['worker-command']);
   }
@@ -432,6 +437,7 @@ function printEndpoint(endpoint: Endpoint, json: boolean | undefined): void {
     ['scaler', `${endpoint.scalerType} ${endpoint.scalerValue}`],
     ['max attempts', String(endpoint.maxAttempts)],
     ['worker command', worker?.command ?? '-'],
+    ['webhook signing', endpoint.webhookSigning ? 'on' : 'off'],
   ];
   const env = Object.entries(worker?.env ?? {});
   if (env.length > 0) fields.push(['worker env', env.map(([k, v]) => `${k}=${v}`).join(' ')]);

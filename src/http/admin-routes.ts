@@ -70,7 +70,7 @@ export async function handleAdminRoute(app: App, req: IncomingMessage, res: Serv
     }
   } else if (collection === 'endpoints') {
     if (id === undefined && method === 'POST') {
-      const endpoint = parseEndpointSettings(await readJsonBody(req, MB), undefined, app.now());
+      const endpoint = parseEndpointSettings(await readJsonBody(req, MB), undefined, app.now(), app.secrets.seal);
       if (!(await app.store.createEndpoint(endpoint))) throw new AppError(409, 'ENDPOINT_EXISTS', `Endpoint ${endpoint.id} already exists`, { id: endpoint.id });
       app.jobs.invalidateEndpoint(endpoint.id);
       app.notifier.publish({ type: 'endpoint-changed', endpointId: endpoint.id });
@@ -82,7 +82,7 @@ export async function handleAdminRoute(app: App, req: IncomingMessage, res: Serv
       if (!existing) throw new AppError(404, 'ENDPOINT_NOT_FOUND', `Endpoint ${id} not found`, { id });
       if (method === 'GET') return sendJson(res, 200, renderEndpoint(existing));
       if (method === 'PATCH') {
-        const endpoint = parseEndpointSettings(await readJsonBody(req, MB), existing, app.now());
+        const endpoint = parseEndpointSettings(await readJsonBody(req, MB), existing, app.now(), app.secrets.seal);
         if (!(await app.store.updateEndpoint(endpoint))) throw new AppError(404, 'ENDPOINT_NOT_FOUND', `Endpoint ${id} not found`, { id });
         app.jobs.invalidateEndpoint(id);
         app.notifier.publish({ type: 'endpoint-changed', endpointId: id });

@@ -33,6 +33,7 @@ export async function ensureImageEndpoints(app: App): Promise<void> {
       scalerType: 'QUEUE_DELAY',
       scalerValue: 4,
       maxAttempts: 3,
+      webhookSecret: null,
       workerJson: null,
       createdAt: t,
       updatedAt: t,

@@ -30,7 +30,9 @@ const INTEGER_FIELDS: Record<string, [number, number]> = {
   scalerValue: [1, 100_000],
   maxAttempts: [1, 100],
 };
-const FIELDS = new Set(['id', 'name', 'worker', 'scalerType', ...Object.keys(INTEGER_FIELDS)]);
+const FIELDS = new Set(['id', 'name', 'worker', 'scalerType', 'webhookSecret', ...Object.keys(INTEGER_FIELDS)]);
+/** Standard Webhooks secret: `whsec_` and 24–64 random bytes in base64. */
+const WEBHOOK_SECRET = /^whsec_[A-Za-z0-9+/]{32,88}={0,2}$/;
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -60,9 +62,10 @@ function parseWorker(value: unknown): string | null {
 
 /**
  * Validates a create (POST) or update (PATCH) body. On update, `existing` supplies the fields
- * not given and `id` may not change. Throws a 400 naming the field.
+ * not given and `id` may not change. Throws a 400 naming the field. `seal` encrypts a given
+ * `webhookSecret` for storage (null removes it).
  */
-export function parseEndpointSettings(body: unknown, existing: EndpointRecord | undefined, now: number): EndpointRecord {
+export function parseEndpointSettings(body: unknown, existing: EndpointRecord | undefined, now: number, seal: (plain: string) => string): EndpointRecord {
   if (!isObject(body)) throw new AppError(400, 'INVALID_BODY', 'Invalid request body: expected a JSON object');
   for (const key of Object.keys(body)) {
     if (!FIELDS.has(key)) throw invalidParameter(key, 'is not a known endpoint setting');
@@ -80,7 +83,7 @@ export function parseEndpointSettings(body: unknown, existing: EndpointRecord | 
   }
   const record: EndpointRecord = existing
     ? { ...existing, updatedAt: now }
-    : { id, name: id, ...ENDPOINT_DEFAULTS, workerJson: null, createdAt: now, updatedAt: now };
+    : { id, name: id, ...ENDPOINT_DEFAULTS, workerJson: null, webhookSecret: null, createdAt: now, updatedAt: now };
   if (body.name !== undefined) {
     if (typeof body.name !== 'string' || body.name.length === 0 || body.name.length > 128) throw invalidParameter('name', 'must be a string of 1-128 characters');
     record.name = body.name;
@@ -97,15 +100,22 @@ export function parseEndpointSettings(body: unknown, existing: EndpointRecord | 
     record.scalerType = body.scalerType;
   }
   if (body.worker !== undefined) record.workerJson = parseWorker(body.worker);
+  if (body.webhookSecret !== undefined) {
+    if (body.webhookSecret !== null && (typeof body.webhookSecret !== 'string' || !WEBHOOK_SECRET.test(body.webhookSecret))) {
+      throw invalidParameter('webhookSecret', 'must be a Standard Webhooks secret: whsec_ and 24-64 random bytes in base64, or null');
+    }
+    record.webhookSecret = body.webhookSecret === null ? null : seal(body.webhookSecret);
+  }
   if (record.workersMin > record.workersMax) throw invalidParameter('workersMin', `must not exceed workersMax (${record.workersMax})`);
   return record;
 }
 
-/** The endpoint as the admin API shows it. */
+/** The endpoint as the admin API shows it; the webhook secret never leaves, only whether one is set. */
 export function renderEndpoint(endpoint: EndpointRecord) {
-  const { workerJson, createdAt, updatedAt, ...settings } = endpoint;
+  const { workerJson, webhookSecret, createdAt, updatedAt, ...settings } = endpoint;
   return {
     ...settings,
+    webhookSigning: webhookSecret !== null,
     worker: workerJson === null ? null : (JSON.parse(workerJson) as WorkerSettings),
     createdAt: new Date(createdAt).toISOString(),
     updatedAt: new Date(updatedAt).toISOString(),

@@ -52,6 +52,8 @@ export interface EndpointSettings {
   maxAttempts?: number;
   /** null removes the worker command (workers are then connected by hand). */
   worker?: WorkerSpec | null;
+  /** Standard Webhooks secret (`whsec_…`) that signs the endpoint's webhook calls; null removes it. */
+  webhookSecret?: string | null;
 }
 
 export interface CreateEndpointRequest extends EndpointSettings {
@@ -69,6 +71,8 @@ export interface Endpoint {
   scalerValue: number;
   maxAttempts: number;
   worker: WorkerSpec | null;
+  /** Whether webhook calls are signed (the secret itself is never shown). */
+  webhookSigning?: boolean;
   createdAt: number | string;
   updatedAt: number | string;
 }

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import type { App } from '../app.js';
 import { renderJob } from '../jobs/job-view.js';
 import type { JobRecord } from '../store/store.js';
@@ -14,8 +15,22 @@ const POLL_MS = 1_000;
  * the same write that ended the job, so a restart loses none. Before a call the row is leased
  * (nextAt pushed past the call's timeout) so a second pass never sends it twice at once.
  * Delivery is at-least-once; receivers can de-duplicate on the `webhook-id` header (job id
- * and attempt-independent).
+ * and retry count: the same for every attempt). Endpoints with a `webhookSecret` get signed
+ * calls (signWebhook).
  */
+/**
+ * Standard Webhooks headers (standardwebhooks.com): `webhook-timestamp` in seconds and
+ * `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, keyed by the base64
+ * bytes after `whsec_`. Receivers verify with any Standard Webhooks library.
+ *
+ * @example signWebhook('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'msg_1', 1700000000, '{}')['webhook-signature']
+ */
+export function signWebhook(secret: string, id: string, timestamp: number, body: string): Record<string, string> {
+  const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
+  const signature = createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64');
+  return { 'webhook-timestamp': String(timestamp), 'webhook-signature': `v1,${signature}` };
+}
+
 export function createWebhookSender(app: App, fetchImpl: typeof fetch = fetch) {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
@@ -30,10 +45,16 @@ export function createWebhookSender(app: App, fetchImpl: typeof fetch = fetch) {
     let ok = false;
     let detail = '';
     try {
+      const body = renderJob(job);
+      // One id per delivery of one outcome: the same across its attempts, new after a retry of the job.
+      const id = `${job.id}.${job.retries}`;
+      const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'gantry-webhook', 'webhook-id': id };
+      const sealed = (await app.jobs.getEndpoint(job.endpointId))?.webhookSecret ?? null;
+      if (sealed !== null) Object.assign(headers, signWebhook(app.secrets.open(sealed), id, Math.floor(app.now() / 1000), body));
       const response = await fetchImpl(url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'user-agent': 'gantry-webhook', 'webhook-id': job.id },
-        body: renderJob(job),
+        headers,
+        body,
         signal: AbortSignal.timeout(app.config.webhookTimeoutMs),
         redirect: 'manual',
       });

@@ -16,6 +16,7 @@ export interface EndpointRow {
   scaler_value: number;
   max_attempts: number;
   worker_json: string | null;
+  webhook_secret: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -41,6 +42,7 @@ export function toEndpoint(row: EndpointRow): EndpointRecord {
     scalerValue: row.scaler_value,
     maxAttempts: row.max_attempts,
     workerJson: row.worker_json,
+    webhookSecret: row.webhook_secret ?? null,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

@@ -299,6 +299,8 @@ export interface EndpointRecord {
   maxAttempts: number;
   /** `{command, env?, cwd?}` as JSON text, or null for workers connected by hand. */
   workerJson: string | null;
+  /** Standard Webhooks signing secret, sealed (SecretBox); null when webhooks go unsigned. */
+  webhookSecret: string | null;
   createdAt: number;
   updatedAt: number;
 }

@@ -222,6 +222,20 @@ describe('gantry endpoints', () => {
     expect(again.stderr).toMatch(/^gantry endpoints create: .+\n$/);
   });
 
+  it('sets and removes a webhook signing secret without ever printing it', async () => {
+    const secret = `whsec_${Buffer.from('0123456789abcdef0123456789abcdef').toString('base64')}`;
+    const created = json<EndpointJson & { webhookSigning: boolean }>(await cli(['endpoints', 'create', 'signed-ep', '--webhook-secret', secret, '--json']));
+    expect(created.webhookSigning).toBe(true);
+    const shown = await cli(['endpoints', 'get', 'signed-ep']);
+    expect(shown.stdout).toMatch(/webhook signing:\s+on/);
+    expect(shown.stdout + created.toString()).not.toContain(secret.slice(6));
+    const removed = json<{ webhookSigning: boolean }>(await cli(['endpoints', 'update', 'signed-ep', '--webhook-secret', 'none', '--json']));
+    expect(removed.webhookSigning).toBe(false);
+    const bad = await cli(['endpoints', 'update', 'signed-ep', '--webhook-secret', 'nope']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('webhookSecret');
+  });
+
   it('validates flags client-side with exit 2', async () => {
     const cases: [string[], RegExp][] = [
       [['endpoints', 'create', 'x', '--workers-max', '1.5'], /--workers-max must be an integer, got '1\.5'/],

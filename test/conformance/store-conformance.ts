@@ -50,6 +50,7 @@ function endpoint(id: string, overrides: Partial<EndpointRecord> = {}): Endpoint
     scalerValue: 4,
     maxAttempts: 3,
     workerJson: '{"command":["python","handler.py"]}',
+    webhookSecret: null,
     createdAt: T0,
     updatedAt: T0,
     ...overrides,
@@ -840,7 +841,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           endpoint('b', { workerJson: null, scalerType: 'REQUEST_COUNT', createdAt: T0 + 1 }),
         ]);
 
-        const changed = endpoint('a', { name: 'renamed', workersMax: 9, maxAttempts: 1, idleTimeout: 60, updatedAt: T0 + 50 });
+        const changed = endpoint('a', { name: 'renamed', workersMax: 9, maxAttempts: 1, idleTimeout: 60, webhookSecret: 'v1:sealed', updatedAt: T0 + 50 });
         expect(await store.updateEndpoint(changed)).toBe(true);
         expect(await store.getEndpoint('a')).toEqual(changed);
         expect(await store.updateEndpoint(endpoint('nope'))).toBe(false);

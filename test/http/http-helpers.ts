@@ -112,7 +112,7 @@ export type Worker = ReturnType<typeof workerFor>;
 
 export interface Receiver {
   url: string;
-  calls: { body: Json; headers: IncomingMessage['headers'] }[];
+  calls: { body: Json; raw: string; headers: IncomingMessage['headers'] }[];
   close(): Promise<void>;
 }
 
@@ -130,7 +130,7 @@ export async function startReceiver(statuses: number[] = []): Promise<Receiver> 
       } catch {
         body = { _raw: text };
       }
-      calls.push({ body, headers: req.headers });
+      calls.push({ body, raw: text, headers: req.headers });
       res.writeHead(statuses.shift() ?? 200).end('ok');
     });
   });

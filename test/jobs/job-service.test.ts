@@ -36,7 +36,7 @@ describe('job service state machine', () => {
       secrets: createSecretBox(randomBytes(32)),
       now: () => clock,
     });
-    endpoint = parseEndpointSettings({ id: 'ep', maxAttempts: 2, executionTimeoutMs: 60_000 }, undefined, clock);
+    endpoint = parseEndpointSettings({ id: 'ep', maxAttempts: 2, executionTimeoutMs: 60_000 }, undefined, clock, app.secrets.seal);
     await store.createEndpoint(endpoint);
   });
 
@@ -200,7 +200,7 @@ describe('job service state machine', () => {
   });
 
   it('refuses a full queue with 429', async () => {
-    const small = parseEndpointSettings({ id: 'small', workersMax: 0 }, undefined, clock);
+    const small = parseEndpointSettings({ id: 'small', workersMax: 0 }, undefined, clock, app.secrets.seal);
     await app.store.createEndpoint(small);
     const body = parseSubmitBody({ input: {} }, 600_000);
     for (let i = 0; i < 51; i++) await app.jobs.submit(small, body, { sync: false, keyId: null });

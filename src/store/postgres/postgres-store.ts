@@ -349,7 +349,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     createEndpoint: async (endpoint: EndpointRecord) =>
       (
         await query(
-          `INSERT INTO endpoints (${ENDPOINT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+          `INSERT INTO endpoints (${ENDPOINT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
            ON CONFLICT (id) DO NOTHING RETURNING 1`,
           endpointParams(endpoint),
         )
@@ -366,9 +366,9 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       (
         await query(
           `UPDATE endpoints SET name = $2, workers_min = $3, workers_max = $4, idle_timeout = $5, execution_timeout_ms = $6,
-             scaler_type = $7, scaler_value = $8, max_attempts = $9, worker_json = $10, updated_at = $11
+             scaler_type = $7, scaler_value = $8, max_attempts = $9, worker_json = $10, webhook_secret = $11, updated_at = $12
            WHERE id = $1 RETURNING 1`,
-          [...endpointParams(endpoint).slice(0, 10), endpoint.updatedAt],
+          [...endpointParams(endpoint).slice(0, 11), endpoint.updatedAt],
         )
       ).length === 1,
 

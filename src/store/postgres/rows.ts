@@ -88,10 +88,10 @@ export function toWorker(row: WorkerRow): WorkerRecord {
 
 /** Positional parameters $1…$12 for the endpoints table, in ENDPOINT_COLUMNS order. */
 export const ENDPOINT_COLUMNS =
-  'id, name, workers_min, workers_max, idle_timeout, execution_timeout_ms, scaler_type, scaler_value, max_attempts, worker_json, created_at, updated_at';
+  'id, name, workers_min, workers_max, idle_timeout, execution_timeout_ms, scaler_type, scaler_value, max_attempts, worker_json, webhook_secret, created_at, updated_at';
 
 export function endpointParams(e: EndpointRecord): unknown[] {
-  return [e.id, e.name, e.workersMin, e.workersMax, e.idleTimeout, e.executionTimeoutMs, e.scalerType, e.scalerValue, e.maxAttempts, e.workerJson, e.createdAt, e.updatedAt];
+  return [e.id, e.name, e.workersMin, e.workersMax, e.idleTimeout, e.executionTimeoutMs, e.scalerType, e.scalerValue, e.maxAttempts, e.workerJson, e.webhookSecret, e.createdAt, e.updatedAt];
 }
 
 /** Rows come back from UPDATE … RETURNING in no set order; this restores queue order. */

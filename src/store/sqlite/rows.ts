@@ -77,6 +77,7 @@ export function endpointParams(endpoint: EndpointRecord): EndpointRow {
     scaler_value: endpoint.scalerValue,
     max_attempts: endpoint.maxAttempts,
     worker_json: endpoint.workerJson,
+    webhook_secret: endpoint.webhookSecret,
     created_at: endpoint.createdAt,
     updated_at: endpoint.updatedAt,
   };

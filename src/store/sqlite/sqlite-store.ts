@@ -349,9 +349,9 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
       write(
         () =>
           q(`INSERT INTO endpoints (id, name, workers_min, workers_max, idle_timeout, execution_timeout_ms,
-               scaler_type, scaler_value, max_attempts, worker_json, created_at, updated_at)
+               scaler_type, scaler_value, max_attempts, worker_json, webhook_secret, created_at, updated_at)
              VALUES (@id, @name, @workers_min, @workers_max, @idle_timeout, @execution_timeout_ms,
-               @scaler_type, @scaler_value, @max_attempts, @worker_json, @created_at, @updated_at)
+               @scaler_type, @scaler_value, @max_attempts, @worker_json, @webhook_secret, @created_at, @updated_at)
              ON CONFLICT (id) DO NOTHING`).run(endpointParams(endpoint)).changes === 1,
       ),
 
@@ -370,7 +370,7 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
           q(`UPDATE endpoints SET name = @name, workers_min = @workers_min, workers_max = @workers_max,
                idle_timeout = @idle_timeout, execution_timeout_ms = @execution_timeout_ms,
                scaler_type = @scaler_type, scaler_value = @scaler_value, max_attempts = @max_attempts,
-               worker_json = @worker_json, updated_at = @updated_at
+               worker_json = @worker_json, webhook_secret = @webhook_secret, updated_at = @updated_at
              WHERE id = @id`).run(endpointParams(endpoint)).changes === 1,
       ),
 
