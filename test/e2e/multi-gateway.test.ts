@@ -288,7 +288,10 @@ function createWorkerPool(ep: string, homes: number[]) {
         for (let attempt = 0; attempt < gateways.length; attempt++) {
           try {
             const r = await worker(gw(at), ep, 'POST', `job-done/${takenAs}/${job.id as string}`, { output: job.input });
-            if (r.json.accepted === true) accepted.set(job.id as string, (accepted.get(job.id as string) ?? 0) + 1);
+            // A resend after the gateway died between committing the result and answering is
+            // answered "already COMPLETED" (accepted: false): the first post is the one that counted.
+            const resentAfterCommit = attempt > 0 && r.json.accepted === false && r.json.status === 'COMPLETED';
+            if (r.json.accepted === true || resentAfterCommit) accepted.set(job.id as string, (accepted.get(job.id as string) ?? 0) + 1);
             break;
           } catch {
             failover();
