@@ -49,4 +49,9 @@ export interface WorkerDriver {
    * at once resolves, and its `exited` tells how it ended.
    */
   start(spec: WorkerStartSpec, output: WorkerOutput): Promise<WorkerHandle>;
+  /**
+   * Stops workers that an earlier run of this driver started and never stopped (its gateway
+   * was killed): SIGTERM, then SIGKILL after `graceMs`. Returns how many it found.
+   */
+  reapOrphans?(graceMs: number): Promise<number>;
 }

@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { WorkerDriver, WorkerExit, WorkerHandle, WorkerOutput, WorkerStartSpec } from './driver.js';
 
 /** Variables of the gateway's own environment that a worker must never see. */
@@ -36,12 +38,67 @@ export function workerProcessEnv(base: NodeJS.ProcessEnv, spec: Pick<WorkerStart
  * const worker = await driver.start({ workerId: 'w1', endpointId: 'echo', command: 'node worker.js', env }, (s, t) => log.write(s, t));
  * await worker.stop(30_000);
  */
-export function createLocalProcessDriver(options: { baseEnv?: NodeJS.ProcessEnv } = {}): WorkerDriver {
+export function createLocalProcessDriver(options: { baseEnv?: NodeJS.ProcessEnv; stateDir?: string } = {}): WorkerDriver {
   const baseEnv = options.baseEnv ?? process.env;
+  const { stateDir } = options;
   return {
     kind: 'local-process',
-    start: (spec, output) => startProcess(spec, output, workerProcessEnv(baseEnv, spec)),
+    async start(spec, output) {
+      const handle = await startProcess(spec, output, workerProcessEnv(baseEnv, spec));
+      if (stateDir && handle.pid !== null) {
+        const file = pidFile(stateDir, spec.workerId);
+        mkdirSync(stateDir, { recursive: true });
+        writeFileSync(file, String(handle.pid));
+        void handle.exited.then(() => rmSync(file, { force: true }));
+      }
+      return handle;
+    },
+    reapOrphans: async (graceMs) => (stateDir ? reapOrphans(stateDir, graceMs) : 0),
   };
+}
+
+const pidFile = (stateDir: string, workerId: string): string => join(stateDir, `${workerId}.pid`);
+
+/**
+ * With a `stateDir`, each running worker has `<workerId>.pid` there (its process group). A
+ * file left over means the gateway died without stopping that worker. A process is only
+ * signalled when it is still that worker — its environment names the same RUNPOD_POD_ID — so a
+ * reused pid is never touched.
+ */
+async function reapOrphans(stateDir: string, graceMs: number): Promise<number> {
+  let files: string[];
+  try {
+    files = readdirSync(stateDir).filter((f) => f.endsWith('.pid'));
+  } catch {
+    return 0;
+  }
+  const orphans: number[] = [];
+  for (const file of files) {
+    const workerId = file.slice(0, -'.pid'.length);
+    const pid = Number(readFileSync(join(stateDir, file), 'utf8'));
+    rmSync(join(stateDir, file), { force: true });
+    if (Number.isInteger(pid) && pid > 1 && isWorker(pid, workerId)) orphans.push(pid);
+  }
+  const signalGroups = (signal: NodeJS.Signals): void => {
+    for (const pid of orphans) {
+      try {
+        process.kill(-pid, signal);
+      } catch {
+        // ESRCH: gone already
+      }
+    }
+  };
+  signalGroups('SIGTERM');
+  if (orphans.length > 0) setTimeout(() => signalGroups('SIGKILL'), graceMs).unref();
+  return orphans.length;
+}
+
+function isWorker(pid: number, workerId: string): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').includes(`RUNPOD_POD_ID=${workerId}`);
+  } catch {
+    return false; // not running (or not ours to read)
+  }
 }
 
 function startProcess(spec: WorkerStartSpec, output: WorkerOutput, env: NodeJS.ProcessEnv): Promise<WorkerHandle> {

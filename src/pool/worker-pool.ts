@@ -8,6 +8,10 @@ import type { PoolHealth, PoolWorkerInfo, PoolWorkerState } from './pool-view.js
 import { createWorkerLog, type LogLine, type WorkerLog } from './worker-log.js';
 import { runpodWorkerEnv } from '../jobs/worker-env.js';
 
+/** The name of a pool's worker key; one left by a killed gateway is deleted at the next start. */
+export const poolKeyName = (endpointId: string): string => `worker pool ${endpointId} (autoscaler)`;
+export const POOL_KEY_NAME = /^worker pool .+ \(autoscaler\)$/;
+
 /** A worker that ran this long before exiting starts its crash count over. */
 const STABLE_MS = 60_000;
 /** Crash backoff never waits longer than this (unless the base itself is longer). */
@@ -83,7 +87,7 @@ export function createWorkerPool(endpointId: string, options: WorkerPoolOptions)
 
   /** One worker-scoped key per pool, made on first use; only its hash is stored. */
   function poolKey(): Promise<{ id: string; key: string }> {
-    key ??= createApiKey(app, { name: `worker pool ${endpointId} (autoscaler)`, scopes: ['worker'], endpoints: [endpointId] }).then(
+    key ??= createApiKey(app, { name: poolKeyName(endpointId), scopes: ['worker'], endpoints: [endpointId] }).then(
       (k) => ({ id: k.id, key: k.key }),
     );
     return key;

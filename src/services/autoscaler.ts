@@ -1,8 +1,9 @@
+import { join } from 'node:path';
 import type { App } from '../app.js';
 import type { WorkerDriver } from '../pool/driver.js';
 import { createLocalProcessDriver } from '../pool/local-process-driver.js';
 import type { PoolView } from '../pool/pool-view.js';
-import { createWorkerPool, type ActiveWorker, type WorkerPool } from '../pool/worker-pool.js';
+import { createWorkerPool, POOL_KEY_NAME, type ActiveWorker, type WorkerPool } from '../pool/worker-pool.js';
 import type { EndpointRecord, QueueStats } from '../store/store.js';
 
 export interface AutoscalerOptions {
@@ -94,7 +95,8 @@ function stopOrder(a: ActiveWorker, b: ActiveWorker): number {
  * await autoscaler.stop();
  */
 export function createAutoscaler(app: App, options: AutoscalerOptions) {
-  const driver = options.driver ?? createLocalProcessDriver();
+  // Pid files under the data folder let the next start stop workers a killed gateway left behind.
+  const driver = options.driver ?? createLocalProcessDriver({ stateDir: join(app.config.dataDir, 'pool') });
   const pools = new Map<string, WorkerPool>();
   /** Pools of deleted endpoints (or ones that lost their worker command) still draining. */
   const closing = new Set<Promise<void>>();
@@ -105,6 +107,23 @@ export function createAutoscaler(app: App, options: AutoscalerOptions) {
   let active = false;
   let stopping: Promise<void> | undefined;
   let unsubscribe: (() => void) | undefined;
+
+  /**
+   * Workers an earlier gateway process started and never stopped (it was killed) are stopped,
+   * and the pool keys it made are deleted, so they cannot come back. Runs when this gateway
+   * becomes the one running the pools, before any pool of its own exists.
+   */
+  async function cleanUpAfterEarlierRun(): Promise<void> {
+    try {
+      const reaped = (await driver.reapOrphans?.(app.config.workerStopGraceMs)) ?? 0;
+      const stale = (await app.store.listKeys()).filter((k) => POOL_KEY_NAME.test(k.name));
+      for (const key of stale) await app.store.deleteKey(key.id);
+      if (stale.length > 0) app.auth.forget();
+      if (reaped + stale.length > 0) app.logger.warn({ workers: reaped, keys: stale.length }, 'stopped the pool workers and keys an earlier gateway process left behind');
+    } catch (err) {
+      app.logger.error({ err }, 'cleaning up after an earlier gateway process failed');
+    }
+  }
 
   function createPool(endpointId: string): WorkerPool {
     return createWorkerPool(endpointId, {
@@ -134,7 +153,11 @@ export function createAutoscaler(app: App, options: AutoscalerOptions) {
     pool.restartDue(now);
   }
 
+  /** The clean-up of an earlier run; the first pass waits for it, so no new pool key is deleted. */
+  let cleanedUp: Promise<void> = Promise.resolve();
+
   async function pass(): Promise<void> {
+    await cleanedUp;
     const endpoints = await app.store.listEndpoints();
     const wanted = new Set<string>();
     for (const endpoint of endpoints) {
@@ -198,6 +221,7 @@ export function createAutoscaler(app: App, options: AutoscalerOptions) {
       active = true;
       stopping = undefined;
       app.pool.view = view;
+      cleanedUp = cleanUpAfterEarlierRun();
       unsubscribe = app.notifier.subscribe((event) => {
         if (event.type === 'endpoint-changed') kick();
         else if (event.type === 'jobs-available') {

@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { WorkerStartSpec } from '../../src/pool/driver.js';
 import { createLocalProcessDriver, workerProcessEnv } from '../../src/pool/local-process-driver.js';
@@ -116,3 +118,28 @@ async function until(check: () => boolean, timeoutMs = 5_000): Promise<void> {
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+describe('local process driver: workers left by a killed gateway', () => {
+  it('the next driver on the same state folder stops them, and nothing else', async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'gantry-pool-state-'));
+    try {
+      // The first gateway starts a worker and "dies": nobody stops it.
+      const first = createLocalProcessDriver({ stateDir });
+      const c = collect();
+      const orphan = await first.start(spec(nodeCmd("console.log('up'); setInterval(() => {}, 1000)"), { workerId: 'ep-orphan1', env: { RUNPOD_POD_ID: 'ep-orphan1' } }), c.output);
+      await until(() => c.out.includes('up'));
+      expect(existsSync(join(stateDir, 'ep-orphan1.pid'))).toBe(true);
+      // A pid file naming a live process that is not that worker (this test process) is left alone.
+      writeFileSync(join(stateDir, 'ep-impostor.pid'), String(process.pid));
+
+      const second = createLocalProcessDriver({ stateDir });
+      expect(await second.reapOrphans!(2_000)).toBe(1);
+      expect(await orphan.exited).toMatchObject({ signal: expect.stringMatching(/SIGTERM|SIGKILL/) as string });
+      expect(alive(orphan.pid!)).toBe(false);
+      expect(alive(process.pid)).toBe(true);
+      expect(await second.reapOrphans!(2_000)).toBe(0); // the files are gone
+    } finally {
+      rmSync(stateDir, { recursive: true, force: true });
+    }
+  });
+});
