@@ -58,3 +58,8 @@ export function toKey(row: KeyRow): KeyRecord {
     createdAt: row.created_at,
   };
 }
+
+/** A key's row values in column order: id, name, hash, scopes, endpoints, created_at (JSON as text). */
+export function keyParams(key: KeyRecord): [string, string, string, string, string | null, number] {
+  return [key.id, key.name, key.hash, JSON.stringify(key.scopes), key.endpoints === null ? null : JSON.stringify(key.endpoints), key.createdAt];
+}

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startTestGantry } from '../helpers/gantry.js';
+import { eventually, startTestGantry } from '../helpers/gantry.js';
 
 type Gantry = Awaited<ReturnType<typeof startTestGantry>>;
 type Json = Record<string, unknown>;
@@ -97,14 +97,8 @@ async function jobStatus(endpointId: string, jobId: string): Promise<Json> {
 }
 
 /** Polls `probe` until it returns a value, or fails with `what` at the deadline. */
-async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
+  return eventually(async () => probe(), timeoutMs, what);
 }
 
 async function untilTerminal(endpointId: string, jobId: string, timeoutMs = 15_000): Promise<Json> {

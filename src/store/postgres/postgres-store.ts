@@ -4,6 +4,7 @@ import { createBatcher } from './batch.js';
 import { openPostgres, type PgConnection, type PgConnectionOptions } from './connection.js';
 import { byQueueOrder, ENDPOINT_COLUMNS, endpointParams, toEndpoint, toJob, toKey, toWorker, type EndpointRow, type JobRow, type KeyRow, type WorkerRow } from './rows.js';
 import { tallyJobCounts } from '../job-counts.js';
+import { keyParams } from '../shared-rows.js';
 
 export type PostgresStoreOptions = PgConnectionOptions;
 
@@ -393,14 +394,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     // ---- API keys ---------------------------------------------------------------------------
 
     createKey: async (key: KeyRecord) => {
-      await query('INSERT INTO api_keys (id, name, hash, scopes, endpoints, created_at) VALUES ($1, $2, $3, $4, $5, $6)', [
-        key.id,
-        key.name,
-        key.hash,
-        JSON.stringify(key.scopes),
-        key.endpoints === null ? null : JSON.stringify(key.endpoints),
-        key.createdAt,
-      ]);
+      await query('INSERT INTO api_keys (id, name, hash, scopes, endpoints, created_at) VALUES ($1, $2, $3, $4, $5, $6)', keyParams(key));
     },
 
     listKeys: async () => (await query<KeyRow>('SELECT * FROM api_keys ORDER BY created_at, id')).map(toKey),

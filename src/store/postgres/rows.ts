@@ -86,7 +86,7 @@ export function toWorker(row: WorkerRow): WorkerRecord {
   };
 }
 
-/** Positional parameters $1…$12 for the endpoints table, in ENDPOINT_COLUMNS order. */
+/** Positional parameters $1…$13 for the endpoints table, in ENDPOINT_COLUMNS order. */
 export const ENDPOINT_COLUMNS =
   'id, name, workers_min, workers_max, idle_timeout, execution_timeout_ms, scaler_type, scaler_value, max_attempts, worker_json, webhook_secret, created_at, updated_at';
 

@@ -13,6 +13,7 @@ import {
 } from './rows.js';
 import { tallyJobCounts } from '../job-counts.js';
 import { openSqlite } from './connection.js';
+import { keyParams } from '../shared-rows.js';
 
 export interface SqliteStoreOptions {
   /** Path of the database file; its folder is created when missing. */
@@ -389,14 +390,7 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
     createKey: (key: KeyRecord) =>
       write(() => {
         q(`INSERT INTO api_keys (id, name, hash, scopes, endpoints, created_at)
-           VALUES (?, ?, ?, ?, ?, ?)`).run(
-          key.id,
-          key.name,
-          key.hash,
-          JSON.stringify(key.scopes),
-          key.endpoints === null ? null : JSON.stringify(key.endpoints),
-          key.createdAt,
-        );
+           VALUES (?, ?, ?, ?, ?, ?)`).run(...keyParams(key));
       }),
 
     listKeys: () => read(() => (q('SELECT * FROM api_keys ORDER BY created_at, id').all() as KeyRow[]).map(toKey)),
