@@ -17,7 +17,21 @@
  * Each run waits until the endpoint is back at 0 workers (idleTimeout 1 s), so every run is
  * a real cold start of the same endpoint.
  *
+ * Container mode (--driver docker --image IMAGE): the same worker runs in a container of IMAGE
+ * on a Docker host (--docker-host, default the first engine of test/fixtures/docker/engines.sh),
+ * placed, created, started and followed by the Docker driver. IMAGE is the container tests'
+ * worker image (`docker images gantry-test-worker`): the runpod-python stand-in as its CMD, the
+ * Node SDK echo worker at /app. `--driver both` alternates a local-process run and a container
+ * run (so both see the same machine load) and prints what the container adds to spawn → first
+ * job taken. The image holds this machine's /usr/bin/python3 and node: compare with
+ * `--python /usr/bin/python3` (a pyenv shim in PATH costs hundreds of ms of its own).
+ *
+ *   taken     spawn → the job claimed by the fresh worker (what the container path adds to)
+ *   launch    spawn → the driver's start resolved (container: placement, create and start
+ *             calls to the engine; process: the spawn call), from the worker log's `started` note
+ *
  * usage: npm run build && node bench/cold-start.js [--runs N] [--worker node|python] [--json]
+ *          [--driver process|docker|both] [--image IMAGE] [--docker-host unix:///…] [--python PATH]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -28,16 +42,31 @@ import { parseArgs } from 'node:util';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({
-  options: { runs: { type: 'string', default: '5' }, worker: { type: 'string', default: 'node' }, json: { type: 'boolean', default: false } },
+  options: {
+    runs: { type: 'string', default: '5' },
+    worker: { type: 'string', default: 'node' },
+    json: { type: 'boolean', default: false },
+    driver: { type: 'string', default: 'process' },
+    image: { type: 'string' },
+    'docker-host': { type: 'string', default: 'unix:///run/gantry-test-docker/a/docker.sock' },
+    python: { type: 'string', default: 'python3' },
+  },
 });
 const runs = Number(values.runs);
 if (!Number.isInteger(runs) || runs < 1 || runs > 100) throw new Error('--runs must be an integer from 1 to 100');
 const COMMANDS = {
   node: `node ${JSON.stringify(join(ROOT, 'dist/src/cli/main.js'))} worker ${JSON.stringify(join(ROOT, 'dist/examples/echo-worker.js'))}`,
-  python: `python3 -u ${JSON.stringify(join(ROOT, 'test/e2e/fixtures/runpod_like_worker.py'))} --handler echo`,
+  python: `${values.python} -u ${JSON.stringify(join(ROOT, 'test/e2e/fixtures/runpod_like_worker.py'))} --handler echo`,
 };
 const command = COMMANDS[values.worker];
 if (!command) throw new Error('--worker must be node or python');
+if (!['process', 'docker', 'both'].includes(values.driver)) throw new Error('--driver must be process, docker or both');
+if (values.driver !== 'process' && !values.image) throw new Error('--driver docker needs --image (the container tests build gantry-test-worker:<hash>)');
+/** The same workers inside the test image: its CMD is the runpod-python stand-in. */
+const CONTAINER_WORKERS = {
+  node: { image: values.image, command: ['node', '/app/node-worker.mjs', '/app/gantry/dist/examples/echo-worker.js'] },
+  python: { image: values.image, env: { WORKER_HANDLER: 'echo' } },
+};
 
 const { startGantry } = await import(join(ROOT, 'dist/src/server.js'));
 const { pino } = await import('pino');
@@ -46,8 +75,12 @@ const dataDir = mkdtempSync(join(os.tmpdir(), 'gantry-cold-'));
 const adminKey = `bench-admin-${process.pid}-${Date.now().toString(36)}`;
 const gantry = await startGantry({
   // The public image endpoints' workers are left off: they would share the CPU with the measured one.
-  env: { GANTRY_IMAGE_WORKERS: 'off' },
-  config: { port: 0, host: '127.0.0.1', dataDir, adminKey, logLevel: 'silent', rateLimits: false },
+  env: {
+    GANTRY_IMAGE_WORKERS: 'off',
+    // Containers reach the gateway on the Docker bridge's address of this machine.
+    GANTRY_DOCKER_HOSTS: JSON.stringify([{ name: 'bench', url: values['docker-host'] }]),
+  },
+  config: { port: 0, host: values.driver === 'process' ? '127.0.0.1' : '0.0.0.0', dataDir, adminKey, logLevel: 'silent', rateLimits: false },
   logger: pino({ level: 'silent' }),
 });
 const headers = { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' };
@@ -68,37 +101,50 @@ async function until(check, timeoutMs, what) {
   }
 }
 
-await post('/admin/v1/endpoints', { id: 'cold', workersMax: 1, idleTimeout: 1, worker: { command } });
-const pool = () => gantry.app.pool.view?.workers('cold') ?? [];
-const results = [];
+/** One cold start of endpoint `id`: waits for its pool to be empty, runs a job, returns the phases. */
+async function coldStart(id, i) {
+  const pool = () => gantry.gateway.autoscaler.view.workers(id) ?? [];
+  await until(() => pool().length === 0, 60_000, 'the pool to be empty');
+  // The pool forgets a worker once it exits; note its timestamps while it is alive.
+  let seen;
+  let launched;
+  const watch = setInterval(() => {
+    const w = pool()[0];
+    if (w?.readyAt) seen = w;
+    if (w && launched === undefined) launched = gantry.gateway.autoscaler.view.logs(id, w.id, 20)?.find((l) => l.line.startsWith('started:'))?.at;
+  }, 1);
+  const t0 = Date.now();
+  const job = await post(`/v2/${id}/runsync?wait=60000`, { input: { run: i } });
+  const t1 = Date.now();
+  if (job.status !== 'COMPLETED') throw new Error(`run ${i}: ${JSON.stringify(job)}`);
+  const stored = await gantry.gateway.jobs.getJob(id, job.id);
+  await until(() => seen, 5_000, 'the worker timestamps');
+  clearInterval(watch);
+  const r = {
+    total: t1 - t0,
+    spawn: seen.startedAt - stored.createdAt,
+    ready: seen.readyAt - seen.startedAt,
+    dispatch: stored.startedAt - seen.readyAt,
+    run: stored.finishedAt - stored.startedAt,
+    respond: t1 - stored.finishedAt,
+    taken: stored.startedAt - seen.startedAt,
+    launch: launched === undefined ? NaN : launched - seen.startedAt,
+  };
+  r.overhead = r.total - r.ready;
+  r.gateway = r.spawn + r.dispatch + r.respond;
+  if (!values.json) console.error(`${id} run ${i + 1}/${runs}: ${JSON.stringify(r)}`);
+  return r;
+}
+
+const endpoints = {
+  ...(values.driver !== 'docker' ? { process: { id: 'cold', worker: { command } } } : {}),
+  ...(values.driver !== 'process' ? { docker: { id: 'coldcontainer', worker: CONTAINER_WORKERS[values.worker] } } : {}),
+};
+const measured = Object.fromEntries(Object.keys(endpoints).map((k) => [k, []]));
 try {
+  for (const { id, worker } of Object.values(endpoints)) await post('/admin/v1/endpoints', { id, workersMax: 1, idleTimeout: 1, worker });
   for (let i = 0; i < runs; i++) {
-    await until(() => pool().length === 0, 30_000, 'the pool to be empty');
-    // The pool forgets a worker once it exits; note its timestamps while it is alive.
-    let seen;
-    const watch = setInterval(() => {
-      const w = pool()[0];
-      if (w?.readyAt) seen = w;
-    }, 1);
-    const t0 = Date.now();
-    const job = await post('/v2/cold/runsync?wait=60000', { input: { run: i } });
-    const t1 = Date.now();
-    if (job.status !== 'COMPLETED') throw new Error(`run ${i}: ${JSON.stringify(job)}`);
-    const stored = await gantry.app.store.getJob(job.id);
-    await until(() => seen, 5_000, 'the worker timestamps');
-    clearInterval(watch);
-    const r = {
-      total: t1 - t0,
-      spawn: seen.startedAt - stored.createdAt,
-      ready: seen.readyAt - seen.startedAt,
-      dispatch: stored.startedAt - seen.readyAt,
-      run: stored.finishedAt - stored.startedAt,
-      respond: t1 - stored.finishedAt,
-    };
-    r.overhead = r.total - r.ready;
-    r.gateway = r.spawn + r.dispatch + r.respond;
-    results.push(r);
-    if (!values.json) console.error(`run ${i + 1}/${runs}: ${JSON.stringify(r)}`);
+    for (const [driver, { id }] of Object.entries(endpoints)) measured[driver].push(await coldStart(id, i));
   }
 } finally {
   // Keeps the event loop alive while close() waits for background threads that are unref'd.
@@ -112,15 +158,22 @@ const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
-const keys = ['total', 'spawn', 'ready', 'dispatch', 'run', 'respond', 'overhead', 'gateway'];
-const summary = Object.fromEntries(keys.map((k) => [k, { median: median(results.map((r) => r[k])), max: Math.max(...results.map((r) => r[k])) }]));
+const keys = ['total', 'spawn', 'ready', 'dispatch', 'run', 'respond', 'taken', 'launch', 'overhead', 'gateway'];
+const summarize = (results) => Object.fromEntries(keys.map((k) => [k, { median: median(results.map((r) => r[k])), max: Math.max(...results.map((r) => r[k])) }]));
+const summaries = Object.fromEntries(Object.entries(measured).map(([driver, results]) => [driver, summarize(results)]));
 const machine = `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, node ${process.version}, load ${os.loadavg()[0].toFixed(1)}`;
+const added = summaries.process && summaries.docker ? summaries.docker.taken.median - summaries.process.taken.median : null;
 if (values.json) {
-  console.log(JSON.stringify({ worker: values.worker, runs, machine, summary, results }, null, 2));
+  console.log(JSON.stringify({ worker: values.worker, runs, machine, summaries, containerAddsMs: added, measured }, null, 2));
 } else {
-  console.log(`cold start, ${values.worker} worker, ${runs} runs (${machine})`);
-  console.log('phase      median ms   max ms');
-  for (const k of keys) console.log(`${k.padEnd(10)} ${String(summary[k].median).padStart(9)} ${String(summary[k].max).padStart(8)}`);
-  const ok = summary.overhead.median < 50;
-  console.log(`overhead beyond the worker's own start: ${summary.overhead.median} ms median (aim < 50 ms) ${ok ? 'OK' : 'MISSED'}`);
+  for (const [driver, summary] of Object.entries(summaries)) {
+    console.log(`cold start, ${values.worker} worker as a ${driver === 'docker' ? `container (${values.image})` : 'local process'}, ${runs} runs (${machine})`);
+    console.log('phase      median ms   max ms');
+    for (const k of keys) console.log(`${k.padEnd(10)} ${String(summary[k].median).padStart(9)} ${String(summary[k].max).padStart(8)}`);
+    if (driver === 'process') {
+      const ok = summary.overhead.median < 50;
+      console.log(`overhead beyond the worker's own start: ${summary.overhead.median} ms median (aim < 50 ms) ${ok ? 'OK' : 'MISSED'}`);
+    }
+  }
+  if (added !== null) console.log(`the container adds ${added} ms (median) to spawn → first job taken`);
 }

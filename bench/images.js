@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+/* global setInterval, clearInterval */
 /**
  * Image endpoints benchmark: per-image time of both public endpoints on the tiny demo models
  * at 512² and 1024² (their default steps: quality 28, fast 4), and Gantry's own overhead
@@ -11,16 +12,43 @@
  * dist/src/server.js on a temp data folder; requests are sequential (one image at a time).
  *
  * usage: npm run build && node bench/images.js [--images N] [--json]
+ *
+ * GPU mode (docs/benchmarks.md): the pipeline alone, in this process, on one CUDA device —
+ * images/s and the GPU memory this process holds, at 512² and 1024², batch 1 and 4 (batches
+ * of requests as the image worker forms them across jobs, GANTRY_IMAGE_BATCH):
+ *
+ *   npm run build && node bench/images.js --gpu --model /models/flux-schnell-onnx [--device cuda:0]
+ *     [--steps N] [--batches N] [--text-encoders device|cpu|offload] [--json]
+ *
+ * Without an NVIDIA GPU and onnxruntime's CUDA provider it stops at once, saying what is missing.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
-const { values: args } = parseArgs({ options: { images: { type: 'string', default: '10' }, json: { type: 'boolean', default: false } } });
+const { values: args } = parseArgs({
+  options: {
+    images: { type: 'string', default: '10' },
+    json: { type: 'boolean', default: false },
+    gpu: { type: 'boolean', default: false },
+    model: { type: 'string' },
+    device: { type: 'string', default: 'cuda:0' },
+    steps: { type: 'string' },
+    batches: { type: 'string', default: '5' },
+    'text-encoders': { type: 'string', default: 'device' },
+  },
+});
+if (args.gpu) {
+  await gpuBench().catch((err) => {
+    console.error(`bench/images.js --gpu: ${err instanceof Error ? err.message : String(err)}`);
+    process.exitCode = 1;
+  });
+  process.exit();
+}
 const N = Math.max(1, Math.min(200, Number(args.images)));
 const { startGantry } = await import('../dist/src/server.js');
-const { IMAGE_DEFAULTS } = await import('../dist/src/images/image-config.js');
+const { IMAGE_DEFAULTS } = await import('../dist/src/config/image-config.js');
 
 const dataDir = mkdtempSync(join(os.tmpdir(), 'gantry-bench-images-'));
 const adminKey = `bench-admin-${Date.now()}-key`;
@@ -92,3 +120,63 @@ if (args.json) {
 await Promise.race([gantry.close(), new Promise((r) => setTimeout(r, 15_000))]);
 rmSync(dataDir, { recursive: true, force: true });
 process.exit();
+
+/** Peak GPU memory of this process (MiB) while `work` runs, sampled from nvidia-smi every 200 ms. */
+async function withGpuMemory(work) {
+  const { execFileSync } = await import('node:child_process');
+  const sample = () => {
+    try {
+      const out = execFileSync('nvidia-smi', ['--query-compute-apps=pid,used_memory', '--format=csv,noheader,nounits'], { encoding: 'utf8', timeout: 5000 });
+      return out.split('\n').map((l) => l.split(',').map((x) => x.trim())).filter(([pid]) => Number(pid) === process.pid).reduce((sum, [, mb]) => sum + Number(mb), 0);
+    } catch {
+      return NaN;
+    }
+  };
+  let peak = sample();
+  const timer = setInterval(() => (peak = Math.max(peak, sample())), 200);
+  try {
+    const result = await work();
+    return { result, peakMiB: Math.max(peak, sample()) };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+async function gpuBench() {
+  const { loadPipeline } = await import('../dist/src/images/pipeline.js');
+  const { parseImageDevice } = await import('../dist/src/config/image-config.js');
+  const { ensureTinyModel } = await import('../dist/src/images/tiny-models.js');
+  const device = parseImageDevice(args.device);
+  if (!device || device.provider !== 'cuda') throw new Error(`--device must be cuda or cuda:N, got ${args.device}`);
+  let model = args.model ?? process.env.GANTRY_IMAGE_QUALITY_MODEL;
+  if (!model) {
+    model = join(mkdtempSync(join(os.tmpdir(), 'gantry-bench-gpu-')), 'tiny');
+    ensureTinyModel(model, 'fast');
+    console.error('no --model: timing the tiny demo model, which says nothing about a real one');
+  }
+  const pipe = await loadPipeline(model, { device, textEncoders: args['text-encoders'] });
+  const steps = Number(args.steps ?? pipe.defaults.steps);
+  const batches = Math.max(1, Number(args.batches));
+  const rows = [];
+  for (const size of [512, 1024]) {
+    for (const batch of [1, 4]) {
+      const requests = (round) => Array.from({ length: batch }, (_, i) => ({ prompt: 'a lighthouse on a cliff at dusk', negativePrompt: '', width: size, height: size, steps, guidance: pipe.defaults.guidance, seed: round * 16 + i }));
+      await pipe.generateBatch(requests(0)); // warm-up: kernels, arena
+      const { result: seconds, peakMiB } = await withGpuMemory(async () => {
+        const t0 = performance.now();
+        for (let r = 1; r <= batches; r++) for (const image of await pipe.generateBatch(requests(r))) if (image instanceof Error) throw image;
+        return (performance.now() - t0) / 1000;
+      });
+      rows.push({ size: `${size}x${size}`, batch, steps, images: batch * batches, imagesPerSecond: (batch * batches) / seconds, secondsPerImage: seconds / (batch * batches), peakGpuMiB: peakMiB });
+    }
+  }
+  await pipe.release();
+  if (args.json) {
+    console.log(JSON.stringify({ model, device: args.device, family: pipe.defaults.family, textEncoders: args['text-encoders'], node: process.version, rows }, null, 2));
+    return;
+  }
+  console.log(`${pipe.defaults.family} from ${model} on ${args.device}, ${steps} steps, text encoders: ${args['text-encoders']}, node ${process.version}`);
+  console.log('| size | batch | images | images/s | s/image | peak GPU memory of this process |');
+  console.log('|---|---|---|---|---|---|');
+  for (const r of rows) console.log(`| ${r.size} | ${r.batch} | ${r.images} | ${r.imagesPerSecond.toFixed(3)} | ${r.secondsPerImage.toFixed(2)} | ${Number.isNaN(r.peakGpuMiB) ? '?' : `${r.peakGpuMiB} MiB`} |`);
+}

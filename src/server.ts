@@ -1,35 +1,43 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { pino, type Logger } from 'pino';
-import { createApp, type App } from './app.js';
-import { loadConfig, type GantryConfig } from './config.js';
-import { createRequestListener } from './http/server.js';
-import { createApiKey } from './http/admin-routes.js';
-import { createSecretBox, loadSecretKey, sha256Hex } from './jobs/secrets.js';
-import { ensureImageEndpoints } from './images/image-endpoints.js';
-import { startImageWorkers } from './images/image-workers.js';
+import type { Logger } from 'pino';
+import { loadConfig, type GantryConfig } from './config/config.js';
+import { createGateway, type Gateway } from './gateway.js';
+import { createBodyBudget } from './http/body.js';
+import { createReadiness } from './http/readiness.js';
+import { createRequestListener, type GatewayListener } from './http/server.js';
+import { setUpImageFeature } from './images/image-feature.js';
 import { deriveFileSigningKey } from './images/object-store.js';
-import { createPgNotifier } from './dispatch/pg-notifier.js';
-import { createSharedStorePoller } from './dispatch/shared-store-poller.js';
-import { createLeader, type Leader } from './services/leader.js';
-import { createAutoscaler } from './services/autoscaler.js';
-import { createReaper } from './services/reaper.js';
-import { createWebhookSender } from './services/webhook-sender.js';
+import { setUpOpenAiFeature } from './openai/openai-feature.js';
+import { setUpConsole } from './console/console-feature.js';
+import { createMinuteRecorder, joinObservers } from './console/minute-recorder.js';
+import { loadMetricsConfig, type MetricsConfig } from './metrics/metrics-config.js';
+import { createMetrics } from './metrics/metrics-feature.js';
+import type { KeyService } from './security/keys.js';
+import { createSecretBox, loadSecretKey } from './security/secret-box.js';
+import { createOutboundFetch, createOutboundPolicy } from './security/outbound.js';
+import { WEBHOOK_CONCURRENCY } from './services/webhook-sender.js';
+import { createSharedStorePoller } from './services/shared-store-poller.js';
 import { openStore } from './store/open-store.js';
-import { isPostgresStore } from './store/postgres/postgres-store.js';
-import type { Store } from './store/store.js';
+import type { LeaderLock } from './store/store.js';
+import { systemClock, type Clock } from './util/clock.js';
+import { createLogger, logFormatFrom } from './util/log.js';
 
+/** How startGantry is configured beyond the environment. */
 export interface StartOptions {
   /** Settings over the environment's (tests pass port 0 and a temp dataDir). */
   config?: Partial<GantryConfig>;
   env?: NodeJS.ProcessEnv;
   logger?: Logger;
-  /** An already-open store (tests); by default openStore: PostgreSQL with DATABASE_URL, else the SQLite file `<dataDir>/gantry.db`. */
-  store?: Store;
+  /** Time for the background services and the store calls (default: the real clock). */
+  clock?: Clock;
+  /** /metrics settings over the environment's (GANTRY_METRICS, GANTRY_METRICS_TOKEN). */
+  metrics?: Partial<MetricsConfig>;
 }
 
+/** A running gateway. */
 export interface Gantry {
-  app: App;
+  gateway: Gateway;
   server: Server;
   /** http://host:port, as clients on this machine reach it. */
   url: string;
@@ -37,50 +45,145 @@ export interface Gantry {
   /** The admin key, when this start created it (first start without GANTRY_ADMIN_KEY) or it was configured. */
   adminKey: string | null;
   /** Whether this gateway runs the singletons (always on SQLite; one gateway at a time on PostgreSQL). */
-  leader: Leader;
+  leader: LeaderLock;
   close(): Promise<void>;
 }
 
 /**
- * Starts a gateway: opens and migrates the store, makes sure an admin key exists, serves
- * HTTP and runs the background services.
+ * Starts a gateway: opens and migrates the store, makes sure an admin key exists, sets up the
+ * features (the image endpoints), serves HTTP and runs the background services — the
+ * singletons only while this gateway holds the leader lock.
  *
  * @example const gantry = await startGantry({ config: { port: 0, dataDir: '/tmp/g' } }); await gantry.close();
  */
 export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   const env = options.env ?? process.env;
   const config = loadConfig(env, options.config);
-  const logger = options.logger ?? pino({ level: config.logLevel, base: { service: 'gantry' } });
-  const store = options.store ?? openStore(config, env);
-  await store.migrate();
+  const metricsConfig = { ...loadMetricsConfig(env), ...options.metrics };
+  const logger = options.logger ?? createLogger({ level: config.logLevel, format: logFormatFrom(env, Boolean(process.stdout.isTTY)) });
+  const clock = options.clock ?? systemClock;
+  // PostgreSQL with DATABASE_URL, else the SQLite file `<dataDir>/gantry.db`.
+  const { store, notifier, leaderLock: leader, shared } = openStore(config, env, logger);
+  // A refused database (a newer schema) must not leave the store's connections holding the process open.
+  await store.migrate().catch(async (err: unknown) => {
+    await store.close().catch(() => undefined);
+    throw err;
+  });
   const secretKey = loadSecretKey(config.dataDir, env);
-  const secrets = createSecretBox(secretKey);
-  const fileSigningKey = deriveFileSigningKey(secretKey);
   // Gateways sharing PostgreSQL wake each other through LISTEN/NOTIFY (docs/postgres.md).
-  const notifier = isPostgresStore(store) ? createPgNotifier({ connection: store.pg, logger }) : undefined;
-  await notifier?.start();
-  const app = createApp({ config, store, logger, secrets, notifier, fileSigningKey });
-  const adminKey = await ensureAdminKey(app);
-  await ensureImageEndpoints(app);
+  await notifier.start();
+  let url = '';
+  // With GANTRY_METRICS=off nothing is wrapped or counted (docs/metrics.md).
+  const metrics = metricsConfig.access === 'off' ? undefined : createMetrics();
+  // Per-minute job aggregates for the console's charts (docs/console.md).
+  const minutes = createMinuteRecorder(clock.now);
+  const gateway = createGateway({
+    config,
+    store: metrics ? metrics.store.wrap(store) : store,
+    notifier,
+    logger,
+    secrets: createSecretBox(secretKey),
+    clock,
+    baseUrl: () => config.publicUrl ?? url,
+    observers: {
+      jobs: joinObservers(minutes.observer, metrics?.jobs),
+      ...(metrics ? { webhookFetch: metrics.webhooks.wrapFetch(createOutboundFetch(createOutboundPolicy(config.outboundAllow), { maxSockets: WEBHOOK_CONCURRENCY })) } : {}),
+    },
+  });
+  const adminKey = await ensureAdminKey(gateway.keys, config.adminKey);
+  const fileSigningKey = deriveFileSigningKey(secretKey);
+  const images = await setUpImageFeature({ config, endpoints: gateway.endpoints, routes: gateway.routes, builtIns: gateway.builtIns, fileSigningKey, logger, now: clock.now });
+  setUpOpenAiFeature({ routes: gateway.routes, ...gateway.http });
+  setUpConsole({ routes: gateway.routes, http: gateway.http, publicUrl: config.publicUrl, now: clock.now, minutes });
+  minutes.start({ store, endpoints: gateway.endpoints, logger });
+  metrics?.serve({ config: metricsConfig, routes: gateway.routes, keys: gateway.keys, endpoints: gateway.endpoints, jobs: gateway.jobs, isLeader: () => leader.isLeader() });
+  const readiness = createReadiness({ store, logger });
 
-  const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 60_000 }, createRequestListener(app));
-  await new Promise<void>((resolve, reject) => {
+  const bodies = createBodyBudget({ readTimeoutMs: config.bodyReadTimeoutMs, bytesInFlight: config.bodyBytesInFlight });
+  const listener = createRequestListener(gateway.http, gateway.routes, { readiness, bodies, ...(metrics ? { observer: metrics.http } : {}) });
+  const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 60_000 }, listener);
+  server.maxConnections = config.maxConnections;
+  const port = await listen(server, config);
+  url = `http://${config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host}:${port}`;
+  images.startWorkers(config.publicUrl ?? url);
+  const singletons = runOnLeader(leader, gateway, logger);
+  const poller = shared ? createSharedStorePoller({ takeQueue: gateway.takeQueue, workers: gateway.workers, logger, clock }) : undefined;
+  poller?.start();
+  logger.info({ url, dataDir: config.dataDir, store: store.kind, metrics: metricsConfig.access }, 'gantry listening');
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => shutDown({ logger, readiness, listener, gateway, singletons, poller, images, minutes, server, notifier, store });
+  return { gateway, server, url, port, adminKey, leader, close: () => (closing ??= close()) };
+}
+
+/** What a shutdown stops, in its order. */
+interface Running {
+  logger: Logger;
+  readiness: { closing(): void };
+  listener: GatewayListener;
+  gateway: Gateway;
+  singletons: { stop(): Promise<void> };
+  poller: { stop(): void } | undefined;
+  images: { stop(): void };
+  minutes: { stop(): Promise<void> };
+  server: Server;
+  notifier: { close(): Promise<void> };
+  store: { close(): Promise<void> };
+}
+
+/**
+ * SIGINT / SIGTERM (`gantry serve`) and `close()`: at once no more jobs are handed out and
+ * waiting calls answer; the singletons stop (the autoscaler drains its workers while their
+ * results are still taken); requests in flight finish (up to SHUTDOWN_GRACE_MS); then the
+ * connections, the notifier and the store close. The start and end are logged.
+ */
+async function shutDown(r: Running): Promise<void> {
+  const began = Date.now();
+  r.logger.info({ inFlight: r.listener.inFlight() }, 'shutdown started: no more jobs handed out, waiting calls answered, requests in flight finishing');
+  r.readiness.closing();
+  // At once: job-take answers 204 and hands out nothing; runsync / status-sync / stream answer now.
+  r.listener.beginShutdown();
+  r.gateway.closeWaits();
+  await r.singletons.stop();
+  r.poller?.stop();
+  r.images.stop();
+  r.gateway.closeWaits();
+  await r.minutes.stop().catch((err: unknown) => r.logger.warn({ err }, 'writing the last per-minute job aggregates failed'));
+  const closed = new Promise<void>((resolve) => r.server.close(() => resolve()));
+  r.server.closeIdleConnections();
+  await finishInFlight(r.listener, SHUTDOWN_GRACE_MS);
+  r.server.closeAllConnections();
+  await closed;
+  await r.notifier.close();
+  await r.store.close();
+  r.logger.info({ ms: Date.now() - began }, 'shutdown finished');
+}
+
+/** How long a shutdown waits for requests in flight (a result being posted, a body being read) before closing their connections. */
+const SHUTDOWN_GRACE_MS = 10_000;
+
+/** Resolves once no request is in flight, or after `graceMs`. */
+async function finishInFlight(listener: GatewayListener, graceMs: number): Promise<void> {
+  const deadline = Date.now() + graceMs;
+  while (listener.inFlight() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
+function listen(server: Server, config: GantryConfig): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => {
       server.off('error', reject);
-      resolve();
+      resolve((server.address() as AddressInfo).port);
     });
   });
-  const port = (server.address() as AddressInfo).port;
-  const url = `http://${config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host}:${port}`;
+}
 
-  const reaper = createReaper(app);
-  const webhooks = createWebhookSender(app);
-  const autoscaler = createAutoscaler(app, { baseUrl: config.publicUrl ?? url });
-  // Singletons run on the leader only (always this gateway on SQLite); see services/leader.ts.
-  // The autoscaler stops first on close: its workers drain while the gateway still serves them.
-  const singletons: { start(): void; stop(): Promise<void> }[] = [autoscaler, reaper, webhooks];
-  const leader = createLeader({ store, logger });
+/**
+ * Runs the singletons (autoscaler, reaper, webhook sender) while this gateway holds the leader
+ * lock (always on SQLite; docs/postgres.md). `stop` gives the lock up and waits for them.
+ */
+function runOnLeader(leader: LeaderLock, gateway: Gateway, logger: Logger): { stop(): Promise<void> } {
+  const singletons = [gateway.autoscaler, gateway.reaper, gateway.webhooks];
   let transition = Promise.resolve();
   leader.onChange((isLeader) => {
     transition = transition
@@ -91,54 +194,25 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
       .catch((err: unknown) => logger.error({ err }, 'starting or stopping the singletons failed'));
   });
   leader.start();
-  const poller = isPostgresStore(store) ? createSharedStorePoller(app) : undefined;
-  poller?.start();
-  // One image worker process per public endpoint on every gateway (GANTRY_IMAGE_WORKERS=off: none).
-  const imageWorkers = config.images.workers
-    ? await startImageWorkers({ app, gatewayUrl: url, publicUrl: config.publicUrl ?? url, secretKey, fileSigningKey })
-    : null;
-  logger.info({ url, dataDir: config.dataDir, store: store.kind }, 'gantry listening');
-
-  let closing: Promise<void> | undefined;
   return {
-    app,
-    server,
-    url,
-    port,
-    adminKey,
-    leader,
-    close() {
-      closing ??= (async () => {
-        await imageWorkers?.stop(); // first: they finish their job while the gateway still serves them
-        await leader.stop();
-        await transition;
-        for (const s of singletons) await s.stop();
-        poller?.stop();
-        app.closeWaits();
-        await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeAllConnections();
-        });
-        await notifier?.close();
-        await store.close();
-      })();
-      return closing;
+    async stop() {
+      await leader.stop();
+      await transition;
+      for (const s of singletons) await s.stop();
     },
   };
 }
 
 /**
- * GANTRY_ADMIN_KEY is installed if its hash is not stored yet; otherwise, with no admin key at
- * all, one is generated and returned so the caller can print it once.
+ * GANTRY_ADMIN_KEY is installed if it is not stored yet, revoking an earlier value; otherwise, with no admin key at all,
+ * one is generated and returned so the caller can print it once.
  */
-async function ensureAdminKey(app: App): Promise<string | null> {
-  const configured = app.config.adminKey;
+async function ensureAdminKey(keys: KeyService, configured: string | null): Promise<string | null> {
   if (configured) {
-    if (!(await app.store.getKeyByHash(sha256Hex(configured)))) {
-      await createApiKey(app, { name: 'admin (GANTRY_ADMIN_KEY)', scopes: ['admin'], endpoints: null }, configured);
-    }
+    // A new GANTRY_ADMIN_KEY replaces the old one and the key a first start generated (docs/security.md).
+    await keys.install({ name: 'admin (GANTRY_ADMIN_KEY)', scopes: ['admin'], endpoints: null }, configured, ['admin (GANTRY_ADMIN_KEY)', 'admin (first start)']);
     return configured;
   }
-  if ((await app.store.countKeysWithScope('admin')) > 0) return null;
-  return (await createApiKey(app, { name: 'admin (first start)', scopes: ['admin'], endpoints: null })).key;
+  if ((await keys.countWithScope('admin')) > 0) return null;
+  return (await keys.create({ name: 'admin (first start)', scopes: ['admin'], endpoints: null })).key;
 }

@@ -41,18 +41,56 @@ function describeParseError(err: unknown): string {
 }
 
 /**
- * Parses a flag value as a whole number no smaller than `min`.
+ * Parses a flag value as a whole number from `min` to `max` (the server's range, so a value it
+ * would refuse is refused here before anything is sent).
  *
  * @example
- * parseInteger('--workers-max', '4', 0); // 4
+ * parseInteger('--workers-max', '4', 0, 1000); // 4
  * parseInteger('--workers-max', '1.5', 0); // throws UsageError
  */
-export function parseInteger(flag: string, value: string, min: number): number {
+export function parseInteger(flag: string, value: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
   const text = value.trim();
   const n = /^-?\d+$/.test(text) ? Number(text) : NaN;
   if (!Number.isSafeInteger(n)) throw new UsageError(`${flag} must be an integer, got '${value}'`);
   if (n < min) throw new UsageError(`${flag} must be at least ${min}, got ${n}`);
+  if (n > max) throw new UsageError(`${flag} must be at most ${max}, got ${n}`);
   return n;
+}
+
+/**
+ * Checks the count of positional arguments and returns them, named for the messages.
+ *
+ * @example const [id] = expectPositionals(positionals, ['ID']);
+ */
+export function expectPositionals<N extends string[]>(positionals: string[], names: [...N]): { [K in keyof N]: string } {
+  if (positionals.length < names.length) throw new UsageError(`missing ${names.slice(positionals.length).join(' ')}`);
+  if (positionals.length > names.length) throw new UsageError(`unexpected argument '${positionals[names.length] ?? ''}'`);
+  for (const [i, value] of positionals.entries()) {
+    if (!value.trim()) throw new UsageError(`${names[i] ?? 'argument'} must not be empty`);
+  }
+  return positionals as { [K in keyof N]: string };
+}
+
+/**
+ * --help anywhere before a `--` wins over every other flag, valid or not.
+ *
+ * @example wantsHelp(['list', '--bogus', '-h']) // true
+ */
+export function wantsHelp(argv: string[]): boolean {
+  for (const arg of argv) {
+    if (arg === '--') return false;
+    if (arg === '--help' || arg === '-h') return true;
+  }
+  return false;
+}
+
+/**
+ * A range as help texts show it: `MIN–MAX`, with a default when there is one.
+ *
+ * @example range(1, 100, 3) // '1–100 (default 3)'
+ */
+export function range(min: number, max: number, fallback?: number | string): string {
+  return `${min}–${max}${fallback === undefined ? '' : ` (default ${fallback})`}`;
 }
 
 /**

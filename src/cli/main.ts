@@ -1,42 +1,68 @@
 #!/usr/bin/env node
 /**
- * The `gantry` command line: `gantry serve`, `gantry keys ...`, `gantry endpoints ...`,
- * `gantry worker <file>`. Each subcommand lives in its own file and returns an exit code.
+ * The `gantry` command line. Each command lives in its own file and returns an exit code;
+ * this file lists them (`gantry --help` is made from that list) and runs the one named.
  */
+import { packageVersion } from '../util/package-version.js';
+import { endpointsCommand } from './endpoint-commands.js';
+import { jobCommands } from './job-commands.js';
+import { keysCommand } from './key-commands.js';
 import { serveCommand } from './serve-command.js';
-import { keysCommand, endpointsCommand } from './admin-commands.js';
+import { listSubcommands, runSubcommand } from './subcommands.js';
+import { usageCommandSpec } from './usage-command.js';
 import { workerCommand } from './worker-command.js';
+
+/** A top-level command: its line in `gantry --help`, and what runs it. */
+interface Command {
+  summary: string;
+  /** The arguments shown after the name in the list. */
+  args: string;
+  run(argv: string[]): Promise<number>;
+}
+
+const commands: Record<string, Command> = {
+  serve: { summary: 'run the gateway: job API, worker protocol, admin API, metrics, background services', args: '', run: serveCommand },
+  worker: { summary: 'run a handler module as a worker', args: 'FILE', run: workerCommand },
+  keys: { summary: keysCommand.summary, args: '<subcommand>', run: keysCommand.run },
+  endpoints: { summary: endpointsCommand.summary, args: '<subcommand>', run: endpointsCommand.run },
+  ...Object.fromEntries(
+    Object.entries(jobCommands).map(([name, command]) => [
+      name,
+      { summary: command.summary, args: /usage: gantry \S+ (\S+(?: JOB_ID)?)/.exec(command.usage)?.[1] ?? '', run: (argv: string[]) => runSubcommand(`gantry ${name}`, command, argv) },
+    ]),
+  ),
+  usage: { summary: usageCommandSpec.summary, args: '', run: (argv) => runSubcommand('gantry usage', usageCommandSpec, argv) },
+};
 
 const USAGE = `usage: gantry <command> [options]
 
 commands:
-  serve                      run the gateway (HTTP API, dispatcher, reaper) on PORT (8080)
-  keys create|list|delete    manage API keys (needs GANTRY_URL and GANTRY_ADMIN_KEY)
-  endpoints create|list|get|update|delete
-                             manage endpoints (same)
-  worker <file>              run a handler module as a worker (RUNPOD_WEBHOOK_* or --url/--endpoint/--key)
+${listSubcommands(commands, (name) => `${name} ${commands[name]?.args ?? ''}`.trimEnd())}
 
-Run 'gantry <command> --help' for the options of one command.`;
+Most commands talk to a gateway: GANTRY_URL (default http://localhost:8080), GANTRY_API_KEY
+for the job commands, GANTRY_ADMIN_KEY for keys, endpoints and usage. --json prints JSON for
+scripts. Run 'gantry <command> --help' for its options and their ranges; docs/cli.md has more.
 
-const commands: Record<string, (argv: string[]) => Promise<number>> = {
-  serve: serveCommand,
-  keys: keysCommand,
-  endpoints: endpointsCommand,
-  worker: workerCommand,
-};
+  -V, --version              print the version`;
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
-  if (!name || name === '--help' || name === '-h' || name === 'help') {
-    console.log(USAGE);
+  if (name === '--version' || name === '-V') {
+    console.log(packageVersion());
+    return 0;
+  }
+  if (!name || name === '--help' || name === '-h') {
+    if (name) console.log(USAGE);
+    else console.error(USAGE);
     return name ? 0 : 2;
   }
-  const command = commands[name];
+  if (name === 'help') return rest[0] && Object.hasOwn(commands, rest[0]) ? commands[rest[0]]!.run(['--help']) : (console.log(USAGE), 0);
+  const command = Object.hasOwn(commands, name) ? commands[name] : undefined;
   if (!command) {
-    console.error(`gantry: unknown command '${name}'\n\n${USAGE}`);
+    console.error(`gantry: unknown command '${name}' (see 'gantry --help')`);
     return 2;
   }
-  return command(rest);
+  return command.run(rest);
 }
 
 main(process.argv.slice(2)).then(

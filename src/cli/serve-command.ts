@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { startGantry } from '../server.js';
+import type { startGantry as StartGantry } from '../server.js';
 
 const HELP = `usage: gantry serve [--port N] [--data-dir DIR]
 
@@ -20,6 +20,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const env = { ...process.env };
   if (values.port !== undefined) env.PORT = values.port;
   if (values['data-dir'] !== undefined) env.GANTRY_DATA_DIR = values['data-dir'];
+  // Loaded here, not at the top: the other commands need none of the gateway (images, stores).
+  const { startGantry } = (await import('../server.js')) as { startGantry: typeof StartGantry };
   const gantry = await startGantry({ env });
   if (gantry.adminKey && !process.env.GANTRY_ADMIN_KEY) {
     // Printed once, on the first start; only its hash is stored.

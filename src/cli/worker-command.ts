@@ -44,42 +44,9 @@ interface HandlerModule {
  * ```
  */
 export async function workerCommand(argv: string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        url: { type: 'string' },
-        endpoint: { type: 'string' },
-        key: { type: 'string' },
-        'worker-id': { type: 'string' },
-        concurrency: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (err) {
-    console.error(`gantry worker: ${err instanceof Error ? err.message : String(err)}\n\n${USAGE}`);
-    return 2;
-  }
-  const { values, positionals } = parsed;
-  if (values.help) {
-    console.log(USAGE);
-    return 0;
-  }
-  const [file, ...extra] = positionals;
-  if (!file || extra.length > 0) {
-    console.error(`gantry worker: expected exactly one handler file\n\n${USAGE}`);
-    return 2;
-  }
-  let flagConcurrency: number | undefined;
-  if (values.concurrency !== undefined) {
-    flagConcurrency = Number(values.concurrency);
-    if (!Number.isInteger(flagConcurrency) || flagConcurrency < 1) {
-      console.error(`gantry worker: --concurrency must be a positive integer, got '${values.concurrency}'`);
-      return 2;
-    }
-  }
+  const flags = parseWorkerFlags(argv);
+  if (typeof flags === 'number') return flags;
+  const { file, values, concurrency: flagConcurrency } = flags;
 
   // Signals are caught from here on, so one that comes while the module loads still means
   // "drain and exit 0" rather than the default kill.
@@ -108,6 +75,47 @@ export async function workerCommand(argv: string[]): Promise<number> {
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
   }
+}
+
+/** The handler file and flags of `gantry worker`, or the exit code when there is nothing to run (help, a usage error). */
+function parseWorkerFlags(argv: string[]): number | { file: string; values: WorkerFlags; concurrency: number | undefined } {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        url: { type: 'string' },
+        endpoint: { type: 'string' },
+        key: { type: 'string' },
+        'worker-id': { type: 'string' },
+        concurrency: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    console.error(`gantry worker: ${err instanceof Error ? err.message : String(err)}\n\n${USAGE}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const [file, ...extra] = positionals;
+  if (!file || extra.length > 0) {
+    console.error(`gantry worker: expected exactly one handler file\n\n${USAGE}`);
+    return 2;
+  }
+  let concurrency: number | undefined;
+  if (values.concurrency !== undefined) {
+    concurrency = Number(values.concurrency);
+    if (!Number.isInteger(concurrency) || concurrency < 1) {
+      console.error(`gantry worker: --concurrency must be a positive integer, got '${values.concurrency}'`);
+      return 2;
+    }
+  }
+  return { file, values, concurrency };
 }
 
 interface WorkerFlags {

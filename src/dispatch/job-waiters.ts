@@ -12,6 +12,7 @@ export interface JobWaiters {
   closeAll(): void;
 }
 
+/** @example const waiters = createJobWaiters(); const updated = await waiters.wait(jobId, 1_000, signal); */
 export function createJobWaiters(): JobWaiters {
   const byJob = new Map<string, Set<(updated: boolean) => void>>();
   let count = 0;

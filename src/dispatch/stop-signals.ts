@@ -17,6 +17,7 @@ export interface StopSignals {
  */
 const PENDING_MAX_AGE_MS = 60_000;
 
+/** @example const stops = createStopSignals(); stops.add('w1', ['job-1']); await stops.take('w1', 30_000, signal); // ['job-1'] */
 export function createStopSignals(): StopSignals {
   const pending = new Map<string, Set<string>>();
   const addedAt = new Map<string, number>();

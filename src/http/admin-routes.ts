@@ -1,27 +1,24 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { randomUUID } from 'node:crypto';
-import { AppError, invalidParameter } from '../errors.js';
-import { parseEndpointSettings, renderEndpoint } from '../jobs/endpoint-settings.js';
-import { generateApiKey, sha256Hex } from '../jobs/secrets.js';
-import type { KeyRecord, Scope } from '../store/store.js';
-import type { App } from '../app.js';
+import type { EndpointService } from '../jobs/endpoint-service.js';
+import { renderEndpoint } from '../jobs/endpoint-settings.js';
+import { AppError, invalidParameter } from '../model/errors.js';
+import { isObject } from '../model/json.js';
+import type { Scope } from '../model/records.js';
+import { SCOPES, keySpecRefusal, type KeyService, type KeySpec } from '../security/keys.js';
+import { authorize } from './auth.js';
 import { MB, readJsonBody } from './body.js';
-import { handlePoolRoute } from './pool-routes.js';
+import { handlePoolRoute, type PoolRouteDeps } from './pool-routes.js';
 import { sendJson } from './respond.js';
-import { handleUsageRoute } from './usage-routes.js';
+import { handleUsageRoute, type UsageRouteDeps } from './usage-routes.js';
 
-const SCOPES: Scope[] = ['admin', 'run', 'read', 'worker'];
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function renderKey(key: KeyRecord) {
-  return { id: key.id, name: key.name, scopes: key.scopes, endpoints: key.endpoints, createdAt: new Date(key.createdAt).toISOString() };
+/** What the admin API uses. */
+export interface AdminRouteDeps extends PoolRouteDeps, UsageRouteDeps {
+  keys: KeyService;
+  endpoints: EndpointService;
 }
 
 /** Validates `{name, scopes, endpoints?}` of POST /admin/v1/keys. */
-function parseKeyBody(body: unknown): { name: string; scopes: Scope[]; endpoints: string[] | null } {
+function parseKeyBody(body: unknown): KeySpec {
   if (!isObject(body)) throw new AppError(400, 'INVALID_BODY', 'Invalid request body: expected a JSON object');
   for (const k of Object.keys(body)) {
     if (!['name', 'scopes', 'endpoints'].includes(k)) throw invalidParameter(k, 'is not a known field (expected name, scopes, endpoints)');
@@ -38,65 +35,56 @@ function parseKeyBody(body: unknown): { name: string; scopes: Scope[]; endpoints
     }
     endpoints = [...new Set(body.endpoints as string[])];
   }
-  return { name: body.name, scopes: [...new Set(body.scopes as Scope[])], endpoints };
-}
-
-/** Creates an API key; the plain key is returned only here. */
-export async function createApiKey(app: App, spec: { name: string; scopes: Scope[]; endpoints: string[] | null }, key = generateApiKey()) {
-  const record: KeyRecord = { id: randomUUID(), name: spec.name, hash: sha256Hex(key), scopes: spec.scopes, endpoints: spec.endpoints, createdAt: app.now() };
-  await app.store.createKey(record);
-  return { ...renderKey(record), key };
+  const spec: KeySpec = { name: body.name, scopes: [...new Set(body.scopes as Scope[])], endpoints };
+  const refusal = keySpecRefusal(spec);
+  if (refusal) throw invalidParameter('endpoints', refusal);
+  return spec;
 }
 
 /**
- * Admin API under /admin/v1 (admin-scoped key): keys, endpoints and their workers (pool-routes.ts).
- * `segments` are the path parts after /admin/v1.
+ * Admin API under /admin/v1 (admin-scoped key, docs/api.md): keys, endpoints, their workers
+ * (pool-routes.ts) and usage (usage-routes.ts). `segments` are the path parts after /admin/v1.
  */
-export async function handleAdminRoute(app: App, req: IncomingMessage, res: ServerResponse, segments: string[]): Promise<void> {
-  await app.auth.authorize(req, 'admin');
-  const method = req.method ?? 'GET';
+export async function handleAdminRoute(deps: AdminRouteDeps, req: IncomingMessage, res: ServerResponse, segments: string[]): Promise<void> {
+  await authorize(deps.keys, req, 'admin');
   const [collection, id, ...extra] = segments;
-  if (collection === 'endpoints' && id !== undefined && extra[0] === 'workers') return handlePoolRoute(app, req, res, id, extra.slice(1));
-  if (collection === 'usage' && id === undefined) return handleUsageRoute(app, req, res);
+  if (collection === 'endpoints' && id !== undefined && extra[0] === 'workers') return handlePoolRoute(deps, req, res, id, extra.slice(1));
+  if (collection === 'usage' && id === undefined) return handleUsageRoute(deps, req, res);
   if (extra.length > 0) throw new AppError(404, 'NOT_FOUND', 'Unknown admin route');
+  if (collection === 'keys') return keyRoute(deps.keys, req, res, id);
+  if (collection === 'endpoints') return endpointRoute(deps.endpoints, req, res, id);
+  throw new AppError(404, 'NOT_FOUND', 'Unknown admin route');
+}
 
-  if (collection === 'keys') {
-    if (id === undefined && method === 'POST') return sendJson(res, 200, await createApiKey(app, parseKeyBody(await readJsonBody(req, MB))));
-    if (id === undefined && method === 'GET') return sendJson(res, 200, { keys: (await app.store.listKeys()).map(renderKey) });
-    if (id !== undefined && method === 'DELETE') {
-      if (!(await app.store.deleteKey(id))) throw new AppError(404, 'KEY_NOT_FOUND', `API key ${id} not found`, { id });
-      app.auth.forget();
-      return sendJson(res, 200, { id, deleted: true });
-    }
-  } else if (collection === 'endpoints') {
-    if (id === undefined && method === 'POST') {
-      const endpoint = parseEndpointSettings(await readJsonBody(req, MB), undefined, app.now(), app.secrets.seal);
-      if (!(await app.store.createEndpoint(endpoint))) throw new AppError(409, 'ENDPOINT_EXISTS', `Endpoint ${endpoint.id} already exists`, { id: endpoint.id });
-      app.jobs.invalidateEndpoint(endpoint.id);
-      app.notifier.publish({ type: 'endpoint-changed', endpointId: endpoint.id });
-      return sendJson(res, 200, renderEndpoint(endpoint));
-    }
-    if (id === undefined && method === 'GET') return sendJson(res, 200, { endpoints: (await app.store.listEndpoints()).map(renderEndpoint) });
-    if (id !== undefined) {
-      const existing = await app.store.getEndpoint(id);
-      if (!existing) throw new AppError(404, 'ENDPOINT_NOT_FOUND', `Endpoint ${id} not found`, { id });
-      if (method === 'GET') return sendJson(res, 200, renderEndpoint(existing));
-      if (method === 'PATCH') {
-        const endpoint = parseEndpointSettings(await readJsonBody(req, MB), existing, app.now(), app.secrets.seal);
-        if (!(await app.store.updateEndpoint(endpoint))) throw new AppError(404, 'ENDPOINT_NOT_FOUND', `Endpoint ${id} not found`, { id });
-        app.jobs.invalidateEndpoint(id);
-        app.notifier.publish({ type: 'endpoint-changed', endpointId: id });
-        return sendJson(res, 200, renderEndpoint(endpoint));
-      }
-      if (method === 'DELETE') {
-        await app.store.deleteEndpoint(id);
-        app.jobs.invalidateEndpoint(id);
-        app.notifier.publish({ type: 'endpoint-changed', endpointId: id });
-        return sendJson(res, 200, { id, deleted: true });
-      }
-    }
-  } else {
-    throw new AppError(404, 'NOT_FOUND', 'Unknown admin route');
+async function keyRoute(keys: KeyService, req: IncomingMessage, res: ServerResponse, id: string | undefined): Promise<void> {
+  const method = req.method ?? 'GET';
+  if (id === undefined && method === 'POST') return sendJson(res, 200, await keys.create(parseKeyBody(await readJsonBody(req, MB))));
+  if (id === undefined && method === 'GET') return sendJson(res, 200, { keys: await keys.list() });
+  if (id !== undefined && method === 'DELETE') {
+    if (!(await keys.revoke(id))) throw new AppError(404, 'KEY_NOT_FOUND', `API key ${id} not found`, { id });
+    return sendJson(res, 200, { id, deleted: true });
   }
-  throw new AppError(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here`);
+  throw methodNotAllowed(method);
+}
+
+async function endpointRoute(endpoints: EndpointService, req: IncomingMessage, res: ServerResponse, id: string | undefined): Promise<void> {
+  const method = req.method ?? 'GET';
+  if (id === undefined) {
+    if (method === 'POST') return sendJson(res, 200, renderEndpoint(await endpoints.create(await readJsonBody(req, MB))));
+    if (method === 'GET') return sendJson(res, 200, { endpoints: (await endpoints.list()).map(renderEndpoint) });
+    throw methodNotAllowed(method);
+  }
+  const existing = await endpoints.load(id);
+  if (!existing) throw new AppError(404, 'ENDPOINT_NOT_FOUND', `Endpoint ${id} not found`, { id });
+  if (method === 'GET') return sendJson(res, 200, renderEndpoint(existing));
+  if (method === 'PATCH') return sendJson(res, 200, renderEndpoint(await endpoints.update(id, await readJsonBody(req, MB))));
+  if (method === 'DELETE') {
+    await endpoints.remove(id);
+    return sendJson(res, 200, { id, deleted: true });
+  }
+  throw methodNotAllowed(method);
+}
+
+function methodNotAllowed(method: string): AppError {
+  return new AppError(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here`);
 }

@@ -1,48 +1,177 @@
 import type { IncomingMessage } from 'node:http';
-import { AppError } from '../errors.js';
+import { AppError } from '../model/errors.js';
+import { MAX_JSON_DEPTH, nestedDeeperThan } from '../model/json.js';
 
 export const MB = 1_000_000;
+
+/** After a body is refused as too large, up to this many more bytes are read and dropped so the client reads the 413. */
+const DRAIN_LIMIT = 64 * MB;
+
+/**
+ * The gateway's limits on reading bodies, shared by all its requests: a deadline per body and
+ * a cap on the bytes of all bodies being read at once (memory the gateway holds for them).
+ */
+export interface BodyPolicy {
+  /** A body not received within this many ms of the read's start is refused with 408. */
+  readTimeoutMs: number;
+  /** Bytes all bodies being read may hold together; past it a body is refused with 503. */
+  bytesInFlight: number;
+}
+
+/** Counts the bytes of bodies being read under one policy. */
+export interface BodyBudget {
+  readonly policy: BodyPolicy;
+  /** Bytes of bodies being read now. */
+  inFlight: number;
+}
+
+/** @example const budget = createBodyBudget({ readTimeoutMs: 30_000, bytesInFlight: 512 * MB }); */
+export function createBodyBudget(policy: BodyPolicy): BodyBudget {
+  return { policy, inFlight: 0 };
+}
+
+const BUDGET = Symbol('gantry.bodyBudget');
+type WithBudget = IncomingMessage & { [BUDGET]?: BodyBudget };
+
+/** Makes `budget` govern every body read of `req` (the request listener calls this per request). */
+export function governBody(req: IncomingMessage, budget: BodyBudget): void {
+  (req as WithBudget)[BUDGET] = budget;
+}
 
 /**
  * Reads a request body of at most `limit` bytes and parses it as JSON, whatever the
  * Content-Type: runpod-python posts JSON as application/x-www-form-urlencoded. An empty body is
  * `{}` (clients POST cancel/purge-queue with a JSON content type and no body).
- * Too large → 413 (without reading the rest); not JSON → 400.
+ * Too large → 413, after reading and dropping the rest (up to a bound) so the client can read
+ * the answer; not JSON → 400; nested too deep → 400; not in within the deadline → 408; the
+ * gateway's bytes in flight full → 503 with Retry-After.
  */
 export async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
+  const budget = (req as WithBudget)[BUDGET];
   const declared = Number(req.headers['content-length']);
-  if (declared > limit) throw tooLarge(limit);
-  const { chunks, size } = await new Promise<{ chunks: Buffer[]; size: number }>((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      if (size > limit) {
-        req.off('data', onData);
-        req.pause();
-        reject(tooLarge(limit));
-        return;
-      }
-      chunks.push(chunk);
-    };
-    req.on('data', onData);
-    req.once('end', () => resolve({ chunks, size }));
-    req.once('error', reject);
-    req.once('close', () => {
-      if (!req.complete) reject(new AppError(400, 'INCOMPLETE_BODY', 'The request body ended early'));
-    });
-  });
-  if (size === 0) return {};
-  const text = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks, size).toString('utf8');
-  if (text.trim() === '') return {};
+  const withinMs = budget?.policy.readTimeoutMs;
+  if (declared > limit) {
+    await drain(req, declared <= DRAIN_LIMIT ? withinMs : 0);
+    throw tooLarge(limit);
+  }
+  const counter = { counted: 0 };
   try {
-    return JSON.parse(text) as unknown;
-  } catch (err) {
-    throw new AppError(400, 'INVALID_JSON', `Malformed JSON body: ${(err as Error).message}`);
+    if (budget && declared > 0) {
+      const refused = reserve(budget, counter, declared);
+      if (refused) {
+        await drain(req, withinMs);
+        throw refused;
+      }
+    }
+    const { chunks, size } = await receive(req, limit, budget, counter);
+    return parse(chunks, size);
+  } finally {
+    if (budget) budget.inFlight -= counter.counted;
   }
 }
 
+/** Counts `bytes` more in; returns the 503 to answer instead when the gateway's bodies in flight would pass the cap. */
+function reserve(budget: BodyBudget, counter: { counted: number }, bytes: number): AppError | undefined {
+  if (budget.inFlight + bytes > budget.policy.bytesInFlight) {
+    const mb = (n: number): number => Math.round(n / MB);
+    return new AppError(503, 'BODIES_IN_FLIGHT', `The gateway is reading ${mb(budget.inFlight)} MB of request bodies (limit ${mb(budget.policy.bytesInFlight)} MB): retry later`, undefined, {
+      'retry-after': '1',
+      connection: 'close',
+    });
+  }
+  budget.inFlight += bytes;
+  counter.counted += bytes;
+  return undefined;
+}
+
+/**
+ * Receives the body, counting bytes beyond those already counted into the budget. A body
+ * refused on the way (too large, budget full) is drained before the promise rejects.
+ */
+function receive(req: IncomingMessage, limit: number, budget: BodyBudget | undefined, counter: { counted: number }): Promise<{ chunks: Buffer[]; size: number }> {
+  return new Promise<{ chunks: Buffer[]; size: number }>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const settle = (err: unknown, drainFirst: boolean): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      req.off('data', onData);
+      if (drainFirst) void drain(req, budget?.policy.readTimeoutMs).then(() => reject(err));
+      else reject(err);
+    };
+    const timer = budget ? setTimeout(() => settle(timedOut(budget.policy.readTimeoutMs), false), budget.policy.readTimeoutMs) : undefined;
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size > limit) return settle(tooLarge(limit), true);
+      const refused = budget && size > counter.counted ? reserve(budget, counter, size - counter.counted) : undefined;
+      if (refused) return settle(refused, true);
+      chunks.push(chunk);
+    };
+    req.on('data', onData);
+    req.once('end', () => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve({ chunks, size });
+    });
+    req.once('error', (err) => settle(err, false));
+    req.once('close', () => {
+      if (!req.complete) settle(new AppError(400, 'INCOMPLETE_BODY', 'The request body ended early'), false);
+    });
+  });
+}
+
+/** Parses a received body: empty → `{}`; not JSON → 400; nested past MAX_JSON_DEPTH → 400. */
+function parse(chunks: Buffer[], size: number): unknown {
+  if (size === 0) return {};
+  const text = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks, size).toString('utf8');
+  if (text.trim() === '') return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text) as unknown;
+  } catch (err) {
+    throw new AppError(400, 'INVALID_JSON', `Malformed JSON body: ${(err as Error).message}`);
+  }
+  // A body shorter than twice the limit cannot nest past it: small bodies skip the walk.
+  if (size > 2 * MAX_JSON_DEPTH && nestedDeeperThan(value, MAX_JSON_DEPTH)) {
+    throw new AppError(400, 'JSON_TOO_DEEP', `JSON body nested deeper than ${MAX_JSON_DEPTH} levels`);
+  }
+  return value;
+}
+
+/**
+ * Reads and drops the rest of a refused body (at most DRAIN_LIMIT bytes, within `withinMs`), so
+ * that the client has sent it all and reads the answer instead of a broken pipe. Resolves when
+ * the body has ended or the bound is reached (the answer closes the connection either way).
+ */
+function drain(req: IncomingMessage, withinMs = 30_000): Promise<void> {
+  if (req.complete || withinMs <= 0) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    let dropped = 0;
+    const done = (): void => {
+      clearTimeout(timer);
+      req.off('data', onData);
+      req.pause();
+      resolve();
+    };
+    const onData = (chunk: Buffer): void => {
+      dropped += chunk.length;
+      if (dropped > DRAIN_LIMIT) done();
+    };
+    const timer = setTimeout(done, withinMs);
+    req.on('data', onData);
+    req.once('end', done);
+    req.once('close', done);
+    req.resume();
+  });
+}
+
 function tooLarge(limit: number): AppError {
-  // The rest of the body is not read: close the connection after answering.
   return new AppError(413, 'PAYLOAD_TOO_LARGE', `Request body is larger than ${limit / MB} MB`, undefined, { connection: 'close' });
+}
+
+function timedOut(ms: number): AppError {
+  return new AppError(408, 'BODY_TIMEOUT', `The request body was not received within ${ms / 1000} s`, undefined, { connection: 'close' });
 }

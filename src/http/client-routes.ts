@@ -1,13 +1,18 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { AppError } from '../errors.js';
+import type { EndpointService } from '../jobs/endpoint-service.js';
+import type { JobService, RetryResult } from '../jobs/job-service.js';
 import { renderJob, renderJobRef } from '../jobs/job-view.js';
-import { parseSubmitBody, queryInteger } from '../jobs/policy.js';
-import type { RetryResult } from '../jobs/job-service.js';
-import type { JobRecord } from '../store/store.js';
-import type { App } from '../app.js';
-import { checkImageInput } from '../images/image-endpoints.js';
+import { parseSubmitBody } from '../jobs/policy.js';
+import { AppError } from '../model/errors.js';
+import { isTerminal } from '../model/job-states.js';
+import type { EndpointRecord, JobRecord } from '../model/records.js';
+import type { KeyService, Principal } from '../security/keys.js';
+import { authorize } from './auth.js';
 import { MB, readJsonBody } from './body.js';
+import { queryInteger } from './query.js';
+import type { RateLimiter } from './rate-limit.js';
 import { sendJson, sendJsonText } from './respond.js';
+import { acceptsEventStream, sendJobEvents } from './sse.js';
 
 /** A client request after routing: `/v2/{endpointId}/{operation}/{jobId?}`. */
 export interface ClientRequest {
@@ -20,33 +25,71 @@ export interface ClientRequest {
   signal: AbortSignal;
 }
 
-/** Operation → [scope, methods, rate-limit bucket]. */
-const OPERATIONS: Record<string, { scope: 'run' | 'read'; methods: string[]; bucket: string; needsJob: boolean }> = {
-  run: { scope: 'run', methods: ['POST'], bucket: 'run', needsJob: false },
-  runsync: { scope: 'run', methods: ['POST'], bucket: 'runsync', needsJob: false },
-  status: { scope: 'read', methods: ['GET', 'POST'], bucket: 'status', needsJob: true },
-  'status-sync': { scope: 'read', methods: ['GET', 'POST'], bucket: 'status', needsJob: true },
-  stream: { scope: 'read', methods: ['GET', 'POST'], bucket: 'status', needsJob: true },
-  cancel: { scope: 'run', methods: ['POST'], bucket: 'cancel', needsJob: true },
-  retry: { scope: 'run', methods: ['POST'], bucket: 'retry', needsJob: true },
-  'purge-queue': { scope: 'run', methods: ['POST'], bucket: 'purge-queue', needsJob: false },
-  health: { scope: 'read', methods: ['GET'], bucket: 'health', needsJob: false },
-  requests: { scope: 'read', methods: ['GET'], bucket: 'requests', needsJob: false },
+/** What the client routes use. */
+export interface ClientRouteDeps {
+  jobs: JobService;
+  endpoints: Pick<EndpointService, 'get'>;
+  keys: Pick<KeyService, 'authorize'>;
+  rateLimiter: RateLimiter;
+}
+
+/** One operation, authorised and rate-limited, with its endpoint found. */
+interface Call {
+  deps: ClientRouteDeps;
+  r: ClientRequest;
+  endpoint: EndpointRecord;
+  principal: Principal;
+  jobId: string;
+  /** The parsed body of operations that take one (read before the rate limiter's slot). */
+  body: unknown;
+}
+
+interface Operation {
+  scope: 'run' | 'read';
+  methods: string[];
+  /** Rate-limit bucket (the spec's table). */
+  bucket: string;
+  needsJob: boolean;
+  /** Long-polls: their concurrency counts only while they hold, against the endpoint's `long-poll` cap (see held). */
+  longPoll?: boolean;
+  /** Operations with a body: its size limit. The body is read before a concurrency slot is taken. */
+  bodyLimit?: number;
+  handle(call: Call): Promise<void>;
+}
+
+const DEFAULT_SYNC_WAIT_MS = 90_000;
+/**
+ * An empty /stream is held this long by default: well under runpod-python's 10 s read timeout
+ * (its `job.stream()` passes no wait), so a held poll never reads as `Read timed out`.
+ */
+const DEFAULT_STREAM_WAIT_MS = 8_000;
+const RUN_LIMIT = 10 * MB;
+const RUNSYNC_LIMIT = 20 * MB;
+
+const OPERATIONS: Record<string, Operation> = {
+  run: { scope: 'run', methods: ['POST'], bucket: 'run', needsJob: false, bodyLimit: RUN_LIMIT, handle: run },
+  runsync: { scope: 'run', methods: ['POST'], bucket: 'runsync', needsJob: false, bodyLimit: RUNSYNC_LIMIT, handle: runsync },
+  status: { scope: 'read', methods: ['GET', 'POST'], bucket: 'status', needsJob: true, handle: status },
+  'status-sync': { scope: 'read', methods: ['GET', 'POST'], bucket: 'status', needsJob: true, longPoll: true, handle: statusSync },
+  stream: { scope: 'read', methods: ['GET', 'POST'], bucket: 'status', needsJob: true, longPoll: true, handle: stream },
+  cancel: { scope: 'run', methods: ['POST'], bucket: 'cancel', needsJob: true, handle: cancel },
+  retry: { scope: 'run', methods: ['POST'], bucket: 'retry', needsJob: true, handle: retry },
+  'purge-queue': { scope: 'run', methods: ['POST'], bucket: 'purge-queue', needsJob: false, handle: purgeQueue },
+  health: { scope: 'read', methods: ['GET'], bucket: 'health', needsJob: false, handle: health },
+  requests: { scope: 'read', methods: ['GET'], bucket: 'requests', needsJob: false, handle: requests },
 };
 
+/** True for the operations of the client API (the rest of /v2/{endpoint}/… is the worker protocol). */
 export function isClientOperation(operation: string): boolean {
   return operation in OPERATIONS;
 }
 
-const DEFAULT_SYNC_WAIT_MS = 90_000;
-const DEFAULT_STREAM_WAIT_MS = 10_000;
-
-function jobNotFound(id: string): AppError {
-  return new AppError(404, 'JOB_NOT_FOUND', `Job ${id} not found`, { id });
-}
-
-/** Client routes (DESIGN.md §1). Success is always HTTP 200: runpod-sdk treats any other 2xx as an error. */
-export async function handleClientRoute(app: App, r: ClientRequest): Promise<void> {
+/**
+ * Client routes (docs/api.md): checks the method and path shape, authorises the key for the
+ * endpoint, finds the endpoint, applies its rate limit, then runs the operation. Success is
+ * always HTTP 200: runpod-sdk treats any other 2xx as an error.
+ */
+export async function handleClientRoute(deps: ClientRouteDeps, r: ClientRequest): Promise<void> {
   const op = OPERATIONS[r.operation];
   if (!op) throw new AppError(404, 'NOT_FOUND', `Unknown operation: ${r.operation}`);
   const method = r.req.method ?? 'GET';
@@ -56,79 +99,117 @@ export async function handleClientRoute(app: App, r: ClientRequest): Promise<voi
   if (op.needsJob !== (r.jobId !== undefined)) {
     throw new AppError(404, 'NOT_FOUND', op.needsJob ? `/${r.operation} needs a job id: /${r.operation}/{job_id}` : `Unknown route: /${r.operation}/${r.jobId}`);
   }
-  const principal = await app.auth.authorize(r.req, op.scope, r.endpointId);
-  const endpoint = await app.jobs.getEndpoint(r.endpointId);
+  const principal = await authorize(deps.keys, r.req, op.scope, r.endpointId);
+  const endpoint = await deps.endpoints.get(r.endpointId);
   if (!endpoint) throw new AppError(404, 'ENDPOINT_NOT_FOUND', `Endpoint ${r.endpointId} not found`);
-  const leave = app.rateLimiter.enter(r.endpointId, op.bucket);
+  // The body first: a slow upload must not hold one of the endpoint's concurrency slots.
+  const body = op.bodyLimit === undefined ? undefined : await readJsonBody(r.req, op.bodyLimit);
+  const leave = deps.rateLimiter.enter(r.endpointId, op.bucket, { concurrent: op.longPoll !== true, overrides: endpoint.rateLimitsJson });
   try {
-    const jobId = r.jobId ?? '';
-    switch (r.operation) {
-      case 'run': {
-        const request = parseSubmitBody(await readJsonBody(r.req, 10 * MB), endpoint.executionTimeoutMs);
-        checkImageInput(app.config.images, endpoint.id, request.inputJson);
-        const job = await app.jobs.submit(endpoint, request, { sync: false, keyId: principal.keyId });
-        return sendJsonText(r.res, 200, renderJobRef(job));
-      }
-      case 'runsync': {
-        const wait = queryInteger('wait', r.query.get('wait'), DEFAULT_SYNC_WAIT_MS, 1_000, 300_000, true);
-        const request = parseSubmitBody(await readJsonBody(r.req, 20 * MB), endpoint.executionTimeoutMs);
-        checkImageInput(app.config.images, endpoint.id, request.inputJson);
-        const job = await app.jobs.submit(endpoint, request, { sync: true, keyId: principal.keyId });
-        const latest = (await app.jobs.waitTerminal(r.endpointId, job.id, wait, r.signal)) ?? job;
-        return sendJobOrRef(r.res, latest);
-      }
-      case 'status': {
-        const ttl = r.query.get('ttl');
-        const ttlMs = ttl === null ? null : queryInteger('ttl', ttl, 0, 1, 7 * 86_400_000);
-        const job = await app.jobs.status(r.endpointId, jobId, ttlMs);
-        if (!job) throw jobNotFound(jobId);
-        return sendJsonText(r.res, 200, renderJob(job));
-      }
-      case 'status-sync': {
-        const wait = queryInteger('wait', r.query.get('wait'), DEFAULT_SYNC_WAIT_MS, 1_000, 300_000, true);
-        const job = await app.jobs.waitTerminal(r.endpointId, jobId, wait, r.signal);
-        if (!job) throw jobNotFound(jobId);
-        return sendJsonText(r.res, 200, renderJob(job));
-      }
-      case 'stream': {
-        const wait = queryInteger('wait', r.query.get('wait'), DEFAULT_STREAM_WAIT_MS, 0, 300_000, true);
-        const result = await app.jobs.readStream(r.endpointId, jobId, wait, r.signal);
-        if (!result) throw jobNotFound(jobId);
-        const stream = result.chunks.map((chunk) => `{"output":${chunk}}`).join(',');
-        return sendJsonText(r.res, 200, `{"id":${JSON.stringify(jobId)},"status":"${result.job.status}","stream":[${stream}]}`);
-      }
-      case 'cancel': {
-        const result = await app.jobs.cancel(r.endpointId, jobId);
-        if (result.ok) return sendJsonText(r.res, 200, renderJobRef(result.job));
-        throw refusal(jobId, result, 'cancel');
-      }
-      case 'retry': {
-        const result = await app.jobs.retry(r.endpointId, jobId);
-        if (result.ok) return sendJsonText(r.res, 200, renderJobRef(result.job));
-        throw refusal(jobId, result, 'retry');
-      }
-      case 'purge-queue': {
-        const removed = await app.jobs.purgeQueue(r.endpointId);
-        return sendJson(r.res, 200, { removed, status: 'completed' });
-      }
-      case 'health': {
-        return sendJson(r.res, 200, await app.jobs.health(r.endpointId));
-      }
-      case 'requests': {
-        const limit = queryInteger('limit', r.query.get('limit'), 50, 1, 1000);
-        const jobs = await app.jobs.listRequests(r.endpointId, limit);
-        return sendJson(r.res, 200, { requests: jobs.map(requestSummary) });
-      }
-    }
+    await op.handle({ deps, r, endpoint, principal, jobId: r.jobId ?? '', body });
   } finally {
     leave();
   }
 }
 
-/** A finished job in full; an unfinished one as `{id, status}` so the client polls (runsync). */
-function sendJobOrRef(res: ServerResponse, job: JobRecord): void {
-  const done = job.status !== 'IN_QUEUE' && job.status !== 'IN_PROGRESS';
-  sendJsonText(res, 200, done ? renderJob(job) : renderJobRef(job));
+async function run({ deps, r, endpoint, principal, body }: Call): Promise<void> {
+  const request = parseSubmitBody(body, endpoint.executionTimeoutMs);
+  const job = await deps.jobs.submit(endpoint, request, { sync: false, keyId: principal.keyId });
+  sendJsonText(r.res, 200, renderJobRef(job));
+}
+
+async function runsync(call: Call): Promise<void> {
+  const { deps, r } = call;
+  const wait = queryInteger('wait', r.query.get('wait'), DEFAULT_SYNC_WAIT_MS, 1_000, 300_000, true);
+  const job = await submitSync(call);
+  const latest = (await deps.jobs.waitTerminal(r.endpointId, job.id, wait, r.signal)) ?? job;
+  // A finished job in full; an unfinished one as `{id, status}` so the client polls.
+  sendJsonText(r.res, 200, isTerminal(latest.status) ? renderJob(latest) : renderJobRef(latest));
+}
+
+/** Submits a runsync job in a scope of its own: the parsed input is not kept alive while the call waits. */
+async function submitSync({ deps, endpoint, principal, body }: Call): Promise<JobRecord> {
+  const request = parseSubmitBody(body, endpoint.executionTimeoutMs);
+  return deps.jobs.submit(endpoint, request, { sync: true, keyId: principal.keyId });
+}
+
+async function status({ deps, r, jobId }: Call): Promise<void> {
+  const ttl = r.query.get('ttl');
+  const ttlMs = ttl === null ? null : queryInteger('ttl', ttl, 0, 1, 7 * 86_400_000);
+  const job = await deps.jobs.status(r.endpointId, jobId, ttlMs);
+  if (!job) throw jobNotFound(jobId);
+  sendJsonText(r.res, 200, renderJob(job));
+}
+
+/**
+ * Runs a wait under the endpoint's long-poll cap: a call that holds counts there, not against
+ * the plain reads' concurrency, so many held calls never lock /status out.
+ */
+async function held<T>({ deps, r, endpoint }: Call, wait: () => Promise<T>): Promise<T> {
+  const leave = deps.rateLimiter.enter(r.endpointId, 'long-poll', { overrides: endpoint.rateLimitsJson });
+  try {
+    return await wait();
+  } finally {
+    leave();
+  }
+}
+
+async function statusSync(call: Call): Promise<void> {
+  const { deps, r, jobId } = call;
+  const wait = queryInteger('wait', r.query.get('wait'), DEFAULT_SYNC_WAIT_MS, 1_000, 300_000, true);
+  let job = await deps.jobs.waitTerminal(r.endpointId, jobId, 0, r.signal);
+  if (job && !isTerminal(job.status)) job = await held(call, () => deps.jobs.waitTerminal(r.endpointId, jobId, wait, r.signal));
+  if (!job) throw jobNotFound(jobId);
+  sendJsonText(r.res, 200, renderJob(job));
+}
+
+async function stream(call: Call): Promise<void> {
+  const { deps, r, jobId } = call;
+  // Server-sent events on request; the drained JSON answer stays the default (RunPod clients).
+  if (acceptsEventStream(r.req)) {
+    if (!(await held(call, () => sendJobEvents(deps.jobs, r.req, r.res, r.endpointId, jobId, r.signal)))) throw jobNotFound(jobId);
+    return;
+  }
+  const wait = queryInteger('wait', r.query.get('wait'), DEFAULT_STREAM_WAIT_MS, 0, 300_000, true);
+  // Drained at once when there is something to say; only an empty stream of a live job is held.
+  let result = await deps.jobs.readStream(r.endpointId, jobId, 0, r.signal);
+  if (result && wait > 0 && result.chunks.length === 0 && !isTerminal(result.job.status)) {
+    result = await held(call, () => deps.jobs.readStream(r.endpointId, jobId, wait, r.signal));
+  }
+  if (!result) throw jobNotFound(jobId);
+  const chunks = result.chunks.map((chunk) => `{"output":${chunk}}`).join(',');
+  sendJsonText(r.res, 200, `{"id":${JSON.stringify(jobId)},"status":"${result.job.status}","stream":[${chunks}]}`);
+}
+
+async function cancel({ deps, r, jobId }: Call): Promise<void> {
+  const result = await deps.jobs.cancel(r.endpointId, jobId);
+  if (!result.ok) throw refusal(jobId, result, 'cancel');
+  sendJsonText(r.res, 200, renderJobRef(result.job));
+}
+
+async function retry({ deps, r, jobId }: Call): Promise<void> {
+  const result = await deps.jobs.retry(r.endpointId, jobId);
+  if (!result.ok) throw refusal(jobId, result, 'retry');
+  sendJsonText(r.res, 200, renderJobRef(result.job));
+}
+
+async function purgeQueue({ deps, r }: Call): Promise<void> {
+  const removed = await deps.jobs.purgeQueue(r.endpointId);
+  sendJson(r.res, 200, { removed, status: 'completed' });
+}
+
+async function health({ deps, r }: Call): Promise<void> {
+  sendJson(r.res, 200, await deps.jobs.health(r.endpointId));
+}
+
+async function requests({ deps, r }: Call): Promise<void> {
+  const limit = queryInteger('limit', r.query.get('limit'), 50, 1, 1000);
+  const jobs = await deps.jobs.listRequests(r.endpointId, limit);
+  sendJson(r.res, 200, { requests: jobs.map(requestSummary) });
+}
+
+function jobNotFound(id: string): AppError {
+  return new AppError(404, 'JOB_NOT_FOUND', `Job ${id} not found`, { id });
 }
 
 function refusal(id: string, result: Exclude<RetryResult, { ok: true }>, action: 'cancel' | 'retry'): AppError {

@@ -1,11 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { App } from '../app.js';
-import { AppError, invalidParameter } from '../errors.js';
-import type { PoolWorkerInfo } from '../pool/pool-view.js';
+import type { GantryConfig } from '../config/config.js';
+import type { EndpointService } from '../jobs/endpoint-service.js';
+import { AppError, invalidParameter } from '../model/errors.js';
+import type { JobStore, WorkerStore } from '../store/store.js';
+import type { PoolHostInfo, PoolView, PoolWorkerInfo } from '../jobs/pool-view.js';
 import { sendJson } from './respond.js';
 
-const DEFAULT_LOG_LINES = 100;
-const MAX_LOG_LINES = 10_000;
+/** How many log lines `.../logs` returns unless `lines` says, and the most it may say. */
+export const DEFAULT_LOG_LINES = 100;
+/** See DEFAULT_LOG_LINES. */
+export const MAX_LOG_LINES = 10_000;
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
@@ -13,28 +17,43 @@ function renderPoolWorker(w: PoolWorkerInfo) {
   return { ...w, managed: true, startedAt: iso(w.startedAt), readyAt: iso(w.readyAt), restartAt: iso(w.restartAt) };
 }
 
+/** A Docker host as the worker listing shows it, with how many of this endpoint's workers run there. */
+function renderHost(h: PoolHostInfo, pool: PoolWorkerInfo[]) {
+  return { ...h, lastSeenAt: iso(h.lastSeenAt), endpointWorkers: pool.filter((w) => w.host === h.name).length };
+}
+
+/** What the worker listing reads: the pool of this gateway and the store's liveness rows. */
+export interface PoolRouteDeps {
+  pool: PoolView;
+  endpoints: Pick<EndpointService, 'load'>;
+  workerRows: Pick<WorkerStore, 'listWorkers'> & Pick<JobStore, 'queueStats'>;
+  config: Pick<GantryConfig, 'workerLostMs'>;
+  now(): number;
+}
+
 /**
  * The workers of an endpoint, under /admin/v1/endpoints/{id}/workers (admin key, checked by
  * the caller):
- * - `GET .../workers`: pool workers (state, pid, startedAt, readyAt, jobs, restarts, reason)
- *   and workers connected by hand (`managed: false`, as the store sees them);
+ * - `GET .../workers`: pool workers (state, pid or Docker host and container, startedAt,
+ *   readyAt, jobs, restarts, reason), workers connected by hand (`managed: false`, as the
+ *   store sees them), and the Docker hosts (state, GPUs in use, workers: all and this
+ *   endpoint's);
  * - `GET .../workers/{workerId}/logs?lines=N`: the last N (default 100) output lines of a
  *   pool worker.
  */
-export async function handlePoolRoute(app: App, req: IncomingMessage, res: ServerResponse, endpointId: string, rest: string[]): Promise<void> {
+export async function handlePoolRoute(deps: PoolRouteDeps, req: IncomingMessage, res: ServerResponse, endpointId: string, rest: string[]): Promise<void> {
   if ((req.method ?? 'GET') !== 'GET') throw new AppError(405, 'METHOD_NOT_ALLOWED', `${req.method} is not allowed here`);
-  const endpoint = await app.store.getEndpoint(endpointId);
+  const endpoint = await deps.endpoints.load(endpointId);
   if (!endpoint) throw new AppError(404, 'ENDPOINT_NOT_FOUND', `Endpoint ${endpointId} not found`, { id: endpointId });
-  const view = app.pool.view;
   const [workerId, what, ...extra] = rest;
 
   if (workerId === undefined) {
-    const pool = view?.workers(endpointId) ?? [];
-    const inPool = new Set(pool.map((w) => w.id));
-    const now = app.now();
-    const [rows, stats] = await Promise.all([app.store.listWorkers(endpointId), app.store.queueStats({ endpointId, now })]);
+    const pool = deps.pool.workers(endpointId);
+    const inPool = new Set((pool ?? []).map((w) => w.id));
+    const now = deps.now();
+    const [rows, stats] = await Promise.all([deps.workerRows.listWorkers(endpointId), deps.workerRows.queueStats({ endpointId, now })]);
     const byHand = rows
-      .filter((r) => !inPool.has(r.id) && r.lastSeenAt >= now - app.config.workerLostMs)
+      .filter((r) => !inPool.has(r.id) && r.lastSeenAt >= now - deps.config.workerLostMs)
       .map((r) => {
         const jobs = stats.heldBy[r.id] ?? 0;
         return {
@@ -51,15 +70,16 @@ export async function handlePoolRoute(app: App, req: IncomingMessage, res: Serve
     return sendJson(res, 200, {
       endpointId,
       // Whether this gateway runs the pool (with several gateways only the leader does).
-      pool: view !== null,
-      workers: [...pool.map(renderPoolWorker), ...byHand],
+      pool: deps.pool.running(),
+      workers: [...(pool ?? []).map(renderPoolWorker), ...byHand],
+      hosts: (deps.pool.hosts() ?? []).map((h) => renderHost(h, pool ?? [])),
     });
   }
   if (what === 'logs' && extra.length === 0) {
     const raw = new URL(req.url ?? '/', 'http://gantry').searchParams.get('lines');
     const lines = raw === null || raw === '' ? DEFAULT_LOG_LINES : Number(raw);
     if (!Number.isInteger(lines) || lines < 1 || lines > MAX_LOG_LINES) throw invalidParameter('lines', `must be an integer from 1 to ${MAX_LOG_LINES}`);
-    const log = view?.logs(endpointId, workerId, lines);
+    const log = deps.pool.logs(endpointId, workerId, lines);
     if (!log) throw new AppError(404, 'WORKER_NOT_FOUND', `No pool worker ${workerId} on endpoint ${endpointId}`, { id: workerId });
     return sendJson(res, 200, { endpointId, workerId, lines: log.map((l) => ({ at: new Date(l.at).toISOString(), stream: l.stream, line: l.line })) });
   }

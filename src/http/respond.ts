@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { AppError } from '../errors.js';
+import { AppError } from '../model/errors.js';
 
 /** Sends JSON text as it is (already serialised). Every success is HTTP 200 unless said otherwise. */
 export function sendJsonText(res: ServerResponse, status: number, text: string, headers?: Record<string, string>): void {
@@ -13,6 +13,7 @@ export function sendJsonText(res: ServerResponse, status: number, text: string, 
   res.end(text);
 }
 
+/** Sends `body` as JSON with `status` (serialised here). */
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers?: Record<string, string>): void {
   sendJsonText(res, status, JSON.stringify(body), headers);
 }

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { AppError, invalidParameter } from '../errors.js';
-import { formatUsd, pixelsToMegapixels, usdNumber } from '../images/pricing.js';
-import type { App } from '../app.js';
+import { AppError, invalidParameter } from '../model/errors.js';
+import { formatUsd, pixelsToMegapixels, usdNumber } from '../model/money.js';
+import type { UsageStore } from '../store/store.js';
 import { sendJson } from './respond.js';
 
 /** `from` / `to` as epoch milliseconds or an ISO 8601 date. */
@@ -12,12 +12,18 @@ function parseTime(field: string, raw: string | null, fallback: number): number 
   return value;
 }
 
+/** What the usage route reads. */
+export interface UsageRouteDeps {
+  usage: Pick<UsageStore, 'sumUsage'>;
+  now(): number;
+}
+
 /**
  * `GET /admin/v1/usage?from=&to=&groupBy=key|endpoint`: usage of the public endpoints summed
  * over [from, to) (default: everything until now), per key or per endpoint. Costs are exact
  * (`cost` a JSON number that prints as the exact decimal, `costUsd` the same as a string).
  */
-export async function handleUsageRoute(app: App, req: IncomingMessage, res: ServerResponse): Promise<void> {
+export async function handleUsageRoute(deps: UsageRouteDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
   if ((req.method ?? 'GET') !== 'GET') throw new AppError(405, 'METHOD_NOT_ALLOWED', `${req.method} is not allowed on /admin/v1/usage`, undefined, { allow: 'GET' });
   const query = new URL(req.url ?? '/', 'http://gantry').searchParams;
   for (const key of query.keys()) {
@@ -26,9 +32,9 @@ export async function handleUsageRoute(app: App, req: IncomingMessage, res: Serv
   const groupBy = query.get('groupBy') ?? 'endpoint';
   if (groupBy !== 'key' && groupBy !== 'endpoint') throw invalidParameter('groupBy', 'must be key or endpoint');
   const from = parseTime('from', query.get('from'), 0);
-  const to = parseTime('to', query.get('to'), app.now() + 1);
+  const to = parseTime('to', query.get('to'), deps.now() + 1);
   if (to < from) throw invalidParameter('to', 'must not be before from');
-  const sums = await app.store.sumUsage({ from, to, groupBy });
+  const sums = await deps.usage.sumUsage({ from, to, groupBy });
   let units = 0n;
   let pixels = 0;
   let jobs = 0;

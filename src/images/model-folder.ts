@@ -16,6 +16,8 @@ import type { SchedulerConfig } from './scheduler.js';
  *   vae_decoder/model.onnx           latent_sample → sample   (+ config.json: scaling_factor)
  *
  * Large exports keep weights beside the graph (model.onnx_data); onnxruntime finds them.
+ * An operator may add `gantry-defaults.json` to override the per-model request defaults
+ * (model-defaults.ts).
  */
 export interface ModelFolder {
   dir: string;
@@ -36,7 +38,18 @@ export interface ModelFolder {
   shiftFactor: number;
   /** True for a tiny demo model built by Gantry (abstract images). */
   tiny: boolean;
+  /** model_index.json `_class_name` (FluxPipeline, StableDiffusionPipeline, ...). */
+  pipelineClass: string;
+  /** model_index.json `_name_or_path`: the checkpoint an export was made from, when recorded. */
+  nameOrPath: string;
+  /** unet/config.json or transformer/config.json. */
+  denoiserConfig: Record<string, unknown>;
+  /** The operator's gantry-defaults.json, or {}. */
+  overrides: Record<string, unknown>;
 }
+
+/** The operator's file of request defaults inside a model folder. */
+export const DEFAULTS_FILE = 'gantry-defaults.json';
 
 function readJson(file: string): Record<string, unknown> {
   try {
@@ -95,5 +108,9 @@ export function readModelFolder(dir: string): ModelFolder {
     scalingFactor: numberOr(vaeConfig.scaling_factor, family === 'unet' ? 0.18215 : 0.3611),
     shiftFactor: numberOr(vaeConfig.shift_factor, 0),
     tiny: index._gantry_tiny_model === true,
+    pipelineClass: typeof index._class_name === 'string' ? index._class_name : '',
+    nameOrPath: typeof index._name_or_path === 'string' ? index._name_or_path : '',
+    denoiserConfig,
+    overrides: optionalJson(join(dir, DEFAULTS_FILE)),
   };
 }

@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { S3Settings } from './image-config.js';
+import type { S3Settings } from '../config/image-config.js';
 import { presignGet, putObject } from './s3.js';
 
 /**
@@ -17,6 +17,7 @@ export interface ObjectStore {
 /** Object keys: path segments of letters, digits, `.`, `_`, `-` (no `..`, no empty segment). */
 const KEY = /^(?:[A-Za-z0-9_-][A-Za-z0-9._-]*)(?:\/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$/;
 
+/** True for a safe object key: path segments of letters, digits, `.`, `_`, `-`, at most 512 characters. */
 export function isValidObjectKey(key: string): boolean {
   return key.length <= 512 && KEY.test(key) && !key.split('/').some((s) => s === '..' || s === '.');
 }
@@ -68,11 +69,11 @@ export function createLocalObjectStore(options: { dir: string; baseUrl: string; 
 }
 
 /** An S3-compatible bucket; the URL is a presigned GET. */
-export function createS3ObjectStore(s3: S3Settings, ttlSeconds: number): ObjectStore {
+export function createS3ObjectStore(s3: S3Settings, ttlSeconds: number, transport: typeof fetch = fetch): ObjectStore {
   return {
     async put(key, body, contentType) {
       if (!isValidObjectKey(key)) throw new Error(`invalid object key ${JSON.stringify(key)}`);
-      await putObject(s3, key, body, contentType);
+      await putObject(s3, key, body, contentType, new Date(), transport);
       return presignGet(s3, key, ttlSeconds);
     },
   };

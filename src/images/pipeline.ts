@@ -1,244 +1,192 @@
+import { freemem, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import sharp from 'sharp';
+import { formatImageDevice, type ImageDevice, type TextEncoderPlacement } from '../config/image-config.js';
+import { flowLoop, GenerationStopped, unetLoop, type LoopContext, type LoopRequest } from './denoise.js';
+import { planMemory, type GraphSize } from './memory-plan.js';
+import { modelDefaults, type ModelDefaults } from './model-defaults.js';
 import { readModelFolder, type ModelFolder } from './model-folder.js';
-import { gaussianNoise } from './random.js';
-import { createScheduler } from './scheduler.js';
-import { checkProvider, feed, hasInput, openSession, runFloat, scalarDims, type Provider, type Session } from './tensors.js';
-import { loadPromptTokenizer, type PromptTokenizer } from './tokenizer.js';
+import { readGraphBoundary } from './graph-boundary.js';
+import { checkDevice, feed, hasInput, listGpus, openGraph, runFloat, type Session, type SessionSettings } from './tensors.js';
+import { PromptEncoders } from './text-encoders.js';
+
+export { GenerationStopped } from './denoise.js';
 
 /**
  * Text-to-image on onnxruntime-node: tokenizer(s) → text encoder(s) → denoiser (UNet or flow
  * transformer) stepped by the folder's scheduler with guidance → VAE decoder → RGB → JPEG/PNG.
  * One step blocks the calling thread (onnxruntime's run is synchronous underneath), so this
  * runs in the image worker process, never in the gateway; cancel and timeout are honoured
- * between steps.
+ * between steps. Several requests of one size run as one batch (generateBatch).
  */
 export interface PipelineOptions {
-  provider: Provider;
+  /** The worker's device: the CPU or one CUDA device (config/image-config.ts). */
+  device: ImageDevice;
   /** onnxruntime intra-op threads (0: its default, one per core). */
   threads?: number;
+  /** Text encoders on the device (default), resident on the CPU, or loaded per request (offload). */
+  textEncoders?: TextEncoderPlacement;
+  /** onnxruntime's memory arena and memory patterns (default on). */
+  arena?: boolean;
+  /** Memory the worker may use on its device, MiB (0 or absent: what the device has free). */
+  memoryLimitMb?: number;
+  /** Where float32-boundary copies of bfloat16 graphs go when their folder is read-only. */
+  cacheDir?: string;
 }
 
-export interface GenerateRequest {
-  prompt: string;
-  negativePrompt: string;
+/** One image to generate: prompt, size, steps, guidance and seed. */
+export interface GenerateRequest extends LoopRequest {
   width: number;
   height: number;
   steps: number;
-  guidance: number;
-  /** The resolved seed (never -1 here). */
-  seed: number;
-  /** Aborted → the loop stops before the next step with GenerationStopped. */
-  signal?: AbortSignal;
-  /** Epoch ms after which the loop stops with GenerationStopped (execution timeout). */
-  deadline?: number;
-  /** Called after each denoising step (0-based), e.g. for progress updates. */
-  onStep?: (step: number, total: number) => void;
 }
 
+/** A generated image as RGB pixels, with the seed it used. */
 export interface GeneratedImage {
   /** Interleaved RGB, 8 bits a channel, width × height × 3 bytes. */
   rgb: Uint8Array;
   width: number;
   height: number;
-  /** How many times the denoiser ran (one batched call a step, both guidance branches in it). */
+  /** How many times the denoiser ran for the batch this image was in (one call a step, all requests and both guidance branches in it). */
   denoiserCalls: number;
+  /** How many requests shared the denoiser runs (1 when not batched). */
+  batchSize: number;
   timings: { textMs: number; denoiseMs: number; decodeMs: number };
 }
 
-/** The generation was cancelled or ran out of time between two steps. */
-export class GenerationStopped extends Error {
-  override readonly name = 'GenerationStopped';
-  constructor(readonly reason: 'cancelled' | 'timeout') {
-    super(reason === 'cancelled' ? 'generation cancelled' : 'execution timeout exceeded');
-  }
-}
-
+/** A loaded model folder that turns prompts into images. */
 export interface DiffusionPipeline {
   readonly model: ModelFolder;
+  /** The model's request defaults (model-defaults.ts). */
+  readonly defaults: ModelDefaults;
+  /** How the memory check placed the graphs, for logs. */
+  readonly memory: { devicePeakBytes: number; hostPeakBytes: number; device: string; textEncoders: TextEncoderPlacement };
   generate(request: GenerateRequest): Promise<GeneratedImage>;
+  /** Requests that share batchKey run as one batch; each gets its image or its error. */
+  generateBatch(requests: GenerateRequest[]): Promise<(GeneratedImage | Error)[]>;
+  /** Requests with equal keys may share one batch (same size, steps and guidance mode). */
+  batchKey(request: GenerateRequest): string;
   release(): Promise<void>;
 }
 
+/** Weight bytes of each graph of the folder (external data included). */
+function graphSizes(model: ModelFolder): GraphSize[] {
+  const size = (file: string): number => readGraphBoundary(file).weightBytes;
+  return [
+    { name: 'text_encoder', bytes: size(model.textEncoder), encoder: true },
+    ...(model.textEncoder2 ? [{ name: 'text_encoder_2', bytes: size(model.textEncoder2), encoder: true }] : []),
+    { name: model.family, bytes: size(model.denoiser), encoder: false },
+    { name: 'vae_decoder', bytes: size(model.vaeDecoder), encoder: false },
+  ];
+}
+
+/** Throws, in words, when the graphs do not fit where they are placed (memory-plan.ts). */
+function checkMemory(model: ModelFolder, options: PipelineOptions, placement: TextEncoderPlacement): ReturnType<typeof planMemory> {
+  const { device } = options;
+  const limit = (options.memoryLimitMb ?? 0) * 1024 * 1024;
+  let free = freemem();
+  let source = `free host memory`;
+  if (device.provider === 'cuda') {
+    const gpu = listGpus()?.[device.index];
+    const known = gpu !== undefined && Number.isFinite(gpu.freeMb);
+    // Memory nvidia-smi does not report (a MIG instance) is checked only against the limit setting.
+    free = known ? gpu.freeMb * 1024 * 1024 : Infinity;
+    source = known ? `free on ${formatImageDevice(device)} (${gpu.name}, ${(gpu.totalMb / 1024).toFixed(1)} GiB total)` : `free on ${formatImageDevice(device)}: not reported`;
+  }
+  const budget = limit > 0 && limit < free ? limit : free;
+  if (limit > 0 && limit < free) source = `GANTRY_IMAGE_MEMORY_LIMIT_MB=${options.memoryLimitMb}`;
+  const plan = planMemory({
+    graphs: graphSizes(model),
+    textEncoders: placement,
+    deviceName: formatImageDevice(device),
+    onGpu: device.provider === 'cuda',
+    deviceBudget: budget,
+    hostBudget: freemem(),
+    budgetSource: source,
+  });
+  if (!plan.fits) throw new Error(plan.problem);
+  return plan;
+}
+
 /**
- * Opens every model of a folder on the configured provider.
+ * Opens a folder on the configured device after checking that it fits there.
  *
  * @example
- * const pipe = await loadPipeline('/models/sd-turbo-onnx', { provider: 'cuda' });
- * const image = await pipe.generate({ prompt: 'a lighthouse', negativePrompt: '', width: 512, height: 512, steps: 4, guidance: 0, seed: 1 });
+ * const pipe = await loadPipeline('/models/sd-turbo-onnx', { device: { provider: 'cuda', index: 0 } });
+ * const image = await pipe.generate({ prompt: 'a lighthouse', negativePrompt: '', width: 512, height: 512, steps: 1, guidance: 0, seed: 1 });
  * const jpeg = await encodeImage(image, 'jpeg');
  */
 export async function loadPipeline(dir: string, options: PipelineOptions): Promise<DiffusionPipeline> {
-  checkProvider(options.provider);
+  checkDevice(options.device);
   const model = readModelFolder(dir);
-  const open = (file: string): Promise<Session> => openSession(file, options.provider, options.threads ?? 0);
-  const [textEncoder, textEncoder2, denoiser, vae] = await Promise.all([
-    open(model.textEncoder),
-    model.textEncoder2 ? open(model.textEncoder2) : Promise.resolve(null),
-    open(model.denoiser),
-    open(model.vaeDecoder),
-  ]);
-  const tokenizer = loadPromptTokenizer(model.tokenizer, 77);
-  const tokenizer2 = model.tokenizer2 ? loadPromptTokenizer(model.tokenizer2, 512) : null;
-  const encoders = { textEncoder, textEncoder2, tokenizer, tokenizer2 };
+  // On the CPU "offload" would only add loading time: the encoders share the host memory anyway.
+  const placement: TextEncoderPlacement = options.device.provider === 'cpu' && options.textEncoders === 'cpu' ? 'device' : (options.textEncoders ?? 'device');
+  const plan = checkMemory(model, options, placement);
+  const settings: SessionSettings = { device: options.device, threads: options.threads ?? 0, arena: options.arena ?? true, cacheDir: options.cacheDir ?? join(tmpdir(), 'gantry-image-cache') };
+  const [denoiser, vae] = await Promise.all([openGraph(model.denoiser, settings), openGraph(model.vaeDecoder, settings)]);
+  const defaults = modelDefaults(model, hasInput(denoiser.session, 'guidance'));
+  const encoders = await PromptEncoders.load(model, settings, placement, defaults.maxSequenceLength);
+  const run = (requests: GenerateRequest[]): Promise<(GeneratedImage | Error)[]> => generateBatch({ model, defaults, encoders, denoiser: denoiser.session, vae: vae.session }, requests);
   return {
     model,
-    generate: (request) => generate(model, encoders, denoiser, vae, request),
+    defaults,
+    memory: { devicePeakBytes: plan.devicePeak, hostPeakBytes: plan.hostPeak, device: formatImageDevice(options.device), textEncoders: placement },
+    async generate(request) {
+      const [result] = await run([request]);
+      if (result instanceof Error) throw result;
+      return result!;
+    },
+    generateBatch: run,
+    batchKey: (request) => batchKey(model, defaults, request),
     async release() {
-      await Promise.all([textEncoder, textEncoder2, denoiser, vae].map((s) => s?.release()));
+      await Promise.all([encoders.release(), denoiser.session.release(), vae.session.release()]);
     },
   };
 }
 
-interface Encoders {
-  textEncoder: Session;
-  textEncoder2: Session | null;
-  tokenizer: PromptTokenizer;
-  tokenizer2: PromptTokenizer | null;
+function batchKey(model: ModelFolder, defaults: ModelDefaults, r: GenerateRequest): string {
+  // UNet: CFG on or off doubles the batch rows; FLUX-dev: the guidance tensor may not be per request.
+  const guidance = model.family === 'unet' ? (r.guidance > 1 ? 'cfg' : 'plain') : defaults.guidanceMode === 'embedded' ? `g${r.guidance}` : '';
+  return `${r.width}x${r.height}/${r.steps}/${guidance}`;
 }
 
-/** Encodes prompts in one batch: last_hidden_state [B, L, D] and, when present, pooler_output [B, D]. */
-async function encodeText(session: Session, tokenizer: PromptTokenizer, prompts: string[], name: string) {
-  const ids = prompts.flatMap((p) => tokenizer.encode(p));
-  const result = await session.run({ input_ids: feed(session, 'input_ids', name, ids, [prompts.length, tokenizer.maxLength]) });
-  const hidden = result.last_hidden_state;
-  if (!hidden) throw new Error(`${name} has no output 'last_hidden_state' (outputs: ${session.outputNames.join(', ')})`);
-  const pooled = result.pooler_output ?? result.text_embeds;
-  return {
-    hidden: hidden.data as Float32Array,
-    hiddenDims: hidden.dims.map(Number),
-    pooled: pooled ? (pooled.data as Float32Array) : null,
-    pooledDims: pooled ? pooled.dims.map(Number) : [],
-  };
+interface Graphs {
+  model: ModelFolder;
+  defaults: ModelDefaults;
+  encoders: PromptEncoders;
+  denoiser: Session;
+  vae: Session;
 }
 
-function checkStop(request: GenerateRequest): void {
-  if (request.signal?.aborted) throw new GenerationStopped('cancelled');
-  if (request.deadline !== undefined && Date.now() > request.deadline) throw new GenerationStopped('timeout');
-}
-
-async function generate(model: ModelFolder, enc: Encoders, denoiser: Session, vae: Session, request: GenerateRequest): Promise<GeneratedImage> {
-  const { width, height } = request;
-  const cell = model.vaeScaleFactor * (model.family === 'transformer' ? 2 : 1);
+async function generateBatch(g: Graphs, requests: GenerateRequest[]): Promise<(GeneratedImage | Error)[]> {
+  if (requests.length === 0) return [];
+  const first = requests[0]!;
+  const key = batchKey(g.model, g.defaults, first);
+  if (requests.some((r) => batchKey(g.model, g.defaults, r) !== key)) throw new Error('a batch must share size, steps and guidance mode');
+  const { width, height } = first;
+  const cell = g.model.vaeScaleFactor * (g.model.family === 'transformer' ? 2 : 1);
   if (width % cell !== 0 || height % cell !== 0) throw new Error(`width and height must be multiples of ${cell} for this model`);
-  const h = height / model.vaeScaleFactor;
-  const w = width / model.vaeScaleFactor;
-  const C = model.latentChannels;
   const t0 = performance.now();
-  checkStop(request);
+  const ctx: LoopContext = { model: g.model, encoders: g.encoders, denoiser: g.denoiser, steps: first.steps, h: height / g.model.vaeScaleFactor, w: width / g.model.vaeScaleFactor };
+  const run = g.model.family === 'unet' ? await unetLoop(ctx, requests) : await flowLoop(ctx, requests);
+  const t1 = performance.now();
+  const images: (Uint8Array | Error)[] = [];
+  // One image at a time through the VAE: its activations at 1024² are the largest of the pipeline.
+  for (const latents of run.latents) images.push(latents instanceof GenerationStopped ? latents : await decode(g, latents, ctx.h, ctx.w, width, height));
+  const timings = { textMs: run.textMs, denoiseMs: t1 - t0 - run.textMs, decodeMs: performance.now() - t1 };
+  return images.map((rgb) => (rgb instanceof Error ? rgb : { rgb, width, height, denoiserCalls: run.calls, batchSize: requests.length, timings }));
+}
 
-  const run = model.family === 'unet' ? await unetLoop(model, enc, denoiser, request, h, w, t0) : await flowLoop(model, enc, denoiser, request, h, w, t0);
-  const t2 = performance.now();
-
-  // VAE decode: latents / scaling_factor + shift_factor.
-  const latents = run.latents;
-  for (let k = 0; k < latents.length; k++) latents[k] = latents[k]! / model.scalingFactor + model.shiftFactor;
-  const decoded = await runFloat(vae, { latent_sample: feed(vae, 'latent_sample', 'vae_decoder', latents, [1, C, h, w]) }, 'sample', 'vae_decoder');
+/** VAE decode of one latent [C, h, w]: latents / scaling_factor + shift_factor → RGB bytes. */
+async function decode(g: Graphs, latents: Float32Array, h: number, w: number, width: number, height: number): Promise<Uint8Array> {
+  const { model, vae } = g;
+  const scaled = latents.map((v) => v / model.scalingFactor + model.shiftFactor);
+  const decoded = await runFloat(vae, { latent_sample: feed(vae, 'latent_sample', 'vae_decoder', scaled, [1, model.latentChannels, h, w]) }, 'sample', 'vae_decoder');
   const [, channels, outH, outW] = decoded.dims.map(Number);
   if (channels !== 3 || outH !== height || outW !== width) {
     throw new Error(`vae_decoder returned ${decoded.dims.join('x')}, expected 1x3x${height}x${width}`);
   }
-  const rgb = toRgb(decoded.data, width, height);
-  return { rgb, width, height, denoiserCalls: run.calls, timings: { textMs: run.textMs, denoiseMs: t2 - t0 - run.textMs, decodeMs: performance.now() - t2 } };
-}
-
-/** UNet family: Euler discrete over epsilon / v predictions, classifier-free guidance when guidance > 1. */
-async function unetLoop(model: ModelFolder, enc: Encoders, unet: Session, request: GenerateRequest, h: number, w: number, t0: number) {
-  const C = model.latentChannels;
-  const cfg = request.guidance > 1;
-  const prompts = cfg ? [request.negativePrompt, request.prompt] : [request.prompt];
-  const text = await encodeText(enc.textEncoder, enc.tokenizer, prompts, 'text_encoder');
-  const textMs = performance.now() - t0;
-  const scheduler = createScheduler(model.schedulerConfig, request.steps);
-  if (scheduler.kind !== 'euler') throw new Error(`a UNet model needs an Euler-family scheduler, got ${model.schedulerConfig._class_name ?? '?'}`);
-
-  const size = C * h * w;
-  const latents = gaussianNoise(request.seed, size);
-  for (let k = 0; k < size; k++) latents[k] = latents[k]! * scheduler.initNoiseSigma;
-  const batch = prompts.length;
-  const input = new Float32Array(size * batch);
-  const guided = new Float32Array(size);
-  const textFeed = feed(unet, 'encoder_hidden_states', 'unet', text.hidden, text.hiddenDims);
-  const tDims = scalarDims(unet, 'timestep', 'unet', batch);
-  let calls = 0;
-  for (let i = 0; i < scheduler.timesteps.length; i++) {
-    checkStop(request);
-    const scale = scheduler.inputScale(i);
-    for (let b = 0; b < batch; b++) for (let k = 0; k < size; k++) input[b * size + k] = latents[k]! * scale;
-    const t = scheduler.timesteps[i]!;
-    const out = await runFloat(unet, {
-      sample: feed(unet, 'sample', 'unet', input, [batch, C, h, w]),
-      timestep: feed(unet, 'timestep', 'unet', new Array<number>(tDims.length === 0 ? 1 : tDims[0]!).fill(t), tDims),
-      encoder_hidden_states: textFeed,
-    }, 'out_sample', 'unet');
-    calls++;
-    const o = out.data;
-    if (cfg) for (let k = 0; k < size; k++) guided[k] = o[k]! + request.guidance * (o[size + k]! - o[k]!);
-    scheduler.step(i, latents, cfg ? guided : o);
-    request.onStep?.(i, scheduler.timesteps.length);
-  }
-  return { latents, calls, textMs };
-}
-
-/** Transformer family (FLUX layout): packed 2×2 latents, flow-matching Euler, embedded guidance when the model takes it. */
-async function flowLoop(model: ModelFolder, enc: Encoders, transformer: Session, request: GenerateRequest, h: number, w: number, t0: number) {
-  const C = model.latentChannels;
-  const clip = await encodeText(enc.textEncoder, enc.tokenizer, [request.prompt], 'text_encoder');
-  const seqText = enc.textEncoder2 && enc.tokenizer2 ? await encodeText(enc.textEncoder2, enc.tokenizer2, [request.prompt], 'text_encoder_2') : clip;
-  if (!clip.pooled) throw new Error('text_encoder has no pooler_output, which a transformer model needs as pooled_projections');
-  const textMs = performance.now() - t0;
-  const ph = h / 2;
-  const pw = w / 2;
-  const tokens = ph * pw;
-  const scheduler = createScheduler(model.schedulerConfig, request.steps, tokens);
-  if (scheduler.kind !== 'flow') throw new Error(`a transformer model needs FlowMatchEulerDiscreteScheduler, got ${model.schedulerConfig._class_name ?? '?'}`);
-
-  const latents = pack(gaussianNoise(request.seed, C * h * w), C, h, w);
-  const imgIds = new Float32Array(tokens * 3);
-  for (let i = 0; i < ph; i++) for (let j = 0; j < pw; j++) imgIds.set([0, i, j], (i * pw + j) * 3);
-  const textLen = seqText.hiddenDims[1]!;
-  const name = 'transformer';
-  const fixed = {
-    encoder_hidden_states: feed(transformer, 'encoder_hidden_states', name, seqText.hidden, seqText.hiddenDims),
-    pooled_projections: feed(transformer, 'pooled_projections', name, clip.pooled, clip.pooledDims),
-    img_ids: feed(transformer, 'img_ids', name, imgIds, [tokens, 3]),
-    txt_ids: feed(transformer, 'txt_ids', name, new Float32Array(textLen * 3), [textLen, 3]),
-    ...(hasInput(transformer, 'guidance') ? { guidance: feed(transformer, 'guidance', name, [request.guidance], scalarDims(transformer, 'guidance', name, 1)) } : {}),
-  };
-  const tDims = scalarDims(transformer, 'timestep', name, 1);
-  let calls = 0;
-  for (let i = 0; i < scheduler.timesteps.length; i++) {
-    checkStop(request);
-    const out = await runFloat(transformer, {
-      ...fixed,
-      hidden_states: feed(transformer, 'hidden_states', name, latents, [1, tokens, C * 4]),
-      timestep: feed(transformer, 'timestep', name, [scheduler.timesteps[i]!], tDims),
-    }, 'out_hidden_states', name);
-    calls++;
-    scheduler.step(i, latents, out.data);
-    request.onStep?.(i, scheduler.timesteps.length);
-  }
-  return { latents: unpack(latents, C, h, w), calls, textMs };
-}
-
-/** [C, h, w] → [(h/2)(w/2), C·4], feature = c·4 + dy·2 + dx (diffusers' _pack_latents). */
-function pack(x: Float32Array, C: number, h: number, w: number): Float32Array {
-  const out = new Float32Array(x.length);
-  const pw = w / 2;
-  for (let c = 0; c < C; c++) for (let y = 0; y < h; y++) for (let xx = 0; xx < w; xx++) {
-    const token = (y >> 1) * pw + (xx >> 1);
-    out[token * C * 4 + c * 4 + (y & 1) * 2 + (xx & 1)] = x[(c * h + y) * w + xx]!;
-  }
-  return out;
-}
-
-function unpack(p: Float32Array, C: number, h: number, w: number): Float32Array {
-  const out = new Float32Array(p.length);
-  const pw = w / 2;
-  for (let c = 0; c < C; c++) for (let y = 0; y < h; y++) for (let xx = 0; xx < w; xx++) {
-    const token = (y >> 1) * pw + (xx >> 1);
-    out[(c * h + y) * w + xx] = p[token * C * 4 + c * 4 + (y & 1) * 2 + (xx & 1)]!;
-  }
-  return out;
+  return toRgb(decoded.data, width, height);
 }
 
 /** [3, H, W] in [-1, 1] → interleaved RGB bytes. */

@@ -1,5 +1,5 @@
 import { createHash, createHmac } from 'node:crypto';
-import type { S3Settings } from './image-config.js';
+import type { S3Settings } from '../config/image-config.js';
 
 /**
  * A small AWS Signature V4 client for S3-compatible stores (AWS, MinIO, R2, s3rver): a signed
@@ -74,21 +74,23 @@ function canonicalQuery(params: URLSearchParams): string {
 }
 
 /**
- * Uploads one object with a SigV4-signed PUT; throws with the server's answer on failure.
+ * Uploads one object with a SigV4-signed PUT; throws with the HTTP status on failure (never the
+ * server's answer: a job's error must not carry what some address replied, docs/security.md).
  *
  * @example await putObject(s3, 'image-quality/job-1.jpeg', bytes, 'image/jpeg');
  */
-export async function putObject(s3: S3Settings, key: string, body: Uint8Array, contentType: string, now = new Date()): Promise<void> {
+export async function putObject(s3: S3Settings, key: string, body: Uint8Array, contentType: string, now = new Date(), transport: typeof fetch = fetch): Promise<void> {
   const url = objectUrl(s3, key);
   const payloadHash = sha256Hex(body);
   const headers = { 'content-type': contentType, 'x-amz-content-sha256': payloadHash, 'x-amz-date': amzDates(now).amzDate };
-  const res = await fetch(url, {
+  const res = await transport(url, {
     method: 'PUT',
     body,
     headers: { ...headers, authorization: signHeaders(s3, 'PUT', url, headers, payloadHash) },
     signal: AbortSignal.timeout(60_000),
   });
-  if (!res.ok) throw new Error(`S3 PUT ${url.origin}/${s3.bucket}/${key} failed: HTTP ${res.status} ${(await res.text()).slice(0, 300)}`);
+  await res.body?.cancel();
+  if (!res.ok) throw new Error(`S3 PUT ${url.origin}/${s3.bucket}/${key} failed: HTTP ${res.status}`);
 }
 
 /**

@@ -7,6 +7,7 @@
  * Both expose the same plan: the model's timestep and input scale per step, and an Euler step.
  */
 
+/** The subset of a model folder's scheduler/scheduler_config.json that the pipeline reads. */
 export interface SchedulerConfig {
   _class_name?: string;
   num_train_timesteps?: number;
@@ -22,8 +23,23 @@ export interface SchedulerConfig {
   max_shift?: number;
   base_image_seq_len?: number;
   max_image_seq_len?: number;
+  trained_betas?: number[] | null;
+  use_karras_sigmas?: boolean;
+  rescale_betas_zero_snr?: boolean;
+  interpolation_type?: string;
+  final_sigmas_type?: string;
+  timestep_type?: string;
+  sigma_min?: number | null;
+  sigma_max?: number | null;
+  use_exponential_sigmas?: boolean;
+  use_beta_sigmas?: boolean;
+  time_shift_type?: string;
+  shift_terminal?: number | null;
+  invert_sigmas?: boolean;
+  stochastic_sampling?: boolean;
 }
 
+/** The sigmas and timesteps of one generation, and the Euler step between them. */
 export interface Scheduler {
   readonly kind: 'euler' | 'flow';
   /** The timestep fed to the denoiser at each step (length = steps). */
@@ -64,6 +80,22 @@ export function createScheduler(config: SchedulerConfig, steps: number, imageSeq
   throw new Error(`unsupported scheduler ${name}: expected EulerDiscreteScheduler or FlowMatchEulerDiscreteScheduler`);
 }
 
+/** Refuses a config option that changes the schedule in a way this code does not implement. */
+function refuse(config: SchedulerConfig, options: (keyof SchedulerConfig)[]): void {
+  for (const option of options) {
+    const value = config[option];
+    if (value !== undefined && value !== null && value !== false) {
+      throw new Error(`unsupported scheduler option ${option}=${JSON.stringify(value)} (${config._class_name ?? 'scheduler'}): Gantry would ignore it and denoise on a different schedule`);
+    }
+  }
+}
+
+/** numpy's round: halves to the even neighbour (np.round(812.5) === 812). */
+export function roundHalfEven(x: number): number {
+  const r = Math.round(x);
+  return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
+
 function linspace(start: number, end: number, n: number): number[] {
   if (n === 1) return [start];
   return Array.from({ length: n }, (_, i) => start + ((end - start) * i) / (n - 1));
@@ -77,42 +109,107 @@ function interpolate(values: number[], t: number): number {
   return values[lo]! * (1 - frac) + values[hi]! * frac;
 }
 
-function eulerDiscrete(config: SchedulerConfig, steps: number): Scheduler {
+/**
+ * The training betas: trained_betas, or the beta_schedule, with the zero-terminal-SNR rescale
+ * when asked. Rounded to float32 as diffusers keeps them (torch float32), so the sigmas derived
+ * from them match its tables to float32 precision.
+ */
+function trainingBetas(config: SchedulerConfig): number[] {
   const trainSteps = config.num_train_timesteps ?? 1000;
   const betaStart = config.beta_start ?? 0.00085;
   const betaEnd = config.beta_end ?? 0.012;
   const schedule = config.beta_schedule ?? 'scaled_linear';
   let betas: number[];
-  if (schedule === 'scaled_linear') betas = linspace(Math.sqrt(betaStart), Math.sqrt(betaEnd), trainSteps).map((b) => b * b);
-  else if (schedule === 'linear') betas = linspace(betaStart, betaEnd, trainSteps);
-  else throw new Error(`unsupported beta_schedule ${schedule}: expected scaled_linear or linear`);
+  const f = Math.fround;
+  if (Array.isArray(config.trained_betas) && config.trained_betas.length > 0) betas = config.trained_betas.map(f);
+  else if (schedule === 'scaled_linear') betas = linspace(Math.sqrt(betaStart), Math.sqrt(betaEnd), trainSteps).map((b) => f(f(b) * f(b)));
+  else if (schedule === 'linear') betas = linspace(betaStart, betaEnd, trainSteps).map(f);
+  else if (schedule === 'squaredcos_cap_v2') {
+    const alphaBar = (t: number): number => Math.cos(((t + 0.008) / 1.008) * Math.PI / 2) ** 2;
+    betas = Array.from({ length: trainSteps }, (_, i) => f(Math.min(1 - alphaBar((i + 1) / trainSteps) / alphaBar(i / trainSteps), 0.999)));
+  } else throw new Error(`unsupported beta_schedule ${schedule}: expected scaled_linear, linear or squaredcos_cap_v2`);
+  return config.rescale_betas_zero_snr ? rescaleZeroTerminalSnr(betas) : betas;
+}
+
+/** Rescales betas to zero terminal SNR (Lin et al. 2023, Algorithm 1), as diffusers does. */
+function rescaleZeroTerminalSnr(betas: number[]): number[] {
+  let cumulative = 1;
+  const sqrtBar = betas.map((b) => Math.sqrt((cumulative *= 1 - b)));
+  const first = sqrtBar[0]!;
+  const last = sqrtBar[sqrtBar.length - 1]!;
+  const bar = sqrtBar.map((v) => ((v - last) * first) / (first - last)).map((v) => v * v);
+  return bar.map((b, i) => 1 - (i === 0 ? b : b / bar[i - 1]!));
+}
+
+/** Timesteps of EulerDiscreteScheduler.set_timesteps for each timestep_spacing. */
+function eulerTimesteps(config: SchedulerConfig, trainSteps: number, steps: number): number[] {
+  const spacing = config.timestep_spacing ?? 'linspace';
+  if (spacing === 'linspace') return linspace(0, trainSteps - 1, steps).reverse();
+  if (spacing === 'leading') {
+    const ratio = Math.floor(trainSteps / steps);
+    return Array.from({ length: steps }, (_, i) => roundHalfEven(i * ratio) + (config.steps_offset ?? 0)).reverse();
+  }
+  if (spacing === 'trailing') {
+    // np.round(np.arange(T, 0, -T / steps)) - 1: numpy rounds halves to even.
+    const ratio = trainSteps / steps;
+    return Array.from({ length: steps }, (_, i) => roundHalfEven(trainSteps - i * ratio) - 1);
+  }
+  throw new Error(`unsupported timestep_spacing ${spacing}: expected linspace, leading or trailing`);
+}
+
+/** Karras et al. (2022) sigmas between the schedule's ends, rho = 7. */
+function karrasSigmas(sigmas: number[], config: SchedulerConfig, steps: number): number[] {
+  const min = config.sigma_min ?? sigmas[sigmas.length - 1]!;
+  const max = config.sigma_max ?? sigmas[0]!;
+  const rho = 7;
+  return linspace(0, 1, steps).map((r) => (max ** (1 / rho) + r * (min ** (1 / rho) - max ** (1 / rho))) ** rho);
+}
+
+/** The (fractional) training timestep of a sigma, interpolated in log-sigma (diffusers' _sigma_to_t). */
+function sigmaToT(sigma: number, logSigmas: number[]): number {
+  const logSigma = Math.log(Math.max(sigma, 1e-10));
+  let low = 0;
+  for (let i = 0; i < logSigmas.length; i++) if (logSigma - logSigmas[i]! >= 0) low = i;
+  low = Math.min(low, logSigmas.length - 2);
+  const lo = logSigmas[low]!;
+  const hi = logSigmas[low + 1]!;
+  const w = Math.min(1, Math.max(0, (lo - logSigma) / (lo - hi)));
+  return (1 - w) * low + w * (low + 1);
+}
+
+function eulerDiscrete(config: SchedulerConfig, steps: number): Scheduler {
+  refuse(config, ['use_exponential_sigmas', 'use_beta_sigmas']);
+  if ((config.timestep_type ?? 'discrete') !== 'discrete') throw new Error(`unsupported timestep_type ${config.timestep_type}: expected discrete`);
+  if ((config.interpolation_type ?? 'linear') !== 'linear') throw new Error(`unsupported interpolation_type ${config.interpolation_type}: expected linear`);
   const prediction = config.prediction_type ?? 'epsilon';
   if (prediction !== 'epsilon' && prediction !== 'v_prediction') {
     throw new Error(`unsupported prediction_type ${prediction}: expected epsilon or v_prediction`);
   }
+  const betas = trainingBetas(config);
+  const trainSteps = betas.length;
+  const f = Math.fround;
   let cumulative = 1;
-  const trainSigmas = betas.map((beta) => {
-    cumulative *= 1 - beta;
-    return Math.sqrt((1 - cumulative) / cumulative);
-  });
-
-  const spacing = config.timestep_spacing ?? 'linspace';
-  let timesteps: number[];
-  if (spacing === 'linspace') {
-    timesteps = linspace(0, trainSteps - 1, steps).reverse();
-  } else if (spacing === 'leading') {
-    const ratio = Math.floor(trainSteps / steps);
-    timesteps = Array.from({ length: steps }, (_, i) => Math.round(i * ratio) + (config.steps_offset ?? 0)).reverse();
-  } else if (spacing === 'trailing') {
-    const ratio = trainSteps / steps;
-    timesteps = Array.from({ length: steps }, (_, i) => Math.round(trainSteps - i * ratio) - 1);
-  } else {
-    throw new Error(`unsupported timestep_spacing ${spacing}: expected linspace, leading or trailing`);
+  const alphasCumprod = betas.map((beta) => (cumulative = f(cumulative * f(1 - beta))));
+  // diffusers: with zero terminal SNR the last alpha_bar is 0; it is set to 2^-24 so sigma stays finite.
+  if (config.rescale_betas_zero_snr) alphasCumprod[trainSteps - 1] = 2 ** -24;
+  const trainSigmas = alphasCumprod.map((a) => f(Math.sqrt(f(f(1 - a) / a))));
+  let timesteps = eulerTimesteps(config, trainSteps, steps);
+  let stepSigmas = timesteps.map((t) => interpolate(trainSigmas, t));
+  if (config.use_karras_sigmas) {
+    stepSigmas = karrasSigmas(stepSigmas, config, steps);
+    const logSigmas = trainSigmas.map(Math.log);
+    timesteps = stepSigmas.map((sigma) => sigmaToT(sigma, logSigmas));
   }
-  const sigmas = [...timesteps.map((t) => interpolate(trainSigmas, t)), 0];
+  const finalType = config.final_sigmas_type ?? 'zero';
+  if (finalType !== 'zero' && finalType !== 'sigma_min') throw new Error(`unsupported final_sigmas_type ${finalType}: expected zero or sigma_min`);
+  const sigmas = [...stepSigmas, finalType === 'zero' ? 0 : trainSigmas[0]!];
   const maxSigma = Math.max(...sigmas);
+  const spacing = config.timestep_spacing ?? 'linspace';
   const initNoiseSigma = spacing === 'linspace' || spacing === 'trailing' ? maxSigma : Math.sqrt(maxSigma * maxSigma + 1);
+  return eulerPlan(timesteps, sigmas, initNoiseSigma, prediction);
+}
 
+function eulerPlan(timesteps: number[], sigmas: number[], initNoiseSigma: number, prediction: string): Scheduler {
   return {
     kind: 'euler',
     timesteps,
@@ -135,6 +232,7 @@ function eulerDiscrete(config: SchedulerConfig, steps: number): Scheduler {
 }
 
 function flowMatchEuler(config: SchedulerConfig, steps: number, imageSeqLen: number): Scheduler {
+  refuse(config, ['use_karras_sigmas', 'use_exponential_sigmas', 'use_beta_sigmas', 'invert_sigmas', 'stochastic_sampling']);
   // FluxPipeline: sigmas = linspace(1, 1/steps, steps), then shifted.
   const base = linspace(1, 1 / steps, steps);
   let sigmas: number[];
@@ -145,10 +243,17 @@ function flowMatchEuler(config: SchedulerConfig, steps: number, imageSeqLen: num
     const maxShift = config.max_shift ?? 1.15;
     const m = (maxShift - baseShift) / (maxLen - baseLen);
     const mu = imageSeqLen * m + (baseShift - m * baseLen);
-    sigmas = base.map((s) => Math.exp(mu) / (Math.exp(mu) + (1 / s - 1)));
+    const type = config.time_shift_type ?? 'exponential';
+    if (type !== 'exponential' && type !== 'linear') throw new Error(`unsupported time_shift_type ${type}: expected exponential or linear`);
+    sigmas = base.map((s) => (type === 'exponential' ? Math.exp(mu) / (Math.exp(mu) + (1 / s - 1)) : mu / (mu + (1 / s - 1))));
   } else {
     const shift = config.shift ?? 1;
     sigmas = base.map((s) => (shift * s) / (1 + (shift - 1) * s));
+  }
+  if (config.shift_terminal) {
+    // Stretch so the last sigma lands on shift_terminal (diffusers' stretch_shift_to_terminal).
+    const scale = (1 - sigmas[sigmas.length - 1]!) / (1 - config.shift_terminal);
+    sigmas = sigmas.map((s) => 1 - (1 - s) / scale);
   }
   const trainSteps = config.num_train_timesteps ?? 1000;
   const all = [...sigmas, 0];

@@ -1,98 +1,104 @@
-import type { Logger } from 'pino';
-import type { GantryConfig } from '../config.js';
-import { AppError } from '../errors.js';
+import type { GantryConfig } from '../config/config.js';
 import type { JobWaiters } from '../dispatch/job-waiters.js';
-import type { Notifier } from '../dispatch/notifier.js';
-import type { PoolView } from '../pool/pool-view.js';
-import type { EndpointRecord, JobCounts, JobRecord, NewJob, Store } from '../store/store.js';
-import type { SubmitRequest } from './policy.js';
-import type { SecretBox } from './secrets.js';
+import { isRetryable, isTerminal, type JobStatus } from '../model/job-states.js';
+import type { EndpointRecord, JobCounts, JobRecord } from '../model/records.js';
+import type { PoolView } from './pool-view.js';
+import { checkOutboundUrl, type OutboundPolicy } from '../security/outbound.js';
+import type { SecretBox } from '../security/secret-box.js';
+import type { JobStore, WorkerStore } from '../store/store.js';
+import type { EndpointService } from './endpoint-service.js';
 import { uuidv7 } from './job-ids.js';
-import { isRetryable, isTerminal } from './states.js';
+import type { SubmitRequest } from './policy.js';
+import type { QueueGauge } from './queue-gauge.js';
+import { initialJob, type JobTransitions } from './transitions.js';
 
-/** What the job service needs from the rest of the gateway. */
-export interface JobServiceDeps {
-  store: Store;
-  notifier: Notifier;
-  waiters: JobWaiters;
-  config: GantryConfig;
-  secrets: SecretBox;
-  logger: Logger;
-  /** The clock; tests move it. */
-  now: () => number;
-  /** The worker pool's view when this gateway runs the autoscaler (initializing, throttled, crash-looping workers). */
-  pool?: { view: PoolView | null };
-}
-
+/** What a cancel did: the cancelled job, or why nothing changed. */
 export type CancelResult = { ok: true; job: JobRecord } | { ok: false; reason: 'not-found' } | { ok: false; reason: 'wrong-state'; job: JobRecord };
+/** What a retry did: the requeued job, or why nothing changed (expired: the result is past its retention). */
 export type RetryResult = CancelResult | { ok: false; reason: 'expired'; job: JobRecord };
 
-/** How long an endpoint's settings are cached (another gateway's change shows within this). */
-const ENDPOINT_CACHE_MS = 2_000;
-/** How often the queue-overload check refreshes its count from the store. */
-const QUEUE_COUNT_REFRESH_MS = 1_000;
+/** The reason a stream read's own wait is called off: a constant, so no DOMException is built each time. */
+const CALLED_OFF = new Error('stream read ended');
+
+/** Chunks drained from a job's stream, with the job as read just before. */
+export interface StreamRead {
+  job: JobRecord;
+  chunks: string[];
+}
+
+/** /health's answer: job counts and workers by state (RunPod's names). */
+export interface EndpointHealth {
+  jobs: JobCounts;
+  workers: { idle: number; initializing: number; ready: number; running: number; throttled: number; unhealthy: number };
+}
 
 /**
- * The client side of the job state machine (docs/states.md): submit, read, wait, cancel,
- * retry, purge, health. Every transition is one store call; after it the service publishes
- * the event that wakes the waiters concerned.
+ * The client side of the job API (docs/api.md): submit, read, wait, cancel, retry, purge,
+ * health. A job of another endpoint is "not found" everywhere. State changes go through
+ * JobTransitions; this service adds what clients see: endpoint checks, waiting, health.
  */
-export function createJobService(deps: JobServiceDeps) {
-  const { store, notifier, waiters, config, now } = deps;
-  const endpointCache = new Map<string, { endpoint: EndpointRecord | undefined; at: number }>();
-  /** Per endpoint: the queue length last counted plus the submissions since that count began. */
-  const queueCounts = new Map<string, { inQueue: number; since: number; at: number; refreshing: boolean }>();
+export interface JobService {
+  /** Admits (queue-overload check, the endpoint's input hook), creates and queues a job. */
+  submit(endpoint: EndpointRecord, request: SubmitRequest, opts: { sync: boolean; keyId: string | null }): Promise<JobRecord>;
+  /** The job if it exists on this endpoint. */
+  getJob(endpointId: string, id: string): Promise<JobRecord | undefined>;
+  /** Status read; `ttlMs` (status?ttl=) shortens the job's retention. */
+  status(endpointId: string, id: string, ttlMs: number | null): Promise<JobRecord | undefined>;
+  /** Waits until the job is terminal or `waitMs` passes; returns its latest state. */
+  waitTerminal(endpointId: string, id: string, waitMs: number, signal?: AbortSignal): Promise<JobRecord | undefined>;
+  cancel(endpointId: string, id: string): Promise<CancelResult>;
+  retry(endpointId: string, id: string): Promise<RetryResult>;
+  /** Cancels every queued job of the endpoint; returns how many. */
+  purgeQueue(endpointId: string): Promise<number>;
+  /** Stream poll: drains buffered chunks; when none, waits up to `waitMs` for one or the end. */
+  readStream(endpointId: string, id: string, waitMs: number, signal?: AbortSignal): Promise<StreamRead | undefined>;
+  /**
+   * Server-sent events: drains buffered chunks; when none and the job's status is still
+   * `lastStatus`, waits up to `waitMs` for a chunk, another status or the end.
+   */
+  watchStream(endpointId: string, id: string, lastStatus: JobStatus | null, waitMs: number, signal?: AbortSignal): Promise<StreamRead | undefined>;
+  health(endpointId: string): Promise<EndpointHealth>;
+  /** Most recent jobs of the endpoint, newest first. */
+  listRequests(endpointId: string, limit: number): Promise<JobRecord[]>;
+}
 
-  async function getEndpoint(id: string): Promise<EndpointRecord | undefined> {
-    const hit = endpointCache.get(id);
-    const t = now();
-    if (hit && t - hit.at < ENDPOINT_CACHE_MS) return hit.endpoint;
-    const endpoint = await store.getEndpoint(id);
-    endpointCache.set(id, { endpoint, at: t });
-    return endpoint;
-  }
+/** What the job service uses. */
+export interface JobServiceDeps {
+  store: Pick<JobStore, 'getJob' | 'drainStream' | 'countJobs' | 'queueStats' | 'listJobs'> & Pick<WorkerStore, 'listWorkers'>;
+  transitions: JobTransitions;
+  endpoints: Pick<EndpointService, 'hooksOf'>;
+  gauge: QueueGauge;
+  waiters: JobWaiters;
+  /** The worker pool of this gateway, when it runs one (initializing, throttled, crash-looping workers). */
+  pool: PoolView;
+  /** Seals a job's s3Config for storage. */
+  secrets: Pick<SecretBox, 'seal'>;
+  config: Pick<GantryConfig, 'syncRetentionMs' | 'asyncRetentionMs' | 'workerLostMs'>;
+  /** Where a webhook may point (security/outbound.ts); checked when the job is submitted. */
+  outbound?: OutboundPolicy;
+  now(): number;
+}
 
-  /** 429 when the queue is overloaded: inQueue > 50 and inQueue > workersMax × factor (spec, Errors). */
-  function checkQueueLoad(endpoint: EndpointRecord): void {
-    const t = now();
-    let entry = queueCounts.get(endpoint.id);
-    if (!entry) queueCounts.set(endpoint.id, (entry = { inQueue: 0, since: 0, at: 0, refreshing: false }));
-    if (t - entry.at >= QUEUE_COUNT_REFRESH_MS && !entry.refreshing) {
-      const e = entry;
-      e.refreshing = true;
-      e.since = 0;
-      // queueStats walks the queued and running jobs only (partial indexes), not the retained ones.
-      store.queueStats({ endpointId: endpoint.id, now: t }).then(
-        (counts) => Object.assign(e, { inQueue: counts.inQueue + e.since, at: now(), refreshing: false }),
-        (err: unknown) => {
-          e.refreshing = false;
-          deps.logger.error({ err, endpointId: endpoint.id }, 'queue count failed');
-        },
-      );
-    }
-    const limit = Math.max(50, endpoint.workersMax * config.queueLimitFactor);
-    if (entry.inQueue > limit) {
-      throw new AppError(429, 'QUEUE_FULL', `Queue is full: ${entry.inQueue} jobs waiting on endpoint ${endpoint.id}`, undefined, { 'retry-after': '1' });
-    }
-    entry.inQueue++;
-    entry.since++;
-  }
+/** @example const jobs = createJobService({ store, transitions, endpoints, gauge, waiters, pool, secrets, config, now: Date.now }); */
+export function createJobService(deps: JobServiceDeps): JobService {
+  return new Jobs(deps);
+}
 
-  async function submit(endpoint: EndpointRecord, request: SubmitRequest, opts: { sync: boolean; keyId: string | null }): Promise<JobRecord> {
-    checkQueueLoad(endpoint);
-    const t = now();
-    const retention = opts.sync ? config.syncRetentionMs : config.asyncRetentionMs;
-    // Plain literals, no object rest/spread: V8 copies spread objects slowly, and this is the
-    // hottest function of /run (it was 40% of its CPU with spreads).
-    const job: JobRecord = {
+class Jobs implements JobService {
+  constructor(private readonly deps: JobServiceDeps) {}
+
+  async submit(endpoint: EndpointRecord, request: SubmitRequest, opts: { sync: boolean; keyId: string | null }): Promise<JobRecord> {
+    this.deps.endpoints.hooksOf(endpoint.id)?.validateInput?.(request.input);
+    if (request.webhook !== null && this.deps.outbound) await checkOutboundUrl(this.deps.outbound, request.webhook, 'webhook', this.deps.now());
+    this.deps.gauge.admit(endpoint);
+    const t = this.deps.now();
+    const retention = opts.sync ? this.deps.config.syncRetentionMs : this.deps.config.asyncRetentionMs;
+    const job = initialJob({
       id: opts.sync ? `sync-${uuidv7(t)}` : uuidv7(t),
       endpointId: endpoint.id,
-      status: 'IN_QUEUE',
       inputJson: request.inputJson,
-      outputJson: null,
-      error: null,
       webhook: request.webhook,
-      s3Config: request.s3Config ? deps.secrets.seal(JSON.stringify(request.s3Config)) : null,
+      s3Config: request.s3Config ? this.deps.secrets.seal(JSON.stringify(request.s3Config)) : null,
       executionTimeoutMs: request.executionTimeoutMs,
       lowPriority: request.lowPriority,
       ttlMs: request.ttlMs,
@@ -100,125 +106,107 @@ export function createJobService(deps: JobServiceDeps) {
       maxAttempts: endpoint.maxAttempts,
       sync: opts.sync,
       keyId: opts.keyId,
-      createdAt: t,
-      queuedAt: t,
-      startedAt: null,
-      finishedAt: null,
-      deadlineAt: t + request.ttlMs,
-      expiresAt: null,
-      workerId: null,
-      attempts: 0,
-      retries: 0,
-      webhookAttempts: 0,
-      webhookNextAt: null,
-    };
-    const row: NewJob = {
-      id: job.id,
-      endpointId: job.endpointId,
-      inputJson: job.inputJson,
-      webhook: job.webhook,
-      s3Config: job.s3Config,
-      executionTimeoutMs: job.executionTimeoutMs,
-      lowPriority: job.lowPriority,
-      ttlMs: job.ttlMs,
-      retentionMs: job.retentionMs,
-      maxAttempts: job.maxAttempts,
-      sync: job.sync,
-      keyId: job.keyId,
       now: t,
-    };
-    await store.insertJob(row);
-    notifier.publish({ type: 'jobs-available', endpointId: endpoint.id });
+    });
+    await this.deps.transitions.submit(job);
     return job;
   }
 
-  /** The job if it exists on this endpoint (a job of another endpoint is "not found"). */
-  async function getJob(endpointId: string, id: string): Promise<JobRecord | undefined> {
-    const job = await store.getJob(id);
+  async getJob(endpointId: string, id: string): Promise<JobRecord | undefined> {
+    const job = await this.deps.store.getJob(id);
     return job && job.endpointId === endpointId ? job : undefined;
   }
 
-  /** Status read; `ttlMs` (status?ttl=) shortens the job's retention. */
-  async function status(endpointId: string, id: string, ttlMs: number | null): Promise<JobRecord | undefined> {
-    const job = await getJob(endpointId, id);
+  async status(endpointId: string, id: string, ttlMs: number | null): Promise<JobRecord | undefined> {
+    const job = await this.getJob(endpointId, id);
     if (job && ttlMs !== null) {
-      await store.shortenRetention({ id, ttlMs });
+      await this.deps.transitions.shortenRetention(id, ttlMs);
       job.retentionMs = Math.min(job.retentionMs, ttlMs);
     }
     return job;
   }
 
-  /** Waits until the job is terminal or `waitMs` passes; returns its latest state. */
-  async function waitTerminal(endpointId: string, id: string, waitMs: number, signal?: AbortSignal): Promise<JobRecord | undefined> {
-    const deadline = now() + waitMs;
+  async waitTerminal(endpointId: string, id: string, waitMs: number, signal?: AbortSignal): Promise<JobRecord | undefined> {
+    const deadline = this.deps.now() + waitMs;
     for (;;) {
-      const job = await getJob(endpointId, id);
+      const job = await this.getJob(endpointId, id);
       if (!job || isTerminal(job.status)) return job;
-      const left = deadline - now();
+      const left = deadline - this.deps.now();
       if (left <= 0 || signal?.aborted) return job;
       // Re-read at least every second: a wake-up lost between gateways only delays.
-      await waiters.wait(id, Math.min(left, 1_000), signal);
+      await this.deps.waiters.wait(id, Math.min(left, 1_000), signal);
     }
   }
 
-  async function cancel(endpointId: string, id: string): Promise<CancelResult> {
-    const job = await getJob(endpointId, id);
+  async cancel(endpointId: string, id: string): Promise<CancelResult> {
+    const job = await this.getJob(endpointId, id);
     if (!job) return { ok: false, reason: 'not-found' };
-    const cancelled = await store.cancelJob({ id, now: now() });
-    if (!cancelled) {
-      const current = (await getJob(endpointId, id)) ?? job;
-      return { ok: false, reason: 'wrong-state', job: current };
-    }
-    if (job.status === 'IN_PROGRESS' && cancelled.workerId) {
-      notifier.publish({ type: 'stop-jobs', workerId: cancelled.workerId, jobIds: [id] });
-    }
-    jobEnded(cancelled);
-    return { ok: true, job: cancelled };
+    const cancelled = await this.deps.transitions.cancel(id);
+    if (cancelled) return { ok: true, job: cancelled };
+    return { ok: false, reason: 'wrong-state', job: (await this.getJob(endpointId, id)) ?? job };
   }
 
-  async function retry(endpointId: string, id: string): Promise<RetryResult> {
-    const job = await getJob(endpointId, id);
+  async retry(endpointId: string, id: string): Promise<RetryResult> {
+    const job = await this.getJob(endpointId, id);
     if (!job) return { ok: false, reason: 'not-found' };
     if (!isRetryable(job.status)) return { ok: false, reason: 'wrong-state', job };
-    const retried = await store.retryJob({ id, now: now() });
-    if (!retried) {
-      const current = await getJob(endpointId, id);
-      if (!current) return { ok: false, reason: 'not-found' };
-      return isRetryable(current.status) ? { ok: false, reason: 'expired', job: current } : { ok: false, reason: 'wrong-state', job: current };
-    }
-    notifier.publish({ type: 'jobs-available', endpointId });
-    notifier.publish({ type: 'job-updated', jobId: id });
-    return { ok: true, job: retried };
+    const retried = await this.deps.transitions.retry(id);
+    if (retried) return { ok: true, job: retried };
+    const current = await this.getJob(endpointId, id);
+    if (!current) return { ok: false, reason: 'not-found' };
+    return isRetryable(current.status) ? { ok: false, reason: 'expired', job: current } : { ok: false, reason: 'wrong-state', job: current };
   }
 
-  async function purgeQueue(endpointId: string): Promise<number> {
-    const ids = await store.purgeQueue({ endpointId, now: now() });
-    for (const jobId of ids) notifier.publish({ type: 'job-updated', jobId });
-    if (ids.length > 0) notifier.publish({ type: 'webhook-due' });
-    return ids.length;
+  async purgeQueue(endpointId: string): Promise<number> {
+    return (await this.deps.transitions.purge(endpointId)).length;
   }
 
-  /** Stream poll: drains buffered chunks; when none, waits up to `waitMs` for one or the end. */
-  async function readStream(endpointId: string, id: string, waitMs: number, signal?: AbortSignal): Promise<{ job: JobRecord; chunks: string[] } | undefined> {
-    const deadline = now() + waitMs;
-    for (;;) {
-      // Status first, then drain: chunks are only appended while IN_PROGRESS, so once a
-      // terminal status is read, this drain gets the last of them.
-      const job = await getJob(endpointId, id);
-      if (!job) return undefined;
-      const chunks = await store.drainStream(id);
-      const left = deadline - now();
-      if (chunks.length > 0 || isTerminal(job.status) || left <= 0 || signal?.aborted) {
-        return { job, chunks };
+  readStream(endpointId: string, id: string, waitMs: number, signal?: AbortSignal): Promise<StreamRead | undefined> {
+    return this.drainOrWait(endpointId, id, waitMs, signal, (job) => isTerminal(job.status));
+  }
+
+  watchStream(endpointId: string, id: string, lastStatus: JobStatus | null, waitMs: number, signal?: AbortSignal): Promise<StreamRead | undefined> {
+    return this.drainOrWait(endpointId, id, waitMs, signal, (job) => job.status !== lastStatus || isTerminal(job.status));
+  }
+
+  /** Drains the job's chunks; when none and `settled(job)` is false, waits for the next update (at most `waitMs`). */
+  private async drainOrWait(endpointId: string, id: string, waitMs: number, signal: AbortSignal | undefined, settled: (job: JobRecord) => boolean): Promise<StreamRead | undefined> {
+    const deadline = this.deps.now() + waitMs;
+    // One controller per call ends a wait still pending on return (or when the client leaves).
+    const listening = new AbortController();
+    const stop = (): void => listening.abort(CALLED_OFF);
+    signal?.addEventListener('abort', stop, { once: true });
+    let pending = false;
+    try {
+      for (;;) {
+        const left = deadline - this.deps.now();
+        // Listen before reading: a chunk posted while this reads wakes the wait at once
+        // instead of at the next re-read. Re-read at least every second all the same.
+        const woken = left > 0 && !signal?.aborted ? this.deps.waiters.wait(id, Math.min(left, 1_000), listening.signal) : undefined;
+        pending = woken !== undefined;
+        // Status first, then drain: chunks are only appended while IN_PROGRESS, so once a
+        // terminal status is read, this drain gets the last of them.
+        const job = await this.getJob(endpointId, id);
+        if (!job) return undefined;
+        const chunks = await this.deps.store.drainStream(id);
+        if (chunks.length > 0 || settled(job) || !woken) return { job, chunks };
+        await woken;
+        pending = false;
       }
-      await waiters.wait(id, Math.min(left, 1_000), signal);
+    } finally {
+      signal?.removeEventListener('abort', stop);
+      if (pending) stop();
     }
   }
 
-  async function health(endpointId: string): Promise<{ jobs: JobCounts; workers: Record<string, number> }> {
-    const [jobs, workers] = await Promise.all([store.countJobs(endpointId), store.listWorkers(endpointId)]);
-    const cutoff = now() - config.workerLostMs;
-    const pool = deps.pool?.view?.health(endpointId);
+  async health(endpointId: string): Promise<EndpointHealth> {
+    const now = this.deps.now();
+    const [jobs, workers, stats] = await Promise.all([
+      this.deps.store.countJobs(endpointId),
+      this.deps.store.listWorkers(endpointId),
+      this.deps.store.queueStats({ endpointId, now }),
+    ]);
+    const cutoff = now - this.deps.config.workerLostMs;
     const polling = new Set<string>();
     let idle = 0;
     let running = 0;
@@ -226,41 +214,18 @@ export function createJobService(deps: JobServiceDeps) {
     for (const worker of workers) {
       if (worker.lastSeenAt < cutoff) continue;
       polling.add(worker.id);
-      if (!worker.healthy) {
-        unhealthy++;
-        continue;
-      }
-      const held = await store.jobsHeldBy(worker.id);
-      if (held.length > 0) running++;
+      if (!worker.healthy) unhealthy++;
+      else if ((stats.heldBy[worker.id] ?? 0) > 0) running++;
       else idle++;
     }
     // A pool worker counts as initializing until the store shows it polling.
+    const pool = this.deps.pool.health(endpointId);
     const initializing = pool ? pool.initializing.filter((id) => !polling.has(id)).length : 0;
     unhealthy += pool ? pool.unhealthy.filter((id) => !polling.has(id)).length : 0;
     return { jobs, workers: { idle, initializing, ready: idle + running, running, throttled: pool?.throttled ?? 0, unhealthy } };
   }
 
-  /** After any transition into a terminal state: wake readers, queue the webhook. */
-  function jobEnded(job: JobRecord): void {
-    notifier.publish({ type: 'job-updated', jobId: job.id });
-    if (job.webhook !== null) notifier.publish({ type: 'webhook-due' });
+  listRequests(endpointId: string, limit: number): Promise<JobRecord[]> {
+    return this.deps.store.listJobs({ endpointId, limit });
   }
-
-  return {
-    getEndpoint,
-    invalidateEndpoint: (id: string) => endpointCache.delete(id),
-    submit,
-    getJob,
-    status,
-    waitTerminal,
-    cancel,
-    retry,
-    purgeQueue,
-    readStream,
-    health,
-    jobEnded,
-    listRequests: (endpointId: string, limit: number) => store.listJobs({ endpointId, limit }),
-  };
 }
-
-export type JobService = ReturnType<typeof createJobService>;

@@ -1,7 +1,7 @@
-import type { JobRecord } from '../store/store.js';
+import type { JobRecord } from '../model/records.js';
 
 /**
- * The job object of status/runsync/webhooks (DESIGN.md §1), as JSON text. Built by
+ * The job object of status/runsync/webhooks (docs/api.md), as JSON text. Built by
  * concatenation because input and output are already JSON text in the store: the hot path
  * never parses and re-serialises a payload.
  *

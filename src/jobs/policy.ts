@@ -1,4 +1,5 @@
-import { AppError, invalidParameter } from '../errors.js';
+import { AppError, invalidParameter } from '../model/errors.js';
+import { isObject } from '../model/json.js';
 
 /** Spec limits of the `policy` object (serverless-job-api.md, "policy object"). */
 export const POLICY_LIMITS = {
@@ -10,6 +11,7 @@ export const POLICY_LIMITS = {
   maxTtlMs: 7 * 86_400_000,
 } as const;
 
+/** A job's own S3 bucket for its outputs (the spec's s3Config). */
 export interface S3Config {
   accessId: string;
   accessSecret: string;
@@ -19,7 +21,9 @@ export interface S3Config {
 
 /** A validated submit body (/run, /runsync). */
 export interface SubmitRequest {
-  /** `input`, re-serialised: the stored text is always canonical JSON of an object. */
+  /** `input` as parsed (what an endpoint's validateInput hook checks). */
+  input: Record<string, unknown>;
+  /** `input`, re-serialised once: the stored text is always canonical JSON of an object. */
   inputJson: string;
   webhook: string | null;
   s3Config: S3Config | null;
@@ -31,10 +35,6 @@ export interface SubmitRequest {
 const BODY_FIELDS = new Set(['input', 'webhook', 'policy', 's3Config']);
 const POLICY_FIELDS = new Set(['executionTimeout', 'lowPriority', 'ttl']);
 const S3_FIELDS = ['accessId', 'accessSecret', 'bucketName', 'endpointUrl'] as const;
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function integerIn(field: string, value: unknown, min: number, max: number, minExclusive = false): number {
   if (typeof value !== 'number' || !Number.isInteger(value)) throw invalidParameter(field, 'must be an integer (milliseconds)');
@@ -104,15 +104,5 @@ export function parseSubmitBody(body: unknown, endpointExecutionTimeoutMs: numbe
     s3Config = raw as unknown as S3Config;
   }
 
-  return { inputJson: JSON.stringify(body.input), webhook, s3Config, executionTimeoutMs, lowPriority, ttlMs };
-}
-
-/** Parses an optional integer query value in [min, max]; a bad value is a 400 naming it. */
-export function queryInteger(field: string, raw: string | null, fallback: number, min: number, max: number, clamp = false): number {
-  if (raw === null || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value)) throw invalidParameter(field, 'must be an integer');
-  if (clamp) return Math.min(max, Math.max(min, value));
-  if (value < min || value > max) throw invalidParameter(field, `must be from ${min} to ${max}`);
-  return value;
+  return { input: body.input, inputJson: JSON.stringify(body.input), webhook, s3Config, executionTimeoutMs, lowPriority, ttlMs };
 }

@@ -1,206 +1,252 @@
-import { AppError } from '../errors.js';
-import { imageUsage } from '../images/image-endpoints.js';
+import type { Logger } from 'pino';
+import type { GantryConfig } from '../config/config.js';
 import type { StopSignals } from '../dispatch/stop-signals.js';
 import type { TakeQueue } from '../dispatch/take-queue.js';
-import type { JobRecord } from '../store/store.js';
-import type { JobService, JobServiceDeps } from './job-service.js';
+import { AppError } from '../model/errors.js';
+import type { Notifier } from '../model/events.js';
+import { isTerminal } from '../model/job-states.js';
+import { isObject } from '../model/json.js';
+import type { JobRecord } from '../model/records.js';
+import type { SecretBox } from '../security/secret-box.js';
+import type { JobStore, WorkerStore } from '../store/store.js';
 import { renderTakenJob } from './job-view.js';
-import { isTerminal } from './states.js';
+import { splitChunk } from './stream-chunks.js';
+import type { JobTransitions } from './transitions.js';
 
-/** A stream chunk is at most 1 MB (spec, Limits); larger output is split. */
-export const MAX_CHUNK_BYTES = 1_000_000;
-/** Characters per piece when splitting text: even at 6 bytes a character (\u escapes) it fits. */
-const SPLIT_CHARS = Math.floor(MAX_CHUNK_BYTES / 6) - 2;
 /** How long a taken job may be missing from its worker's pings before it counts as never received. */
 export const PING_GRACE_MS = 15_000;
-/** A worker's liveness row is written at most this often per worker. */
+/**
+ * A worker's liveness row is written at most this often per worker (and at most every quarter of
+ * workerLostMs), so a worker heard from within the last TOUCH_EVERY_MS always has a row younger
+ * than workerLostMs when the reaper looks.
+ */
 const TOUCH_EVERY_MS = 1_000;
+/** How often the last-contact records older than TOUCH_EVERY_MS are swept (they only throttle writes). */
+const SWEEP_EVERY_MS = 10_000;
 
+/** What a job-done did: ended the job, applied (or not) a progress update, or was a duplicate or late result. */
 export type DoneOutcome =
   | { kind: 'finished'; job: JobRecord }
   | { kind: 'progress'; applied: boolean }
   | { kind: 'ignored'; job: JobRecord };
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
+/** What a ping says about the worker's health (ping?status=unhealthy&check=&reason=, runpod_version). */
+export interface WorkerHealthReport {
+  healthy: boolean;
+  reason: string | null;
+  version: string | null;
 }
 
 /**
- * Splits one streamed value into JSON chunks of at most 1 MB. Text (a string value, or the JSON
- * of a larger value) is cut into string pieces; surrogate pairs are never cut.
+ * The worker side of the protocol (docs/worker-protocol.md): take, stop, done, stream, ping.
+ * Results are accepted only from the worker that holds the job; anything else is answered
+ * without changing a stored job.
  */
-export function splitChunk(value: unknown): string[] {
-  const json = JSON.stringify(value ?? null);
-  if (json.length <= SPLIT_CHARS || Buffer.byteLength(json) <= MAX_CHUNK_BYTES) return [json];
-  const text = typeof value === 'string' ? value : json;
-  const pieces: string[] = [];
-  for (let at = 0; at < text.length; ) {
-    let end = Math.min(text.length, at + SPLIT_CHARS);
-    const last = text.charCodeAt(end - 1);
-    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end--;
-    pieces.push(JSON.stringify(text.slice(at, end)));
-    at = end;
-  }
-  return pieces;
-}
-
-/**
- * The worker side of the protocol (DESIGN.md §1): take, stop, done, stream, ping. Results are
- * accepted only from the worker that holds the job; anything else is answered without
- * changing a stored job.
- */
-export function createWorkerService(deps: JobServiceDeps & { jobs: JobService; takeQueue: TakeQueue; stopSignals: StopSignals }) {
-  const { store, notifier, config, now, jobs, takeQueue, stopSignals } = deps;
-  const lastTouch = new Map<string, number>();
-
-  /** Records that a worker is alive (throttled to one write a second per worker). */
-  async function touch(endpointId: string, workerId: string, extra?: { healthy: boolean; reason: string | null; version: string | null }): Promise<void> {
-    const t = now();
-    if (!extra && t - (lastTouch.get(workerId) ?? 0) < TOUCH_EVERY_MS) return;
-    lastTouch.set(workerId, t);
-    await store.touchWorker({ id: workerId, endpointId, now: t, ...extra });
-  }
-
-  function claim(endpointId: string, workerId: string, limit: number): Promise<JobRecord[]> {
-    return store.claimJobs({ endpointId, workerId, limit, now: now() });
-  }
-
+export interface WorkerService {
   /** Long-poll for up to `limit` jobs; [] when none came within the take wait. */
-  async function take(endpointId: string, workerId: string, limit: number, signal: AbortSignal): Promise<JobRecord[]> {
-    await touch(endpointId, workerId);
-    const taken = await takeQueue.take(endpointId, workerId, limit, config.jobTakeWaitMs, signal);
-    if (taken.length > 0) lastTouch.set(workerId, now()); // claimJobs proves liveness too
-    return taken;
-  }
-
+  take(endpointId: string, workerId: string, limit: number, signal: AbortSignal): Promise<JobRecord[]>;
   /** The JSON a worker receives for a job, with s3Config decrypted (the only place it is). */
-  function renderForWorker(job: JobRecord): string {
-    return renderTakenJob(job, job.s3Config === null ? null : deps.secrets.open(job.s3Config));
+  renderForWorker(job: JobRecord): string;
+  /** Long-poll for the ids of jobs the worker must stop. */
+  stops(endpointId: string, workerId: string, signal: AbortSignal): Promise<string[]>;
+  /** job-done: a result (COMPLETED / FAILED) or a progress update. */
+  done(endpointId: string, workerId: string, jobId: string, body: unknown): Promise<DoneOutcome>;
+  /** job-stream: `{output: chunk}` or an array of such objects. */
+  stream(endpointId: string, workerId: string, jobId: string, body: unknown): Promise<{ accepted: boolean; chunks: number }>;
+  /**
+   * A result the gateway refused (too large, not JSON) would be refused every time the worker
+   * tried: the job it was for ends FAILED with `reason`, if this worker holds it.
+   */
+  refuseResult(endpointId: string, workerId: string, jobId: string, reason: string): Promise<void>;
+  /** Heartbeat listing the jobs the worker holds. */
+  ping(endpointId: string, workerId: string, held: string[], health: WorkerHealthReport): Promise<void>;
+  /**
+   * Records that a worker is alive (throttled to one write a second per worker). Every worker
+   * request starts here: a worker id belongs to the endpoint that registered it, and a request
+   * for it under another endpoint is refused (409 WORKER_OF_OTHER_ENDPOINT) before it changes anything.
+   */
+  touch(endpointId: string, workerId: string): Promise<void>;
+  /** How many workers this gateway keeps a last-contact record of (they are pruned within seconds of the worker's last request). */
+  trackedWorkers(): number;
+  /** Marks every worker with an open job-take long-poll on this gateway alive. */
+  touchWaiting(): Promise<void>;
+}
+
+/** What the worker side of the protocol uses. */
+export interface WorkerServiceDeps {
+  store: Pick<JobStore, 'getJob' | 'jobStates'> & Pick<WorkerStore, 'touchWorker' | 'jobsHeldBy'>;
+  transitions: JobTransitions;
+  takeQueue: TakeQueue;
+  stopSignals: StopSignals;
+  notifier: Pick<Notifier, 'publish'>;
+  /** Opens a job's sealed s3Config for its worker. */
+  secrets: Pick<SecretBox, 'open'>;
+  config: Pick<GantryConfig, 'jobTakeWaitMs' | 'workerLostMs'>;
+  logger: Logger;
+  now(): number;
+}
+
+/** @example const workers = createWorkerService({ store, transitions, takeQueue, stopSignals, notifier, secrets, config, logger, now: Date.now }); */
+export function createWorkerService(deps: WorkerServiceDeps): WorkerService {
+  return new Workers(deps);
+}
+
+class Workers implements WorkerService {
+  /** Last write of each worker's liveness row, to throttle it; swept so it holds only recent workers. */
+  private readonly lastTouch = new Map<string, { endpointId: string; at: number }>();
+  private lastSweep = 0;
+
+  constructor(private readonly deps: WorkerServiceDeps) {}
+
+  async touch(endpointId: string, workerId: string, health?: WorkerHealthReport): Promise<void> {
+    // `t` is when the request arrived; lastTouch is set only when a row write is issued, so the
+    // throttle never hides a live worker (issue 15: a claim used to reset it without a write).
+    const t = this.deps.now();
+    this.sweep(t);
+    const every = Math.min(TOUCH_EVERY_MS, this.deps.config.workerLostMs / 4);
+    const last = this.lastTouch.get(workerId);
+    if (!health && last?.endpointId === endpointId && t - last.at < every) return;
+    this.lastTouch.set(workerId, { endpointId, at: t });
+    if (!(await this.deps.store.touchWorker({ id: workerId, endpointId, now: t, ...health }))) {
+      this.lastTouch.delete(workerId);
+      throw otherEndpoint(workerId, endpointId);
+    }
   }
 
-  async function done(endpointId: string, workerId: string, jobId: string, body: unknown): Promise<DoneOutcome> {
-    if (!isObject(body)) throw new AppError(400, 'INVALID_BODY', 'Invalid job result: expected a JSON object with "output" or "error"');
-    await touch(endpointId, workerId);
-    if (body.stopPod === true) notifier.publish({ type: 'worker-recycle', workerId, endpointId });
+  trackedWorkers(): number {
+    return this.lastTouch.size;
+  }
 
+  async touchWaiting(): Promise<void> {
+    for (const { endpointId, workerId } of this.deps.takeQueue.waitingWorkers()) {
+      await this.touch(endpointId, workerId).catch((err: unknown) => {
+        if (!(err instanceof AppError)) throw err; // a 409: the id went to another endpoint since it parked; its requests are refused
+      });
+    }
+  }
+
+  /** Drops the last-contact records too old to throttle anything (a worker gone is forgotten within SWEEP_EVERY_MS). */
+  private sweep(t: number): void {
+    if (t - this.lastSweep < SWEEP_EVERY_MS) return;
+    this.lastSweep = t;
+    for (const [id, last] of this.lastTouch) if (t - last.at >= TOUCH_EVERY_MS) this.lastTouch.delete(id);
+  }
+
+  async take(endpointId: string, workerId: string, limit: number, signal: AbortSignal): Promise<JobRecord[]> {
+    await this.touch(endpointId, workerId);
+    return this.deps.takeQueue.take(endpointId, workerId, limit, this.deps.config.jobTakeWaitMs, signal);
+  }
+
+  renderForWorker(job: JobRecord): string {
+    return renderTakenJob(job, job.s3Config === null ? null : this.deps.secrets.open(job.s3Config));
+  }
+
+  async stops(endpointId: string, workerId: string, signal: AbortSignal): Promise<string[]> {
+    await this.touch(endpointId, workerId);
+    return this.deps.stopSignals.take(workerId, this.deps.config.jobTakeWaitMs, signal);
+  }
+
+  async done(endpointId: string, workerId: string, jobId: string, body: unknown): Promise<DoneOutcome> {
+    await this.touch(endpointId, workerId);
+    if (!isObject(body)) throw new AppError(400, 'INVALID_BODY', 'Invalid job result: expected a JSON object with "output" or "error"');
+    if (body.stopPod === true) this.deps.notifier.publish({ type: 'worker-recycle', workerId, endpointId });
     if (body.status === 'IN_PROGRESS') {
       // A progress update; it may arrive after the final result and must never reopen a job.
-      const applied = await store.setProgress({ id: jobId, workerId, endpointId, outputJson: JSON.stringify(body.output ?? null) });
-      if (applied) notifier.publish({ type: 'job-updated', jobId });
-      else await requireJob(endpointId, jobId);
+      const applied = await this.deps.transitions.progress({ id: jobId, workerId, endpointId, outputJson: JSON.stringify(body.output ?? null) });
+      if (!applied) await this.requireJob(endpointId, jobId);
       return { kind: 'progress', applied };
     }
-
     const error = body.error;
     const failed = error !== undefined && error !== null && error !== false && error !== '';
-    const finished = await store.finishJob({
+    // Listed fields, no spread: this runs once per job.
+    const finished = await this.deps.transitions.finish({
       id: jobId,
       workerId,
       endpointId,
       status: failed ? 'FAILED' : 'COMPLETED',
       outputJson: failed ? null : JSON.stringify(body.output ?? null),
       error: failed ? (typeof error === 'string' ? error : JSON.stringify(error)) : null,
-      now: now(),
     });
-    if (finished) {
-      await recordUsage(finished);
-      jobs.jobEnded(finished);
-      return { kind: 'finished', job: finished };
-    }
-    const job = await requireJob(endpointId, jobId);
+    if (finished) return { kind: 'finished', job: finished };
+    const job = await this.requireJob(endpointId, jobId);
     // A duplicate of an accepted result, or a late one for a cancelled / timed-out job: 2xx so
     // the worker does not retry, and nothing changes.
     if (isTerminal(job.status)) return { kind: 'ignored', job };
-    throw new AppError(409, 'JOB_NOT_HELD', `Job ${jobId} is ${job.status} and not held by worker ${workerId}`, { id: jobId, status: job.status });
+    throw notHeld(job, workerId);
   }
 
-  /** Bills a completed job of a public endpoint; a failed write is logged, never fails the result. */
-  async function recordUsage(job: JobRecord): Promise<void> {
-    try {
-      const usage = imageUsage(config.images, job);
-      if (usage) await store.recordUsage(usage);
-    } catch (err) {
-      deps.logger.error({ err, jobId: job.id, endpointId: job.endpointId }, 'usage record failed');
-    }
+  async refuseResult(endpointId: string, workerId: string, jobId: string, reason: string): Promise<void> {
+    const failed = await this.deps.transitions.finish({ id: jobId, workerId, endpointId, status: 'FAILED', outputJson: null, error: reason });
+    if (failed) this.deps.logger.warn({ workerId, endpointId, jobId, reason }, 'result refused; job failed');
   }
 
-  async function requireJob(endpointId: string, jobId: string): Promise<JobRecord> {
-    const job = await jobs.getJob(endpointId, jobId);
-    if (!job) throw new AppError(404, 'JOB_NOT_FOUND', `Job ${jobId} not found`, { id: jobId });
-    return job;
-  }
-
-  /** Appends streamed output; `{output: chunk}` or an array of such objects. */
-  async function stream(endpointId: string, workerId: string, jobId: string, body: unknown): Promise<{ accepted: boolean; chunks: number }> {
+  async stream(endpointId: string, workerId: string, jobId: string, body: unknown): Promise<{ accepted: boolean; chunks: number }> {
+    await this.touch(endpointId, workerId);
     const items = Array.isArray(body) ? body : [body];
     const chunks: string[] = [];
     for (const item of items) {
       if (!isObject(item) || !('output' in item)) throw new AppError(400, 'INVALID_BODY', 'Invalid stream chunk: expected {"output": ...}');
       chunks.push(...splitChunk(item.output));
     }
-    await touch(endpointId, workerId);
-    const accepted = await store.appendStream({ id: jobId, workerId, endpointId, chunks });
-    if (accepted) notifier.publish({ type: 'job-updated', jobId });
-    else {
-      const job = await requireJob(endpointId, jobId);
-      if (!isTerminal(job.status)) {
-        throw new AppError(409, 'JOB_NOT_HELD', `Job ${jobId} is ${job.status} and not held by worker ${workerId}`, { id: jobId, status: job.status });
-      }
+    const accepted = await this.deps.transitions.appendStream({ id: jobId, workerId, endpointId, chunks });
+    if (!accepted) {
+      const job = await this.requireJob(endpointId, jobId);
+      if (!isTerminal(job.status)) throw notHeld(job, workerId);
     }
     return { accepted, chunks: accepted ? chunks.length : 0 };
   }
 
   /**
-   * Heartbeat. The worker lists the jobs it holds; any of them that it should no longer run
-   * (cancelled, timed out, or given to another worker after it was presumed lost) is added to
-   * its stop list, so a stop signal lost in transit is repaired by the next ping.
+   * The worker lists the jobs it holds; any of them that it should no longer run (cancelled,
+   * timed out, or given to another worker after it was presumed lost) is added to its stop
+   * list, so a stop signal lost in transit is repaired by the next ping.
    *
    * The other way round: a job the store says this worker holds but that the worker has not
    * listed for PING_GRACE_MS never reached it (its job-take answer was lost) and goes back to
    * the queue. Only workers that send `runpod_version` (runpod-python, our SDK) list their
    * jobs reliably, so only their pings are read that way.
    */
-  async function ping(endpointId: string, workerId: string, held: string[], health: { healthy: boolean; reason: string | null; version: string | null }): Promise<void> {
-    await touch(endpointId, workerId, health);
-    if (health.version !== null) await returnUnlisted(endpointId, workerId, held);
+  async ping(endpointId: string, workerId: string, held: string[], health: WorkerHealthReport): Promise<void> {
+    await this.touch(endpointId, workerId, health);
+    if (health.version !== null) await this.returnUnlisted(endpointId, workerId, held);
     if (held.length === 0) return;
-    const states = await store.jobStates(held);
+    const states = await this.deps.store.jobStates(held);
     const known = new Map(states.map((s) => [s.id, s]));
     const stop = held.filter((id) => {
       const s = known.get(id);
       return !s || s.status !== 'IN_PROGRESS' || s.workerId !== workerId;
     });
-    stopSignals.add(workerId, stop);
+    this.deps.stopSignals.add(workerId, stop);
   }
 
-  async function returnUnlisted(endpointId: string, workerId: string, listed: string[]): Promise<void> {
-    const missing = (await store.jobsHeldBy(workerId)).filter((id) => !listed.includes(id));
+  private async returnUnlisted(endpointId: string, workerId: string, listed: string[]): Promise<void> {
+    const missing = (await this.deps.store.jobsHeldBy(workerId)).filter((id) => !listed.includes(id));
     if (missing.length === 0) return;
-    const cutoff = now() - PING_GRACE_MS;
+    const cutoff = this.deps.now() - PING_GRACE_MS;
     const lost: string[] = [];
     for (const id of missing) {
-      const job = await store.getJob(id);
+      const job = await this.deps.store.getJob(id);
       if (job?.startedAt != null && job.startedAt < cutoff) lost.push(id);
     }
     if (lost.length === 0) return;
-    const returned = await store.returnJobs({ ids: lost, workerId });
-    if (returned.length > 0) {
-      deps.logger.warn({ workerId, endpointId, jobs: returned }, 'worker does not hold jobs given to it; returned to the queue');
-      notifier.publish({ type: 'jobs-available', endpointId });
-    }
+    const { requeued, failed } = await this.deps.transitions.returnLost(endpointId, workerId, lost);
+    if (requeued.length > 0) this.deps.logger.warn({ workerId, endpointId, jobs: requeued }, 'worker does not hold jobs given to it; returned to the queue');
+    if (failed.length > 0) this.deps.logger.warn({ workerId, endpointId, jobs: failed.map((j) => j.id) }, 'worker does not hold jobs given to it; failed after maxAttempts hand-outs');
   }
 
-  return {
-    take,
-    claim,
-    renderForWorker,
-    stops: (workerId: string, signal: AbortSignal) => stopSignals.take(workerId, config.jobTakeWaitMs, signal),
-    done,
-    stream,
-    ping,
-    touch,
-    waitingWorkers: () => takeQueue.waitingWorkers(),
-  };
+  private async requireJob(endpointId: string, jobId: string): Promise<JobRecord> {
+    const job = await this.deps.store.getJob(jobId);
+    if (!job || job.endpointId !== endpointId) throw new AppError(404, 'JOB_NOT_FOUND', `Job ${jobId} not found`, { id: jobId });
+    return job;
+  }
 }
 
-export type WorkerService = ReturnType<typeof createWorkerService>;
+function otherEndpoint(workerId: string, endpointId: string): AppError {
+  return new AppError(409, 'WORKER_OF_OTHER_ENDPOINT', `Worker id ${workerId} belongs to another endpoint than ${endpointId}; give each worker an id of its own`, {
+    workerId,
+  });
+}
+
+function notHeld(job: JobRecord, workerId: string): AppError {
+  return new AppError(409, 'JOB_NOT_HELD', `Job ${job.id} is ${job.status} and not held by worker ${workerId}`, { id: job.id, status: job.status });
+}

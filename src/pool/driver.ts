@@ -1,27 +1,63 @@
+import type { PoolHostInfo } from '../jobs/pool-view.js';
+
 /**
  * A worker driver starts and stops one worker of an endpoint's pool. The autoscaler decides
  * how many workers there should be; a driver only knows how to make one exist and go away.
  * The local-process driver (local-process-driver.ts) runs the endpoint's command on this
- * machine; docs/scaling.md describes how a Kubernetes driver fits the same interface.
+ * machine, the Docker driver (docker/docker-driver.ts) runs its image on a Docker host;
+ * docs/scaling.md describes how a Kubernetes driver fits the same interface.
  */
 
-/** Everything a driver needs to start one worker. */
+/** Everything a driver needs to start one local worker process. */
 export interface WorkerStartSpec {
   /** The worker's id (RUNPOD_POD_ID): unique, and how the gateway knows the worker. */
   workerId: string;
   endpointId: string;
   /** The endpoint's `worker.command`, run by a shell. */
   command: string;
-  /** The endpoint's `worker.env` plus the RUNPOD_* variables of DESIGN.md §1. */
+  /** The endpoint's `worker.env` plus the RUNPOD_* variables of docs/worker-protocol.md. */
   env: Record<string, string>;
   cwd?: string;
 }
+
+/** What the RUNPOD_* variables of a worker are made of, but for the gateway's URL (a container reaches it at its own address). */
+export interface RunpodIdentity {
+  endpointId: string;
+  workerId: string;
+  apiKey: string;
+  pingIntervalMs: number;
+}
+
+/** Everything a driver needs to start one worker container. */
+export interface ContainerStartSpec {
+  workerId: string;
+  endpointId: string;
+  /** The image, as the engine names it (`repo/name:tag`, `name@sha256:…`); never pulled by Gantry. */
+  image: string;
+  /** Overrides the image's CMD: a string runs through `/bin/sh -c`, an array is exec form. */
+  command?: string | string[];
+  /** The endpoint's `worker.env` (the driver adds the RUNPOD_* variables for the chosen host). */
+  env: Record<string, string>;
+  /** What the RUNPOD_* variables say besides the gateway's URL. */
+  runpod: RunpodIdentity;
+  /** GPUs: a count, or exact device ids. */
+  gpus?: number | string[];
+  /** Memory limit in MiB (no swap beyond it). */
+  memoryMb?: number;
+  /** Docker bind mounts and named volumes, `source:target[:ro]`. */
+  volumes?: string[];
+}
+
+/** What any driver may be asked to start. */
+export type AnyStartSpec = WorkerStartSpec | ContainerStartSpec;
 
 /** How a worker ended. `error` is set when it could not be started at all. */
 export interface WorkerExit {
   code: number | null;
   signal: string | null;
   error?: string;
+  /** What else is known of the end (out of memory, its host stopped answering). */
+  detail?: string;
 }
 
 /** Receives the worker's output as it comes (any chunking). */
@@ -31,6 +67,10 @@ export type WorkerOutput = (stream: 'stdout' | 'stderr', text: string) => void;
 export interface WorkerHandle {
   /** The OS process id (local driver: the leader of the worker's process group); null where there is none. */
   readonly pid: number | null;
+  /** Where it runs: the Docker host's name; null for a local process. */
+  readonly host?: string | null;
+  /** The container id (12 hex, as `docker ps` shows it); null for a local process. */
+  readonly container?: string | null;
   /** Settles (never rejects) once the worker is gone, however it ended. */
   readonly exited: Promise<WorkerExit>;
   /**
@@ -41,17 +81,33 @@ export interface WorkerHandle {
   stop(graceMs: number): Promise<WorkerExit>;
 }
 
-export interface WorkerDriver {
+/**
+ * A start refused for want of room (no host with the GPUs asked for, or none up). Not a
+ * crash: the pool shows the worker as throttled (RunPod: waiting for a GPU) and tries again.
+ */
+export class NoCapacityError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'NoCapacityError';
+  }
+}
+
+/** Starts workers of some kind (local processes, containers, …) and stops the ones an earlier run left behind. */
+export interface WorkerDriver<Spec = AnyStartSpec> {
   /** A name for logs and the admin API, e.g. `local-process`. */
   readonly kind: string;
   /**
    * Starts a worker. Rejects only when nothing was started; a process that starts and dies
    * at once resolves, and its `exited` tells how it ended.
    */
-  start(spec: WorkerStartSpec, output: WorkerOutput): Promise<WorkerHandle>;
+  start(spec: Spec, output: WorkerOutput): Promise<WorkerHandle>;
   /**
    * Stops workers that an earlier run of this driver started and never stopped (its gateway
    * was killed): SIGTERM, then SIGKILL after `graceMs`. Returns how many it found.
    */
   reapOrphans?(graceMs: number): Promise<number>;
+  /** The machines it runs workers on (Docker hosts), for the admin API. */
+  hosts?(): PoolHostInfo[];
+  /** Ends background work (health checks, idle connections); workers are stopped by their handles first. */
+  close?(): void;
 }

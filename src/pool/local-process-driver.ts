@@ -1,24 +1,20 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import type { WorkerDriver, WorkerExit, WorkerHandle, WorkerOutput, WorkerStartSpec } from './driver.js';
+import { inheritedWorkerEnv } from './worker-env.js';
 
-/** Variables of the gateway's own environment that a worker must never see. */
-const PRIVATE_VARS = ['GANTRY_ADMIN_KEY', 'GANTRY_SECRET_KEY', 'DATABASE_URL'];
 /** After the process group is killed, how long to wait for its output pipes to close. */
 const PIPE_CLOSE_WAIT_MS = 2_000;
 
 /**
- * The environment of a worker process: the gateway's, less its secrets and any RUNPOD_*
- * variables it inherited, plus the spec's (endpoint env and the worker's RUNPOD_* variables).
+ * The environment of a worker process: the allow-listed part of the gateway's
+ * (inheritedWorkerEnv: PATH, HOME, locale, ...), plus the spec's (endpoint env and the
+ * worker's RUNPOD_* variables).
  */
 export function workerProcessEnv(base: NodeJS.ProcessEnv, spec: Pick<WorkerStartSpec, 'env'>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(base)) {
-    if (value === undefined || PRIVATE_VARS.includes(key) || key.startsWith('RUNPOD_')) continue;
-    env[key] = value;
-  }
-  return { ...env, ...spec.env };
+  return { ...inheritedWorkerEnv(base), ...spec.env };
 }
 
 /**
@@ -38,7 +34,7 @@ export function workerProcessEnv(base: NodeJS.ProcessEnv, spec: Pick<WorkerStart
  * const worker = await driver.start({ workerId: 'w1', endpointId: 'echo', command: 'node worker.js', env }, (s, t) => log.write(s, t));
  * await worker.stop(30_000);
  */
-export function createLocalProcessDriver(options: { baseEnv?: NodeJS.ProcessEnv; stateDir?: string } = {}): WorkerDriver {
+export function createLocalProcessDriver(options: { baseEnv?: NodeJS.ProcessEnv; stateDir?: string } = {}): WorkerDriver<WorkerStartSpec> {
   const baseEnv = options.baseEnv ?? process.env;
   const { stateDir } = options;
   return {
@@ -103,76 +99,84 @@ function isWorker(pid: number, workerId: string): boolean {
 
 function startProcess(spec: WorkerStartSpec, output: WorkerOutput, env: NodeJS.ProcessEnv): Promise<WorkerHandle> {
   return new Promise((resolveStart, rejectStart) => {
-    const child = spawn(spec.command, {
-      shell: true,
-      detached: true,
-      env,
-      cwd: spec.cwd,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(spec.command, { shell: true, detached: true, env, cwd: spec.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout.setEncoding('utf8').on('data', (text: string) => output('stdout', text));
     child.stderr.setEncoding('utf8').on('data', (text: string) => output('stderr', text));
-
-    let stopping: Promise<WorkerExit> | undefined;
-    let leaderExit: WorkerExit | undefined;
-    let settle: ((exit: WorkerExit) => void) | undefined;
-    let ended = false;
-    const exited = new Promise<WorkerExit>((resolve) => (settle = resolve));
-
-    const killGroup = (signal: NodeJS.Signals): void => {
-      if (child.pid === undefined) return;
-      try {
-        process.kill(-child.pid, signal);
-      } catch {
-        // ESRCH: the whole group is gone already.
-      }
-    };
-    const finish = (exit: WorkerExit): void => {
-      if (ended) return;
-      ended = true;
-      child.stdout.destroy();
-      child.stderr.destroy();
-      settle?.(exit);
-    };
-    /** The pipes should close once the group is dead; if something escaped with them, give up waiting. */
-    const finishSoon = (): void => {
-      setTimeout(() => finish(leaderExit ?? { code: null, signal: 'SIGKILL' }), PIPE_CLOSE_WAIT_MS).unref();
-    };
-
+    const group = new ProcessGroup(child);
     child.once('error', (err) => {
       if (child.pid === undefined) {
         rejectStart(err);
-        finish({ code: null, signal: null, error: err.message });
+        group.finish({ code: null, signal: null, error: err.message });
       }
     });
-    child.once('exit', (code, signal) => {
-      leaderExit = { code, signal };
-      if (!stopping) {
-        killGroup('SIGKILL');
-        finishSoon();
-      }
-    });
-    child.once('close', () => finish(leaderExit ?? { code: null, signal: null }));
-    child.once('spawn', () => {
-      resolveStart({
-        pid: child.pid ?? null,
-        exited,
-        stop(graceMs: number): Promise<WorkerExit> {
-          stopping ??= (async () => {
-            if (ended) return exited;
-            killGroup('SIGTERM');
-            const timer = setTimeout(() => {
-              killGroup('SIGKILL');
-              finishSoon();
-            }, graceMs);
-            timer.unref();
-            const exit = await exited;
-            clearTimeout(timer);
-            return exit;
-          })();
-          return stopping;
-        },
-      });
-    });
+    child.once('exit', (code, signal) => group.leaderExited({ code, signal }));
+    child.once('close', () => group.finish(group.leaderExit ?? { code: null, signal: null }));
+    child.once('spawn', () => resolveStart(group));
   });
+}
+
+/**
+ * One started worker: the shell and everything it started, in one process group. It is gone
+ * when its output pipes close (or, if something escaped with them, soon after the group was
+ * killed).
+ */
+class ProcessGroup implements WorkerHandle {
+  readonly pid: number | null;
+  readonly exited: Promise<WorkerExit>;
+  leaderExit: WorkerExit | undefined;
+  private settle: ((exit: WorkerExit) => void) | undefined;
+  private stopping: Promise<WorkerExit> | undefined;
+  private ended = false;
+
+  constructor(private readonly child: ChildProcessByStdio<null, Readable, Readable>) {
+    this.pid = child.pid ?? null;
+    this.exited = new Promise<WorkerExit>((resolve) => (this.settle = resolve));
+  }
+
+  stop(graceMs: number): Promise<WorkerExit> {
+    this.stopping ??= (async () => {
+      if (this.ended) return this.exited;
+      this.killGroup('SIGTERM');
+      const timer = setTimeout(() => {
+        this.killGroup('SIGKILL');
+        this.finishSoon();
+      }, graceMs);
+      timer.unref();
+      const exit = await this.exited;
+      clearTimeout(timer);
+      return exit;
+    })();
+    return this.stopping;
+  }
+
+  /** The shell ended by itself (the worker crashed, or someone killed the shell): end the group, so nothing runs on unsupervised. */
+  leaderExited(exit: WorkerExit): void {
+    this.leaderExit = exit;
+    if (!this.stopping) {
+      this.killGroup('SIGKILL');
+      this.finishSoon();
+    }
+  }
+
+  finish(exit: WorkerExit): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.child.stdout.destroy();
+    this.child.stderr.destroy();
+    this.settle?.(exit);
+  }
+
+  private killGroup(signal: NodeJS.Signals): void {
+    if (this.child.pid === undefined) return;
+    try {
+      process.kill(-this.child.pid, signal);
+    } catch {
+      // ESRCH: the whole group is gone already.
+    }
+  }
+
+  /** The pipes should close once the group is dead; if something escaped with them, give up waiting. */
+  private finishSoon(): void {
+    setTimeout(() => this.finish(this.leaderExit ?? { code: null, signal: 'SIGKILL' }), PIPE_CLOSE_WAIT_MS).unref();
+  }
 }

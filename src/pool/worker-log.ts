@@ -1,12 +1,4 @@
-/** Where a log line came from: the worker's stdout or stderr, or Gantry's own notes about it. */
-export type LogStream = 'stdout' | 'stderr' | 'gantry';
-
-export interface LogLine {
-  /** Epoch milliseconds when the line was complete. */
-  at: number;
-  stream: LogStream;
-  line: string;
-}
+import type { LogLine, LogStream } from '../jobs/pool-view.js';
 
 /** Lines longer than this are cut (a worker printing a huge blob must not hold megabytes here). */
 const MAX_LINE_CHARS = 4_000;
@@ -67,4 +59,5 @@ export function createWorkerLog(capacity = 500, now: () => number = Date.now) {
   };
 }
 
+/** A pool worker's log ring (createWorkerLog). */
 export type WorkerLog = ReturnType<typeof createWorkerLog>;

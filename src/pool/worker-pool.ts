@@ -1,16 +1,21 @@
 import { randomBytes } from 'node:crypto';
-import type { App } from '../app.js';
-import { createApiKey } from '../http/admin-routes.js';
-import type { WorkerSettings } from '../jobs/endpoint-settings.js';
-import type { EndpointRecord, QueueStats, WorkerRecord } from '../store/store.js';
-import type { WorkerDriver, WorkerExit, WorkerHandle } from './driver.js';
-import type { PoolHealth, PoolWorkerInfo, PoolWorkerState } from './pool-view.js';
-import { createWorkerLog, type LogLine, type WorkerLog } from './worker-log.js';
-import { runpodWorkerEnv } from '../jobs/worker-env.js';
+import type { Logger } from 'pino';
+import { isContainerWorker, type WorkerSettings } from '../jobs/endpoint-settings.js';
+import type { LogLine, PoolHealth, PoolWorkerInfo, PoolWorkerState } from '../jobs/pool-view.js';
+import type { JobTransitions } from '../jobs/transitions.js';
+import type { QueueStats, WorkerRecord } from '../model/records.js';
+import type { KeyService } from '../security/keys.js';
+import { NoCapacityError, type AnyStartSpec, type WorkerDriver, type WorkerExit, type WorkerHandle } from './driver.js';
+import { runpodWorkerEnv } from './worker-env.js';
+import { createWorkerLog, type WorkerLog } from './worker-log.js';
 
-/** The name of a pool's worker key; one left by a killed gateway is deleted at the next start. */
-export const poolKeyName = (endpointId: string): string => `worker pool ${endpointId} (autoscaler)`;
-export const POOL_KEY_NAME = /^worker pool .+ \(autoscaler\)$/;
+/**
+ * The name of a pool worker's key (each worker has its own): `worker pool <endpoint>
+ * (autoscaler) <workerId>`. Keys left by a killed gateway are deleted at the next start by
+ * POOL_KEY_NAME, which also matches the one-key-per-pool names of earlier versions.
+ */
+export const poolKeyName = (endpointId: string, workerId?: string): string => `worker pool ${endpointId} (autoscaler)${workerId ? ` ${workerId}` : ''}`;
+export const POOL_KEY_NAME = /^worker pool .+ \(autoscaler\)( [A-Za-z0-9_-]+)?$/;
 
 /** A worker that ran this long before exiting starts its crash count over. */
 const STABLE_MS = 60_000;
@@ -21,9 +26,14 @@ const UNHEALTHY_AFTER = 2;
 /** Output lines quoted in a crash reason. */
 const REASON_LINES = 5;
 
+/** What one endpoint's worker pool uses. */
 export interface WorkerPoolOptions {
-  app: App;
+  endpointId: string;
   driver: WorkerDriver;
+  /** Makes each worker's key, and revokes it when the worker is gone. */
+  keys: Pick<KeyService, 'create' | 'revoke'>;
+  /** Requeues the jobs of a worker whose process ended. */
+  transitions: Pick<JobTransitions, 'releaseWorkers'>;
   /** Base URL of the gateway as the workers reach it (config.publicUrl or the gateway's own). */
   baseUrl: string;
   /** SIGTERM → SIGKILL grace of a stopped worker. */
@@ -32,18 +42,22 @@ export interface WorkerPoolOptions {
   restartBackoffMs: number;
   /** Lines kept per worker log. */
   logLines: number;
+  /** How often workers ping (RUNPOD_PING_INTERVAL). */
+  pingIntervalMs: number;
+  logger: Logger;
+  now(): number;
   /** Called when something happened that the autoscaler should look at soon (a worker exited). */
-  onChange: () => void;
+  onChange(): void;
 }
 
 /** One worker slot of the pool: its current process (if any), its log and crash history. */
 interface Slot {
   id: string;
-  /** The endpoint's workerJson this slot runs. */
+  /** The worker settings (as JSON text) this slot runs. */
   spec: string;
   handle: WorkerHandle | null;
-  /** True from the start request until the process runs (or failed to start). */
-  launching: boolean;
+  /** The start in flight (from the start request until the process runs or failed to start). */
+  launching: Promise<void> | null;
   startedAt: number | null;
   readyAt: number | null;
   held: number;
@@ -55,6 +69,10 @@ interface Slot {
   stopping: boolean;
   /** A store row says the worker reported itself unhealthy (ping status=unhealthy). */
   selfUnhealthy: string | null;
+  /** The last start found no room (no Docker host with the GPUs asked for): waiting, not crashed. */
+  waitingForRoom: boolean;
+  /** The worker's own key, until the process it was given is gone (then revoked). */
+  key: { id: string; key: string } | null;
   log: WorkerLog;
   /** Settles once the current process has exited and its jobs were requeued. */
   finished: Promise<void>;
@@ -75,38 +93,210 @@ export interface ActiveWorker {
  * requeues the jobs of a worker whose process ended, and restarts crashed workers with
  * exponential backoff. How many workers there should be is the autoscaler's call.
  */
-export function createWorkerPool(endpointId: string, options: WorkerPoolOptions) {
-  const { app, driver, baseUrl } = options;
-  const log = app.logger.child({ endpointId, driver: driver.kind });
-  const slots = new Map<string, Slot>();
-  let spec = '';
-  let settings: WorkerSettings = { command: '' };
-  let key: Promise<{ id: string; key: string }> | undefined;
-  let throttled = 0;
-  let closed = false;
+export interface WorkerPool {
+  readonly endpointId: string;
+  /**
+   * Takes the endpoint's current worker settings. When they changed, the workers of the old
+   * settings are drained; returns how many were running, so as many new ones can start.
+   */
+  configure(settings: WorkerSettings): number;
+  /** Reads the store's view (who polled, who holds jobs) into the slots. */
+  observe(stats: QueueStats, rows: WorkerRecord[], now: number): void;
+  /** Current-settings workers not being stopped: what the scaling rules count. */
+  active(): ActiveWorker[];
+  /** Starts `n` new workers. */
+  start(n: number): void;
+  /** Starts again the crashed workers whose backoff has passed. */
+  restartDue(now: number): void;
+  /** Drains a worker: SIGTERM, up to the grace period to finish its jobs, then SIGKILL. */
+  stop(workerId: string, why: string): void;
+  setThrottled(n: number): void;
+  health(): PoolHealth;
+  workers(): PoolWorkerInfo[];
+  logs(workerId: string, lines: number): LogLine[] | undefined;
+  /** Drains every worker and waits for them to exit (their keys are revoked as they go). */
+  close(why: string): Promise<void>;
+}
 
-  /** One worker-scoped key per pool, made on first use; only its hash is stored. */
-  function poolKey(): Promise<{ id: string; key: string }> {
-    key ??= createApiKey(app, { name: poolKeyName(endpointId), scopes: ['worker'], endpoints: [endpointId] }).then(
-      (k) => ({ id: k.id, key: k.key }),
-    );
-    return key;
+/** @example const pool = createWorkerPool({ endpointId: 'echo', driver, keys, transitions, baseUrl, graceMs: 30_000, ... }); pool.configure({ command: 'node w.js' }); pool.start(1); */
+export function createWorkerPool(options: WorkerPoolOptions): WorkerPool {
+  return new Pool(options);
+}
+
+class Pool implements WorkerPool {
+  readonly endpointId: string;
+  private readonly log: Logger;
+  private readonly slots = new Map<string, Slot>();
+  private spec = '';
+  private settings: WorkerSettings = { command: '' };
+  private throttled = 0;
+  private closed = false;
+
+  constructor(private readonly options: WorkerPoolOptions) {
+    this.endpointId = options.endpointId;
+    this.log = options.logger.child({ endpointId: options.endpointId, driver: options.driver.kind });
   }
 
-  function workerEnv(workerId: string, apiKey: string): Record<string, string> {
-    const pingMs = Math.max(1_000, Math.min(10_000, Math.floor(app.config.workerLostMs / 3)));
-    return {
-      ...settings.env,
-      ...runpodWorkerEnv({ gatewayUrl: baseUrl, endpointId, workerId, apiKey, pingIntervalMs: pingMs }),
-    };
+  configure(settings: WorkerSettings): number {
+    const spec = JSON.stringify(settings);
+    if (spec === this.spec) return 0;
+    const first = this.spec === '';
+    this.spec = spec;
+    this.settings = settings;
+    let retired = 0;
+    for (const slot of this.slots.values()) {
+      if (slot.spec === spec || slot.stopping) continue;
+      if (slot.handle || slot.launching) retired++;
+      this.stop(slot.id, "the endpoint's worker settings changed");
+    }
+    if (!first) this.log.info({ retired }, 'worker settings changed: rolling the pool');
+    return retired;
   }
 
-  function newSlot(): Slot {
+  observe(stats: QueueStats, rows: WorkerRecord[], now: number): void {
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    for (const slot of this.slots.values()) {
+      const row = byId.get(slot.id);
+      if (slot.handle && slot.readyAt === null && row && slot.startedAt !== null && row.lastSeenAt >= slot.startedAt) {
+        slot.readyAt = Math.max(row.firstSeenAt, slot.startedAt);
+        slot.log.note(`ready: first poll ${slot.readyAt - slot.startedAt} ms after start`);
+      }
+      slot.selfUnhealthy = row && !row.healthy ? (row.reason ?? 'reported unhealthy by the worker') : null;
+      slot.held = stats.heldBy[slot.id] ?? 0;
+      const serving = slot.handle !== null && slot.readyAt !== null;
+      const waiting = slot.handle === null && !slot.launching;
+      const idle = (serving || waiting) && slot.held === 0 && stats.inQueue === 0;
+      if (!idle) slot.idleSince = null;
+      else slot.idleSince ??= now;
+    }
+  }
+
+  active(): ActiveWorker[] {
+    const list: ActiveWorker[] = [];
+    for (const slot of this.slots.values()) {
+      if (slot.stopping || slot.spec !== this.spec) continue;
+      list.push({ id: slot.id, starting: slot.handle === null || slot.readyAt === null, idleSince: slot.idleSince });
+    }
+    return list;
+  }
+
+  start(n: number): void {
+    for (let i = 0; i < n && !this.closed; i++) this.launch(this.newSlot());
+  }
+
+  restartDue(now: number): void {
+    for (const slot of this.slots.values()) {
+      if (!slot.handle && !slot.launching && !slot.stopping && slot.restartAt !== null && slot.restartAt <= now) this.launch(slot);
+    }
+  }
+
+  stop(workerId: string, why: string): void {
+    const slot = this.slots.get(workerId);
+    if (!slot || slot.stopping) return;
+    slot.stopping = true;
+    slot.reason = why;
+    if (!slot.handle) {
+      if (!slot.launching) this.forget(slot);
+      return;
+    }
+    slot.log.note(`stopping (${why}): SIGTERM, up to ${this.options.graceMs} ms to finish its jobs`);
+    this.log.info({ workerId, why }, 'pool worker stopping');
+    void slot.handle.stop(this.options.graceMs);
+  }
+
+  setThrottled(n: number): void {
+    this.throttled = n;
+  }
+
+  health(): PoolHealth {
+    const initializing: string[] = [];
+    const unhealthy: string[] = [];
+    let waiting = 0;
+    for (const slot of this.slots.values()) {
+      const state = stateOf(slot);
+      if (state === 'initializing') initializing.push(slot.id);
+      else if (state === 'throttled') waiting++;
+      // A worker that pinged status=unhealthy is counted from its store row by /health.
+      else if (state === 'unhealthy' && slot.selfUnhealthy === null) unhealthy.push(slot.id);
+    }
+    return { initializing, unhealthy, throttled: this.throttled + waiting };
+  }
+
+  workers(): PoolWorkerInfo[] {
+    return [...this.slots.values()].map((slot) => ({
+      id: slot.id,
+      state: stateOf(slot),
+      pid: slot.handle?.pid ?? null,
+      host: slot.handle?.host ?? null,
+      container: slot.handle?.container ?? null,
+      startedAt: slot.startedAt,
+      readyAt: slot.readyAt,
+      jobs: slot.held,
+      restarts: slot.restarts,
+      reason: slot.selfUnhealthy ?? slot.reason,
+      restartAt: slot.handle ? null : slot.restartAt,
+    }));
+  }
+
+  logs(workerId: string, lines: number): LogLine[] | undefined {
+    return this.slots.get(workerId)?.log.tail(lines);
+  }
+
+  async close(why: string): Promise<void> {
+    this.closed = true;
+    for (const slot of this.slots.values()) this.stop(slot.id, why);
+    // A launch in flight stops its process itself once started (it sees `stopping`).
+    await Promise.all([...this.slots.values()].map((s) => s.launching));
+    await Promise.all([...this.slots.values()].map((s) => s.finished));
+  }
+
+  /**
+   * The slot's own worker key (scope worker, this endpoint only), made when first needed and
+   * kept across starts that fail before anything runs; only its hash is stored. Revoked when
+   * the process that had it is gone, so a worker presumed lost cannot take or post anything.
+   */
+  private async workerKey(slot: Slot): Promise<string> {
+    if (slot.key) return slot.key.key;
+    const created = await this.options.keys.create({ name: poolKeyName(this.endpointId, slot.id), scopes: ['worker'], endpoints: [this.endpointId] });
+    slot.key = { id: created.id, key: created.key };
+    return created.key;
+  }
+
+  private async revokeKey(slot: Slot): Promise<void> {
+    const id = slot.key?.id;
+    slot.key = null;
+    if (!id) return;
+    try {
+      await this.options.keys.revoke(id);
+    } catch (err) {
+      this.log.error({ err, workerId: slot.id }, 'could not revoke the key of a pool worker');
+    }
+  }
+
+  /** Forgets a slot that will not run again, with its key. */
+  private forget(slot: Slot): void {
+    this.slots.delete(slot.id);
+    void this.revokeKey(slot);
+  }
+
+  /** What the driver is asked to start: a container (the settings name an image) or a local command. */
+  private startSpec(slot: Slot, apiKey: string): AnyStartSpec {
+    const runpod = { endpointId: this.endpointId, workerId: slot.id, apiKey, pingIntervalMs: this.options.pingIntervalMs };
+    const s = this.settings;
+    if (isContainerWorker(s)) {
+      const { image, command, env, gpus, memoryMb, volumes } = s;
+      return { workerId: slot.id, endpointId: this.endpointId, image, command, env: env ?? {}, runpod, gpus, memoryMb, volumes };
+    }
+    const env = { ...s.env, ...runpodWorkerEnv({ gatewayUrl: this.options.baseUrl, ...runpod }) };
+    return { workerId: slot.id, endpointId: this.endpointId, command: s.command, env, ...(s.cwd ? { cwd: s.cwd } : {}) };
+  }
+
+  private newSlot(): Slot {
     const slot: Slot = {
-      id: `${endpointId}-${randomBytes(4).toString('hex')}`,
-      spec,
+      id: `${this.endpointId}-${randomBytes(4).toString('hex')}`,
+      spec: this.spec,
       handle: null,
-      launching: false,
+      launching: null,
       startedAt: null,
       readyAt: null,
       held: 0,
@@ -117,244 +307,137 @@ export function createWorkerPool(endpointId: string, options: WorkerPoolOptions)
       reason: null,
       stopping: false,
       selfUnhealthy: null,
-      log: createWorkerLog(options.logLines, app.now),
+      waitingForRoom: false,
+      key: null,
+      log: createWorkerLog(this.options.logLines, this.options.now),
       finished: Promise.resolve(),
     };
-    slots.set(slot.id, slot);
+    this.slots.set(slot.id, slot);
     return slot;
   }
 
-  async function launch(slot: Slot): Promise<void> {
-    slot.launching = true;
+  private launch(slot: Slot): void {
     slot.restartAt = null;
     slot.readyAt = null;
     slot.idleSince = null;
     slot.held = 0;
+    slot.launching = this.startProcess(slot).finally(() => {
+      slot.launching = null;
+    });
+  }
+
+  private async startProcess(slot: Slot): Promise<void> {
     try {
-      const { key: apiKey } = await poolKey();
-      if (slot.stopping || closed) {
-        slots.delete(slot.id);
+      const apiKey = await this.workerKey(slot);
+      if (slot.stopping || this.closed) {
+        this.forget(slot);
         return;
       }
-      slot.startedAt = app.now();
-      const handle = await driver.start(
-        { workerId: slot.id, endpointId, command: settings.command, env: workerEnv(slot.id, apiKey), ...(settings.cwd ? { cwd: settings.cwd } : {}) },
-        (stream, text) => slot.log.write(stream, text),
-      );
+      slot.startedAt = this.options.now();
+      const handle = await this.options.driver.start(this.startSpec(slot, apiKey), (stream, text) => slot.log.write(stream, text));
       slot.handle = handle;
-      slot.log.note(`started: pid ${handle.pid ?? '-'}, command ${JSON.stringify(settings.command)}`);
-      log.info({ workerId: slot.id, pid: handle.pid }, 'pool worker started');
-      slot.finished = handle.exited.then((exit) => exited(slot, handle, exit));
-      if (slot.stopping) void handle.stop(options.graceMs); // stopped while it was starting
+      slot.waitingForRoom = false;
+      slot.log.note(`started: ${describeStart(handle, this.settings)}`);
+      this.log.info({ workerId: slot.id, pid: handle.pid, host: handle.host, container: handle.container }, 'pool worker started');
+      slot.finished = handle.exited.then((exit) => this.exited(slot, handle, exit));
+      if (slot.stopping) void handle.stop(this.options.graceMs); // stopped while it was starting
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
-      slot.log.note(`could not start: ${message}`);
-      if (slot.stopping || closed) slots.delete(slot.id);
-      else crashed(slot, { code: null, signal: null, error: message });
-      options.onChange();
-    } finally {
-      slot.launching = false;
+      if (slot.stopping || this.closed) this.forget(slot);
+      else if (err instanceof NoCapacityError) this.waitForRoom(slot, message);
+      else {
+        slot.log.note(`could not start: ${message}`);
+        this.crashed(slot, { code: null, signal: null, error: message });
+      }
+      this.options.onChange();
     }
   }
 
-  /** The process ended: requeue what it held, then restart (crash) or forget the slot. */
-  async function exited(slot: Slot, handle: WorkerHandle, exit: WorkerExit): Promise<void> {
+  /** No host has room for the worker now: it is throttled (RunPod: waiting for a GPU), tried again every backoff base, and not counted as a crash. */
+  private waitForRoom(slot: Slot, why: string): void {
+    const reason = `waiting for room: ${why}`;
+    if (slot.reason !== reason) slot.log.note(reason);
+    slot.waitingForRoom = true;
+    slot.startedAt = null;
+    slot.readyAt = null;
+    slot.reason = reason;
+    slot.restartAt = this.options.now() + this.options.restartBackoffMs;
+  }
+
+  /** The process ended: requeue what it held, revoke its key, then restart (crash) or forget the slot. */
+  private async exited(slot: Slot, handle: WorkerHandle, exit: WorkerExit): Promise<void> {
     slot.log.flush();
     slot.handle = null;
-    const ranMs = app.now() - (slot.startedAt ?? app.now());
+    const ranMs = this.options.now() - (slot.startedAt ?? this.options.now());
     slot.log.note(`exited: ${describeExit(exit)} after ${(ranMs / 1000).toFixed(1)} s`);
     try {
-      await releaseJobs(slot.id);
+      await this.releaseJobs(slot.id);
     } catch (err) {
-      log.error({ err, workerId: slot.id }, 'could not requeue the jobs of an exited pool worker');
+      this.log.error({ err, workerId: slot.id }, 'could not requeue the jobs of an exited pool worker');
     }
+    await this.revokeKey(slot);
     // A clean exit of a worker that served (e.g. it asked to be recycled) is not a crash.
     const clean = exit.code === 0 && slot.readyAt !== null;
-    if (slot.stopping || closed || clean || slot.spec !== spec) {
-      log.info({ workerId: slot.id, pid: handle.pid, exit }, 'pool worker exited');
-      slots.delete(slot.id);
+    if (slot.stopping || this.closed || clean || slot.spec !== this.spec) {
+      this.log.info({ workerId: slot.id, pid: handle.pid, host: handle.host, exit }, 'pool worker exited');
+      this.slots.delete(slot.id);
     } else {
       if (ranMs >= STABLE_MS) slot.failures = 0;
-      crashed(slot, exit);
+      this.crashed(slot, exit);
     }
-    options.onChange();
+    this.options.onChange();
   }
 
-  function crashed(slot: Slot, exit: WorkerExit): void {
+  private crashed(slot: Slot, exit: WorkerExit): void {
     slot.handle = null;
     slot.startedAt = null;
     slot.readyAt = null;
     slot.failures += 1;
     slot.restarts += 1;
-    const wait = Math.min(options.restartBackoffMs * 2 ** (slot.failures - 1), Math.max(MAX_BACKOFF_MS, options.restartBackoffMs));
-    slot.restartAt = app.now() + wait;
+    const base = this.options.restartBackoffMs;
+    const wait = Math.min(base * 2 ** (slot.failures - 1), Math.max(MAX_BACKOFF_MS, base));
+    slot.restartAt = this.options.now() + wait;
     const output = slot.log
       .tail()
       .filter((l) => l.stream !== 'gantry' && l.line.trim() !== '')
       .slice(-REASON_LINES)
       .map((l) => l.line.trim());
-    slot.reason = `${describeExit(exit)} (${slot.failures} time${slot.failures > 1 ? 's' : ''} in a row)${output.length > 0 ? `: ${output.join(' | ')}` : ''}`;
+    const times = `${slot.failures} time${slot.failures > 1 ? 's' : ''} in a row`;
+    slot.reason = `${describeExit(exit)} (${times})${output.length > 0 ? `: ${output.join(' | ')}` : ''}`;
     slot.log.note(`restarting in ${(wait / 1000).toFixed(1)} s`);
-    log.warn({ workerId: slot.id, failures: slot.failures, restartInMs: wait, reason: slot.reason }, 'pool worker crashed');
+    this.log.warn({ workerId: slot.id, failures: slot.failures, restartInMs: wait, reason: slot.reason }, 'pool worker crashed');
   }
 
   /** Requeues (or fails, past maxAttempts) the jobs of a worker that is gone, at once. */
-  async function releaseJobs(workerId: string): Promise<void> {
-    const released = await app.store.releaseWorkerJobs({ workerIds: [workerId], now: app.now() });
-    await app.store.deleteWorkers([workerId]);
-    for (const job of released.failed) app.jobs.jobEnded(job);
-    for (const job of released.requeued) app.notifier.publish({ type: 'job-updated', jobId: job.id });
-    if (released.requeued.length > 0) app.notifier.publish({ type: 'jobs-available', endpointId });
+  private async releaseJobs(workerId: string): Promise<void> {
+    const released = await this.options.transitions.releaseWorkers([workerId]);
     if (released.requeued.length + released.failed.length > 0) {
-      log.warn({ workerId, requeued: released.requeued.map((j) => j.id), failed: released.failed.map((j) => j.id) }, 'pool worker ended holding jobs');
+      this.log.warn({ workerId, requeued: released.requeued.map((j) => j.id), failed: released.failed.map((j) => j.id) }, 'pool worker ended holding jobs');
     }
   }
-
-  function stateOf(slot: Slot): PoolWorkerState {
-    if (slot.stopping) return 'draining';
-    if (slot.selfUnhealthy !== null) return 'unhealthy';
-    if (slot.handle && slot.readyAt !== null) return slot.held > 0 ? 'running' : 'idle';
-    // Crash-looping: unhealthy until a restart gets as far as polling for jobs.
-    return slot.failures >= UNHEALTHY_AFTER ? 'unhealthy' : 'initializing';
-  }
-
-  return {
-    endpointId,
-
-    /**
-     * Takes the endpoint's current settings. When the worker spec changed, the workers of the
-     * old spec are drained; returns how many were running, so as many new ones can start.
-     */
-    configure(endpoint: EndpointRecord): number {
-      if (endpoint.workerJson === null || endpoint.workerJson === spec) return 0;
-      const first = spec === '';
-      spec = endpoint.workerJson;
-      settings = JSON.parse(spec) as WorkerSettings;
-      let retired = 0;
-      for (const slot of slots.values()) {
-        if (slot.spec === spec || slot.stopping) continue;
-        if (slot.handle || slot.launching) retired++;
-        this.stop(slot.id, 'the endpoint\'s worker settings changed');
-      }
-      if (!first) log.info({ retired }, 'worker settings changed: rolling the pool');
-      return retired;
-    },
-
-    /** Reads the store's view (who polled, who holds jobs) into the slots. */
-    observe(stats: QueueStats, rows: WorkerRecord[], now: number): void {
-      const byId = new Map(rows.map((r) => [r.id, r]));
-      for (const slot of slots.values()) {
-        const row = byId.get(slot.id);
-        if (slot.handle && slot.readyAt === null && row && slot.startedAt !== null && row.lastSeenAt >= slot.startedAt) {
-          slot.readyAt = Math.max(row.firstSeenAt, slot.startedAt);
-          slot.log.note(`ready: first poll ${slot.readyAt - slot.startedAt} ms after start`);
-        }
-        slot.selfUnhealthy = row && !row.healthy ? (row.reason ?? 'reported unhealthy by the worker') : null;
-        slot.held = stats.heldBy[slot.id] ?? 0;
-        const serving = slot.handle !== null && slot.readyAt !== null;
-        const waiting = slot.handle === null && !slot.launching;
-        const idle = (serving || waiting) && slot.held === 0 && stats.inQueue === 0;
-        if (!idle) slot.idleSince = null;
-        else slot.idleSince ??= now;
-      }
-    },
-
-    /** Current-spec workers not being stopped: what the scaling rules count. */
-    active(): ActiveWorker[] {
-      const list: ActiveWorker[] = [];
-      for (const slot of slots.values()) {
-        if (slot.stopping || slot.spec !== spec) continue;
-        list.push({ id: slot.id, starting: slot.handle === null || slot.readyAt === null, idleSince: slot.idleSince });
-      }
-      return list;
-    },
-
-    /** Starts `n` new workers. */
-    start(n: number): void {
-      for (let i = 0; i < n && !closed; i++) void launch(newSlot());
-    },
-
-    /** Starts again the crashed workers whose backoff has passed. */
-    restartDue(now: number): void {
-      for (const slot of slots.values()) {
-        if (!slot.handle && !slot.launching && !slot.stopping && slot.restartAt !== null && slot.restartAt <= now) void launch(slot);
-      }
-    },
-
-    /** Drains a worker: SIGTERM, up to the grace period to finish its jobs, then SIGKILL. */
-    stop(workerId: string, why: string): void {
-      const slot = slots.get(workerId);
-      if (!slot || slot.stopping) return;
-      slot.stopping = true;
-      slot.reason = why;
-      if (!slot.handle) {
-        if (!slot.launching) slots.delete(slot.id);
-        return;
-      }
-      slot.log.note(`stopping (${why}): SIGTERM, up to ${options.graceMs} ms to finish its jobs`);
-      log.info({ workerId, why }, 'pool worker stopping');
-      void slot.handle.stop(options.graceMs);
-    },
-
-    setThrottled(n: number): void {
-      throttled = n;
-    },
-
-    health(): PoolHealth {
-      const initializing: string[] = [];
-      const unhealthy: string[] = [];
-      for (const slot of slots.values()) {
-        const state = stateOf(slot);
-        if (state === 'initializing') initializing.push(slot.id);
-        // A worker that pinged status=unhealthy is counted from its store row by /health.
-        else if (state === 'unhealthy' && slot.selfUnhealthy === null) unhealthy.push(slot.id);
-      }
-      return { initializing, unhealthy, throttled };
-    },
-
-    workers(): PoolWorkerInfo[] {
-      return [...slots.values()].map((slot) => ({
-        id: slot.id,
-        state: stateOf(slot),
-        pid: slot.handle?.pid ?? null,
-        startedAt: slot.startedAt,
-        readyAt: slot.readyAt,
-        jobs: slot.held,
-        restarts: slot.restarts,
-        reason: slot.selfUnhealthy ?? slot.reason,
-        restartAt: slot.handle ? null : slot.restartAt,
-      }));
-    },
-
-    logs(workerId: string, lines: number): LogLine[] | undefined {
-      return slots.get(workerId)?.log.tail(lines);
-    },
-
-    /** True when no worker process is left (all exited). */
-    get empty(): boolean {
-      return [...slots.values()].every((s) => !s.handle && !s.launching);
-    },
-
-    /** Drains every worker, waits for them to exit, then deletes the pool's key. */
-    async close(why: string): Promise<void> {
-      closed = true;
-      for (const slot of slots.values()) this.stop(slot.id, why);
-      // A launch in flight stops its process itself once started (it sees `stopping`).
-      while ([...slots.values()].some((s) => s.launching)) await new Promise((r) => setTimeout(r, 10));
-      await Promise.all([...slots.values()].map((s) => s.finished));
-      if (key) {
-        const { id } = await key.catch(() => ({ id: null }));
-        if (id) await app.store.deleteKey(id);
-        app.auth.forget();
-      }
-    },
-  };
 }
 
-export type WorkerPool = ReturnType<typeof createWorkerPool>;
+function stateOf(slot: Slot): PoolWorkerState {
+  if (slot.stopping) return 'draining';
+  if (slot.selfUnhealthy !== null) return 'unhealthy';
+  if (slot.handle && slot.readyAt !== null) return slot.held > 0 ? 'running' : 'idle';
+  if (!slot.handle && slot.waitingForRoom) return 'throttled';
+  // Crash-looping: unhealthy until a restart gets as far as polling for jobs.
+  return slot.failures >= UNHEALTHY_AFTER ? 'unhealthy' : 'initializing';
+}
 
 function describeExit(exit: WorkerExit): string {
-  if (exit.error) return `failed to start (${exit.error})`;
-  if (exit.signal) return `killed by ${exit.signal}`;
-  return `exited with code ${exit.code ?? '?'}`;
+  let text: string;
+  if (exit.error) text = `failed to start (${exit.error})`;
+  else if (exit.signal) text = `killed by ${exit.signal}`;
+  else if (exit.code === null) text = 'lost';
+  else text = `exited with code ${exit.code}`;
+  return exit.detail ? `${text}: ${exit.detail}` : text;
+}
+
+/** The `started` note of a worker's log: where it runs and what. */
+function describeStart(handle: WorkerHandle, settings: WorkerSettings): string {
+  if (!isContainerWorker(settings)) return `pid ${handle.pid ?? '-'}, command ${JSON.stringify(settings.command)}`;
+  const command = settings.command === undefined ? '' : `, command ${JSON.stringify(settings.command)}`;
+  return `container ${handle.container ?? '-'} on Docker host ${handle.host ?? '-'}, image ${settings.image}${command}`;
 }

@@ -1,12 +1,15 @@
 /**
- * A typed client of the gateway's admin API (`/admin/v1/...`): API keys and endpoints.
+ * A typed client of the gateway's admin API (`/admin/v1/...`): API keys, endpoints, their
+ * workers and logs, and usage (`gantry/admin`).
  * Used by the `gantry keys` / `gantry endpoints` commands and meant for the console too.
  * It only needs the global `fetch`, so it runs in Node 20+ and in browsers.
  */
 
+/** What an API key may do. */
 export type Scope = 'admin' | 'run' | 'read' | 'worker';
 export const SCOPES: readonly Scope[] = ['admin', 'run', 'read', 'worker'];
 
+/** How the autoscaler sizes an endpoint's pool. */
 export type ScalerType = 'QUEUE_DELAY' | 'REQUEST_COUNT';
 export const SCALER_TYPES: readonly ScalerType[] = ['QUEUE_DELAY', 'REQUEST_COUNT'];
 
@@ -26,18 +29,36 @@ export interface CreatedApiKey extends ApiKeyInfo {
   key: string;
 }
 
+/** The body of POST /admin/v1/keys. */
 export interface CreateKeyRequest {
   name: string;
   scopes: Scope[];
   endpoints?: string[];
 }
 
-/** How the autoscaler starts a worker process for an endpoint. */
-export interface WorkerSpec {
+/** A worker the autoscaler starts as a local process: `command` through the shell. */
+export interface ProcessWorkerSpec {
   command: string;
   env?: Record<string, string>;
   cwd?: string;
 }
+
+/**
+ * A worker run as a container of `image` on a Docker host: `command` overrides the image's CMD,
+ * `gpus` is a count or exact device ids, `memoryMb` a hard limit, `volumes` binds
+ * (`source:target[:ro]`).
+ */
+export interface ContainerWorkerSpec {
+  image: string;
+  command?: string | string[];
+  env?: Record<string, string>;
+  gpus?: number | string[];
+  memoryMb?: number;
+  volumes?: string[];
+}
+
+/** How the autoscaler starts an endpoint's workers: a local command, or a container image. */
+export type WorkerSpec = ProcessWorkerSpec | ContainerWorkerSpec;
 
 /** The settings of an endpoint that can be set at creation or changed later. */
 export interface EndpointSettings {
@@ -54,12 +75,19 @@ export interface EndpointSettings {
   worker?: WorkerSpec | null;
   /** Standard Webhooks secret (`whsec_…`) that signs the endpoint's webhook calls; null removes it. */
   webhookSecret?: string | null;
+  /** This endpoint's rate limits: "off", limits per operation over the defaults, or null for the defaults. */
+  rateLimits?: EndpointRateLimits | null;
 }
 
+/** Per-operation limits of one endpoint (`run`, `runsync`, `status`, `long-poll`, `cancel`, `purge-queue`, `requests`, `openai`), or "off". */
+export type EndpointRateLimits = 'off' | Record<string, 'off' | { per10s?: number; concurrent?: number }>;
+
+/** The body of POST /admin/v1/endpoints. */
 export interface CreateEndpointRequest extends EndpointSettings {
   id: string;
 }
 
+/** An endpoint as the admin API shows it. */
 export interface Endpoint {
   id: string;
   name: string;
@@ -73,6 +101,8 @@ export interface Endpoint {
   worker: WorkerSpec | null;
   /** Whether webhook calls are signed (the secret itself is never shown). */
   webhookSigning?: boolean;
+  /** The endpoint's own rate limits; null: the gateway's defaults. */
+  rateLimits?: EndpointRateLimits | null;
   createdAt: number | string;
   updatedAt: number | string;
 }
@@ -89,6 +119,9 @@ export interface EndpointWorker {
   reason: string | null;
   /** Pool workers only. */
   pid?: number | null;
+  /** Container workers: the Docker host it runs on and its container id (12 hex). */
+  host?: string | null;
+  container?: string | null;
   startedAt?: string | null;
   readyAt?: string | null;
   restarts?: number;
@@ -103,6 +136,35 @@ export interface WorkerLogLine {
   /** stdout, stderr, or gantry (the pool's own notes: started, exited, stopping). */
   stream: string;
   line: string;
+}
+
+/** One group of a usage report: a key's or an endpoint's completed jobs of priced endpoints, and their cost. */
+export interface UsageLine {
+  /** The key id (groupBy key) or endpoint id (groupBy endpoint); null for jobs without a key. */
+  key?: string | null;
+  endpoint?: string | null;
+  jobs: number;
+  megapixels: number;
+  /** USD as a JSON number that prints as the exact decimal. */
+  cost: number;
+  /** The same cost as a decimal string. */
+  costUsd: string;
+}
+
+/** GET /admin/v1/usage: usage summed over [from, to). */
+export interface UsageReport {
+  from: string;
+  to: string;
+  groupBy: 'key' | 'endpoint';
+  usage: UsageLine[];
+  total: Omit<UsageLine, 'key' | 'endpoint'>;
+}
+
+/** Which usage to sum: a time range (epoch ms or ISO 8601) and the grouping. */
+export interface UsageQuery {
+  from?: number | string;
+  to?: number | string;
+  groupBy?: 'key' | 'endpoint';
 }
 
 /**
@@ -120,6 +182,7 @@ export class AdminApiError extends Error {
   }
 }
 
+/** Where the admin API is and the admin key to call it with. */
 export interface AdminClientOptions {
   /** Base URL of the gateway, e.g. `http://localhost:8080`. */
   url: string;
@@ -131,6 +194,7 @@ export interface AdminClientOptions {
   fetch?: typeof fetch;
 }
 
+/** The admin API of a gateway (keys, endpoints, workers, logs, usage). */
 export interface AdminClient {
   createKey(request: CreateKeyRequest): Promise<CreatedApiKey>;
   listKeys(): Promise<ApiKeyInfo[]>;
@@ -142,6 +206,8 @@ export interface AdminClient {
   deleteEndpoint(id: string): Promise<unknown>;
   listWorkers(endpointId: string): Promise<EndpointWorker[]>;
   workerLogs(endpointId: string, workerId: string, lines?: number): Promise<WorkerLogLine[]>;
+  /** Cost and megapixels of completed jobs of priced endpoints, by key or endpoint. */
+  usage(query?: UsageQuery): Promise<UsageReport>;
 }
 
 /**
@@ -205,6 +271,12 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
           `${endpointPath(id)}/workers/${encodeURIComponent(workerId)}/logs${lines === undefined ? '' : `?lines=${lines}`}`,
         )
       ).lines,
+    usage: (query = {}) => {
+      const params = new URLSearchParams();
+      for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, String(value));
+      const search = params.toString();
+      return request<UsageReport>('GET', `/admin/v1/usage${search ? `?${search}` : ''}`);
+    },
   };
 }
 

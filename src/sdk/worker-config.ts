@@ -1,6 +1,6 @@
 /**
  * Turns worker options and RUNPOD_* environment variables into the URLs of the worker
- * protocol (DESIGN.md §1). The templates end in `?` because requests append `&key=value`,
+ * protocol (docs/worker-protocol.md). The templates end in `?` because requests append `&key=value`,
  * exactly as runpod-python does (`job-take/W?&job_in_progress=0`).
  */
 import { randomUUID } from 'node:crypto';

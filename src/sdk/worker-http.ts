@@ -23,6 +23,7 @@ export interface WorkerHttp {
   postJson(url: string, json: string, options?: PostOptions): Promise<WorkerResponse>;
 }
 
+/** How one POST is retried. */
 export interface PostOptions {
   attempts?: number;
   /** Waits between attempts; the last one repeats. */

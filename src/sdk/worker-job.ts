@@ -44,20 +44,45 @@ export async function runJob(
   signal: AbortSignal,
   deps: JobRunDeps,
 ): Promise<{ outcome: JobOutcome; refresh: boolean }> {
-  const { config, http, log } = deps;
+  const { config, log } = deps;
   const fields = { jobId: job.id, workerId: config.workerId };
   const doneUrl = jobUrl(config.jobDoneTemplate, job.id);
-  const pendingProgress = new Set<Promise<void>>();
-  let finished = false;
+  const progress = createProgressPoster(doneUrl, signal, fields, deps);
   let refresh = false;
-
   const ctx: JobContext = {
     workerId: config.workerId,
     signal,
     refresh() {
       refresh = true;
     },
-    progress(update) {
+    progress: progress.post,
+  };
+
+  log.info(fields, 'job started');
+  const startedAt = performance.now();
+  const result = await produceResult(job, ctx, deps);
+  // Progress posts go out before the result, so a late one cannot follow the final job-done.
+  await progress.finish();
+  if (result.kind === 'stopped' || signal.aborted) {
+    log.info(fields, 'job stopped by the server; no result posted');
+    return { outcome: 'stopped', refresh };
+  }
+  const body = result.body;
+  if (refresh) body.stopPod = true;
+  if (body.stopPod) refresh = true;
+  const url = withQuery(doneUrl, { isStream: result.kind === 'stream' ? 'true' : 'false' });
+  const outcome = await postResult(url, body, fields, deps);
+  if (outcome === 'posted') log.info({ ...fields, ms: Math.round(performance.now() - startedAt), failed: body.error !== undefined }, 'job finished');
+  return { outcome, refresh };
+}
+
+/** `ctx.progress` of one job, and a way to wait for the posts in flight once the handler is done. */
+function createProgressPoster(doneUrl: string, signal: AbortSignal, fields: Record<string, string>, deps: JobRunDeps) {
+  const { http, log } = deps;
+  const pending = new Set<Promise<void>>();
+  let finished = false;
+  return {
+    post(update: unknown): Promise<void> {
       // A progress post after the end would be ignored by the server at best; don't send it.
       if (finished || signal.aborted) return Promise.resolve();
       const json = toJson({ status: 'IN_PROGRESS', output: update });
@@ -71,29 +96,20 @@ export async function runJob(
         },
         (err: unknown) => log.warn({ ...fields, err: describeError(err) }, 'progress update not delivered'),
       );
-      pendingProgress.add(post);
-      void post.finally(() => pendingProgress.delete(post));
+      pending.add(post);
+      void post.finally(() => pending.delete(post));
       return post;
     },
+    async finish(): Promise<void> {
+      finished = true;
+      await Promise.all(pending);
+    },
   };
+}
 
-  log.info(fields, 'job started');
-  const startedAt = performance.now();
-  const result = await produceResult(job, ctx, deps);
-  finished = true;
-  // Progress posts go out before the result, so a late one cannot follow the final job-done.
-  await Promise.all(pendingProgress);
-  if (result.kind === 'stopped' || signal.aborted) {
-    log.info(fields, 'job stopped by the server; no result posted');
-    return { outcome: 'stopped', refresh };
-  }
-
-  const body = result.body;
-  if (refresh) body.stopPod = true;
-  if (body.stopPod) refresh = true;
-  const url = withQuery(doneUrl, { isStream: result.kind === 'stream' ? 'true' : 'false' });
-  const ms = Math.round(performance.now() - startedAt);
-  // An output the server cannot take must still end the job, or it would hang until timeout.
+/** Posts a job's result; an output the server cannot take still ends the job (as FAILED), or it would hang until its timeout. */
+async function postResult(url: string, body: JobResult, fields: Record<string, string>, deps: JobRunDeps): Promise<'posted' | 'post-failed'> {
+  const { http, log } = deps;
   let json = toJson(body);
   if (json instanceof Error) json = failureJson(`job output cannot be sent as JSON: ${json.message}`, body);
   try {
@@ -104,13 +120,12 @@ export async function runJob(
     }
     if (res.status >= 300) {
       log.error({ ...fields, status: res.status, body: res.body.slice(0, 200) }, 'job result rejected');
-      return { outcome: 'post-failed', refresh };
+      return 'post-failed';
     }
-    log.info({ ...fields, ms, failed: body.error !== undefined }, 'job finished');
-    return { outcome: 'posted', refresh };
+    return 'posted';
   } catch (err) {
     log.error({ ...fields, err: describeError(err) }, 'job result not delivered');
-    return { outcome: 'post-failed', refresh };
+    return 'post-failed';
   }
 }
 

@@ -1,6 +1,6 @@
 /**
  * Gantry worker SDK (`gantry/worker`): runs a handler against a Gantry (or RunPod) endpoint
- * using the worker protocol of runpod-python 1.12 (DESIGN.md §1).
+ * using the worker protocol of runpod-python 1.12 (docs/worker-protocol.md).
  *
  * Three loops share one worker: taking jobs (long-poll job-take, or job-take-batch when
  * concurrency > 1), watching stop signals (one job-stop long-poll, always open) and the

@@ -1,20 +1,18 @@
-import { join } from 'node:path';
-import type { App } from '../app.js';
+import type { Logger } from 'pino';
+import type { GantryConfig } from '../config/config.js';
+import type { WorkerSettings } from '../jobs/endpoint-settings.js';
+import type { EndpointService } from '../jobs/endpoint-service.js';
+import type { PoolView } from '../jobs/pool-view.js';
+import type { JobTransitions } from '../jobs/transitions.js';
+import type { Notifier } from '../model/events.js';
 import type { WorkerDriver } from '../pool/driver.js';
-import { createLocalProcessDriver } from '../pool/local-process-driver.js';
-import type { PoolView } from '../pool/pool-view.js';
 import { createWorkerPool, POOL_KEY_NAME, type ActiveWorker, type WorkerPool } from '../pool/worker-pool.js';
-import type { EndpointRecord, QueueStats } from '../store/store.js';
+import type { KeyService } from '../security/keys.js';
+import type { JobStore, WorkerStore } from '../store/store.js';
+import type { Clock } from '../util/clock.js';
+import type { EndpointRecord, QueueStats } from '../model/records.js';
 
-export interface AutoscalerOptions {
-  /** Base URL of the gateway as workers reach it: config.publicUrl, else the gateway's own URL. */
-  baseUrl: string;
-  /** How worker processes are started; the local-process driver by default. */
-  driver?: WorkerDriver;
-  /** Lines kept per worker log (default 500). */
-  logLines?: number;
-}
-
+/** What planScale decides from. */
 export interface ScaleInput {
   endpoint: Pick<EndpointRecord, 'workersMin' | 'workersMax' | 'idleTimeout' | 'scalerType' | 'scalerValue'>;
   stats: QueueStats;
@@ -23,6 +21,7 @@ export interface ScaleInput {
   workers: ActiveWorker[];
 }
 
+/** What planScale decided. */
 export interface ScalePlan {
   /** Workers to start. */
   start: number;
@@ -82,66 +81,156 @@ function stopOrder(a: ActiveWorker, b: ActiveWorker): number {
   return (a.idleSince ?? Number.MAX_SAFE_INTEGER) - (b.idleSince ?? Number.MAX_SAFE_INTEGER);
 }
 
+/** What the autoscaler uses. */
+export interface AutoscalerDeps {
+  store: Pick<JobStore, 'queueStats'> & Pick<WorkerStore, 'listWorkers'>;
+  endpoints: Pick<EndpointService, 'list'>;
+  keys: Pick<KeyService, 'create' | 'revoke' | 'revokeNamed'>;
+  transitions: Pick<JobTransitions, 'releaseWorkers'>;
+  notifier: Pick<Notifier, 'subscribe'>;
+  /** How workers are started: local processes, or containers for endpoints that name an image (src/pool). */
+  driver: WorkerDriver;
+  /** Worker settings of endpoints whose workers a feature provides (the image endpoints), by endpoint id. */
+  builtIns: ReadonlyMap<string, WorkerSettings>;
+  /** Base URL of the gateway as workers reach it: config.publicUrl, else the gateway's own URL (known once it listens). */
+  baseUrl(): string;
+  config: Pick<GantryConfig, 'autoscalerIntervalMs' | 'workerStopGraceMs' | 'workerRestartBackoffMs' | 'workerLostMs'>;
+  /** Lines kept per worker log (default 500). */
+  logLines?: number;
+  logger: Logger;
+  clock: Clock;
+}
+
 /**
- * The autoscaler (DESIGN.md §3): for every endpoint with a `worker` command it keeps a pool of
- * worker processes sized by planScale. It runs every `autoscalerIntervalMs`, and at once when
- * an endpoint changes, when a job arrives at an endpoint with no worker, and when a worker
- * exits. A singleton: with several gateways only the leader runs it. `stop` drains every pool
- * worker (SIGTERM, grace, SIGKILL) and may be called twice.
- *
+ * The autoscaler (docs/scaling.md): for every endpoint with worker settings (its `worker`
+ * command or image, or a feature's built-in worker) it keeps a pool of workers sized by
+ * planScale. It runs every `autoscalerIntervalMs`, and at once when an endpoint changes, when a
+ * job arrives at an endpoint with no worker, and when a worker exits. A singleton: with several
+ * gateways only the leader runs it. `view` answers for its pools while it runs.
+ */
+export interface Autoscaler {
+  /** The pools for /health and the admin API (undefined answers while stopped). */
+  readonly view: PoolView;
+  start(): void;
+  /** Stops scaling and drains every pool worker; resolves when all have exited. A second call waits for the first. */
+  stop(): Promise<void>;
+}
+
+/**
  * @example
- * const autoscaler = createAutoscaler(app, { baseUrl: 'http://127.0.0.1:8080' });
+ * const autoscaler = createAutoscaler({ store, endpoints, keys, transitions, notifier, driver, builtIns, baseUrl, config, logger, clock });
  * autoscaler.start();
  * await autoscaler.stop();
  */
-export function createAutoscaler(app: App, options: AutoscalerOptions) {
-  // Pid files under the data folder let the next start stop workers a killed gateway left behind.
-  const driver = options.driver ?? createLocalProcessDriver({ stateDir: join(app.config.dataDir, 'pool') });
-  const pools = new Map<string, WorkerPool>();
-  /** Pools of deleted endpoints (or ones that lost their worker command) still draining. */
-  const closing = new Set<Promise<void>>();
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> | undefined;
-  let again = false;
+export function createAutoscaler(deps: AutoscalerDeps): Autoscaler {
+  return new Scaler(deps);
+}
+
+/** The worker settings of an endpoint: its own `worker` setting, else a built-in one, else none. */
+function workerSettingsOf(endpoint: EndpointRecord, builtIns: ReadonlyMap<string, WorkerSettings>): WorkerSettings | null {
+  if (endpoint.workerJson !== null) return JSON.parse(endpoint.workerJson) as WorkerSettings;
+  return builtIns.get(endpoint.id) ?? null;
+}
+
+class Scaler implements Autoscaler {
+  readonly view: PoolView;
+  private readonly pools = new Map<string, WorkerPool>();
+  /** Pools of deleted endpoints (or ones that lost their worker settings) still draining. */
+  private readonly closing = new Set<Promise<void>>();
+  private cancelTimer: (() => void) | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
   /** Between start() and stop(); a stopped autoscaler can be started again (leadership came back). */
-  let active = false;
-  let stopping: Promise<void> | undefined;
-  let unsubscribe: (() => void) | undefined;
+  private active = false;
+  private stopping: Promise<void> | undefined;
+  private unsubscribe: (() => void) | undefined;
+  /** The clean-up of an earlier run; the first pass waits for it, so no new pool key is deleted. */
+  private cleanedUp: Promise<void> = Promise.resolve();
+
+  constructor(private readonly deps: AutoscalerDeps) {
+    this.view = {
+      running: () => this.active,
+      health: (endpointId) => this.pools.get(endpointId)?.health(),
+      workers: (endpointId) => this.pools.get(endpointId)?.workers(),
+      logs: (endpointId, workerId, lines) => this.pools.get(endpointId)?.logs(workerId, lines),
+      hosts: () => (this.active ? (this.deps.driver.hosts?.() ?? []) : undefined),
+    };
+  }
+
+  start(): void {
+    if (this.active) return;
+    this.active = true;
+    this.stopping = undefined;
+    this.cleanedUp = this.cleanUpAfterEarlierRun();
+    this.unsubscribe = this.deps.notifier.subscribe((event) => {
+      if (event.type === 'endpoint-changed') this.kick();
+      else if (event.type === 'jobs-available') {
+        // Cold start: an endpoint with no worker gets one without waiting for the next pass.
+        const pool = this.pools.get(event.endpointId);
+        if (pool && pool.active().length === 0) this.kick();
+      } else if (event.type === 'worker-recycle') {
+        this.pools.get(event.endpointId)?.stop(event.workerId, 'the worker asked to be recycled (stopPod)');
+        this.kick();
+      }
+    });
+    this.kick();
+  }
+
+  stop(): Promise<void> {
+    if (!this.active) return this.stopping ?? Promise.resolve();
+    this.active = false;
+    this.stopping = (async () => {
+      this.unsubscribe?.();
+      this.cancelTimer?.();
+      this.cancelTimer = undefined;
+      await this.running;
+      const all = [...this.pools.values()];
+      this.pools.clear();
+      await Promise.all(all.map((pool) => pool.close('the autoscaler is stopping (gateway shutdown or leadership lost)')));
+      await Promise.all(this.closing);
+      this.deps.driver.close?.();
+    })();
+    return this.stopping;
+  }
 
   /**
    * Workers an earlier gateway process started and never stopped (it was killed) are stopped,
    * and the pool keys it made are deleted, so they cannot come back. Runs when this gateway
    * becomes the one running the pools, before any pool of its own exists.
    */
-  async function cleanUpAfterEarlierRun(): Promise<void> {
+  private async cleanUpAfterEarlierRun(): Promise<void> {
     try {
-      const reaped = (await driver.reapOrphans?.(app.config.workerStopGraceMs)) ?? 0;
-      const stale = (await app.store.listKeys()).filter((k) => POOL_KEY_NAME.test(k.name));
-      for (const key of stale) await app.store.deleteKey(key.id);
-      if (stale.length > 0) app.auth.forget();
-      if (reaped + stale.length > 0) app.logger.warn({ workers: reaped, keys: stale.length }, 'stopped the pool workers and keys an earlier gateway process left behind');
+      const reaped = (await this.deps.driver.reapOrphans?.(this.deps.config.workerStopGraceMs)) ?? 0;
+      const keys = await this.deps.keys.revokeNamed(POOL_KEY_NAME);
+      if (reaped + keys > 0) this.deps.logger.warn({ workers: reaped, keys }, 'stopped the pool workers and keys an earlier gateway process left behind');
     } catch (err) {
-      app.logger.error({ err }, 'cleaning up after an earlier gateway process failed');
+      this.deps.logger.error({ err }, 'cleaning up after an earlier gateway process failed');
     }
   }
 
-  function createPool(endpointId: string): WorkerPool {
-    return createWorkerPool(endpointId, {
-      app,
-      driver,
-      baseUrl: options.baseUrl,
-      graceMs: app.config.workerStopGraceMs,
-      restartBackoffMs: app.config.workerRestartBackoffMs,
-      logLines: options.logLines ?? 500,
-      onChange: kick,
+  private createPool(endpointId: string): WorkerPool {
+    const { config } = this.deps;
+    return createWorkerPool({
+      endpointId,
+      driver: this.deps.driver,
+      keys: this.deps.keys,
+      transitions: this.deps.transitions,
+      baseUrl: this.deps.baseUrl(),
+      graceMs: config.workerStopGraceMs,
+      restartBackoffMs: config.workerRestartBackoffMs,
+      logLines: this.deps.logLines ?? 500,
+      pingIntervalMs: Math.max(1_000, Math.min(10_000, Math.floor(config.workerLostMs / 3))),
+      logger: this.deps.logger,
+      now: this.deps.clock.now,
+      onChange: () => this.kick(),
     });
   }
 
-  async function scaleEndpoint(pool: WorkerPool, endpoint: EndpointRecord): Promise<void> {
-    const retired = pool.configure(endpoint);
-    const now = app.now();
-    const [stats, rows] = await Promise.all([app.store.queueStats({ endpointId: endpoint.id, now }), app.store.listWorkers(endpoint.id)]);
-    if (!active) return;
+  private async scaleEndpoint(pool: WorkerPool, endpoint: EndpointRecord, settings: WorkerSettings): Promise<void> {
+    const retired = pool.configure(settings);
+    const now = this.deps.clock.now();
+    const [stats, rows] = await Promise.all([this.deps.store.queueStats({ endpointId: endpoint.id, now }), this.deps.store.listWorkers(endpoint.id)]);
+    if (!this.active) return;
     pool.observe(stats, rows, now);
     const workers = pool.active();
     const plan = planScale({ endpoint, stats, now, workers });
@@ -153,106 +242,52 @@ export function createAutoscaler(app: App, options: AutoscalerOptions) {
     pool.restartDue(now);
   }
 
-  /** The clean-up of an earlier run; the first pass waits for it, so no new pool key is deleted. */
-  let cleanedUp: Promise<void> = Promise.resolve();
-
-  async function pass(): Promise<void> {
-    await cleanedUp;
-    const endpoints = await app.store.listEndpoints();
+  private async pass(): Promise<void> {
+    await this.cleanedUp;
     const wanted = new Set<string>();
-    for (const endpoint of endpoints) {
-      if (endpoint.workerJson === null || !active) continue;
+    for (const endpoint of await this.deps.endpoints.list()) {
+      const settings = workerSettingsOf(endpoint, this.deps.builtIns);
+      if (settings === null || !this.active) continue;
       wanted.add(endpoint.id);
-      let pool = pools.get(endpoint.id);
-      if (!pool) pools.set(endpoint.id, (pool = createPool(endpoint.id)));
+      let pool = this.pools.get(endpoint.id);
+      if (!pool) this.pools.set(endpoint.id, (pool = this.createPool(endpoint.id)));
       try {
-        await scaleEndpoint(pool, endpoint);
+        await this.scaleEndpoint(pool, endpoint, settings);
       } catch (err) {
-        app.logger.error({ err, endpointId: endpoint.id }, 'autoscaler pass failed for an endpoint');
+        this.deps.logger.error({ err, endpointId: endpoint.id }, 'autoscaler pass failed for an endpoint');
       }
     }
-    for (const [id, pool] of pools) {
-      if (wanted.has(id) || !active) continue;
-      pools.delete(id);
+    for (const [id, pool] of this.pools) {
+      if (wanted.has(id) || !this.active) continue;
+      this.pools.delete(id);
       const done = pool.close('the endpoint was deleted or has no worker command').catch((err: unknown) => {
-        app.logger.error({ err, endpointId: id }, 'closing a worker pool failed');
+        this.deps.logger.error({ err, endpointId: id }, 'closing a worker pool failed');
       });
-      closing.add(done);
-      void done.finally(() => closing.delete(done));
+      this.closing.add(done);
+      void done.finally(() => this.closing.delete(done));
     }
   }
 
   /** Runs a pass now, or right after the one in progress. */
-  function kick(): void {
-    if (!active) return;
-    if (running) {
-      again = true;
+  private kick(): void {
+    if (!this.active) return;
+    if (this.running) {
+      this.again = true;
       return;
     }
-    if (timer) clearTimeout(timer);
-    timer = undefined;
-    running = pass()
-      .catch((err: unknown) => app.logger.error({ err }, 'autoscaler pass failed'))
+    this.cancelTimer?.();
+    this.cancelTimer = undefined;
+    this.running = this.pass()
+      .catch((err: unknown) => this.deps.logger.error({ err }, 'autoscaler pass failed'))
       .finally(() => {
-        running = undefined;
-        if (!active) return;
-        if (again) {
-          again = false;
-          kick();
+        this.running = undefined;
+        if (!this.active) return;
+        if (this.again) {
+          this.again = false;
+          this.kick();
         } else {
-          timer = setTimeout(kick, app.config.autoscalerIntervalMs);
-          timer.unref();
+          this.cancelTimer = this.deps.clock.after(this.deps.config.autoscalerIntervalMs, () => this.kick());
         }
       });
   }
-
-  const view: PoolView = {
-    health: (endpointId) => pools.get(endpointId)?.health(),
-    workers: (endpointId) => pools.get(endpointId)?.workers(),
-    logs: (endpointId, workerId, lines) => pools.get(endpointId)?.logs(workerId, lines),
-  };
-
-  return {
-    view,
-    /** The pools by endpoint id (tests and the benchmark read them). */
-    pools: pools as ReadonlyMap<string, WorkerPool>,
-    start(): void {
-      if (active) return;
-      active = true;
-      stopping = undefined;
-      app.pool.view = view;
-      cleanedUp = cleanUpAfterEarlierRun();
-      unsubscribe = app.notifier.subscribe((event) => {
-        if (event.type === 'endpoint-changed') kick();
-        else if (event.type === 'jobs-available') {
-          // Cold start: an endpoint with no worker gets one without waiting for the next pass.
-          const pool = pools.get(event.endpointId);
-          if (pool && pool.active().length === 0) kick();
-        } else if (event.type === 'worker-recycle') {
-          pools.get(event.endpointId)?.stop(event.workerId, 'the worker asked to be recycled (stopPod)');
-          kick();
-        }
-      });
-      kick();
-    },
-    /** Stops scaling and drains every pool worker; resolves when all have exited. A second call waits for the first. */
-    stop(): Promise<void> {
-      if (!active) return stopping ?? Promise.resolve();
-      active = false;
-      stopping = (async () => {
-        unsubscribe?.();
-        if (timer) clearTimeout(timer);
-        timer = undefined;
-        await running;
-        const all = [...pools.values()];
-        pools.clear();
-        await Promise.all(all.map((pool) => pool.close('the autoscaler is stopping (gateway shutdown or leadership lost)')));
-        await Promise.all(closing);
-        if (app.pool.view === view) app.pool.view = null;
-      })();
-      return stopping;
-    },
-  };
 }
-
-export type Autoscaler = ReturnType<typeof createAutoscaler>;

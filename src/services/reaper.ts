@@ -1,98 +1,129 @@
-import type { App } from '../app.js';
-import type { JobRecord } from '../store/store.js';
+import type { Logger } from 'pino';
+import type { GantryConfig } from '../config/config.js';
+import type { JobTransitions } from '../jobs/transitions.js';
+import type { WorkerService } from '../jobs/worker-service.js';
+import type { JobRecord } from '../model/records.js';
+import type { WorkerStore } from '../store/store.js';
+import type { Clock } from '../util/clock.js';
 
 /** Rows handled per store call; a pass repeats a call while it comes back full. */
 const BATCH = 500;
 /** At most this many batches of one kind per pass, so a huge backlog never blocks the loop. */
 const MAX_BATCHES = 20;
 
+/** What one reaper pass did. */
+export interface ReaperPass {
+  timedOut: number;
+  expired: number;
+  requeued: number;
+  failed: number;
+  deleted: number;
+}
+
 /**
- * The reaper (DESIGN.md §2): execution timeouts → TIMED_OUT (the worker is told through
+ * The reaper (docs/states.md): execution timeouts → TIMED_OUT (the worker is told through
  * job-stop); queue ttl → TIMED_OUT; workers not heard from for `workerLostMs` lose their jobs
  * (requeued up to maxAttempts, then FAILED); expired jobs are deleted with input, output and
- * stream. `start` runs a pass every `reaperIntervalMs`; `stop` may be called twice.
+ * stream. A singleton on the leader. `start` runs a pass every `reaperIntervalMs`; `stop` may be
+ * called twice.
  */
-export function createReaper(app: App) {
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> | undefined;
+export interface Reaper {
+  /** One pass now; returns what it did. */
+  runOnce(): Promise<ReaperPass>;
+  start(): void;
+  stop(): Promise<void>;
+}
 
-  function ended(jobs: JobRecord[]): void {
-    for (const job of jobs) app.jobs.jobEnded(job);
+/** What the reaper uses. */
+export interface ReaperDeps {
+  transitions: Pick<JobTransitions, 'timeOutRunning' | 'expireQueued' | 'releaseWorkers' | 'deleteExpired'>;
+  workers: Pick<WorkerService, 'touchWaiting'>;
+  store: Pick<WorkerStore, 'findStaleWorkers'>;
+  config: Pick<GantryConfig, 'reaperIntervalMs' | 'workerLostMs'>;
+  logger: Logger;
+  clock: Clock;
+}
+
+/** @example const reaper = createReaper({ transitions, workers, store, config, logger, clock: systemClock }); reaper.start(); */
+export function createReaper(deps: ReaperDeps): Reaper {
+  return new Reaping(deps);
+}
+
+/** Calls `call` while it handles full batches, at most MAX_BATCHES times; returns the total handled. */
+async function repeat(call: () => Promise<number>): Promise<number> {
+  let total = 0;
+  for (let i = 0; i < MAX_BATCHES; i++) {
+    const n = await call();
+    total += n;
+    if (n < BATCH) break;
+  }
+  return total;
+}
+
+const count = (jobs: JobRecord[]): number => jobs.length;
+
+class Reaping implements Reaper {
+  private cancelTimer: (() => void) | undefined;
+  private running: Promise<void> | undefined;
+  private started = false;
+
+  constructor(private readonly deps: ReaperDeps) {}
+
+  runOnce(): Promise<ReaperPass> {
+    return this.pass(0);
   }
 
-  async function repeat(call: () => Promise<number>): Promise<number> {
-    let total = 0;
-    for (let i = 0; i < MAX_BATCHES; i++) {
-      const n = await call();
-      total += n;
-      if (n < BATCH) break;
-    }
-    return total;
-  }
-
-  /** One pass; returns what it did (for tests and logs). */
-  async function runOnce(): Promise<{ timedOut: number; expired: number; requeued: number; failed: number; deleted: number }> {
-    const { store, now, notifier } = app;
-    const timedOut = await repeat(async () => {
-      const jobs = await store.timeOutRunning({ now: now(), limit: BATCH });
-      for (const job of jobs) {
-        if (job.workerId) notifier.publish({ type: 'stop-jobs', workerId: job.workerId, jobIds: [job.id] });
-      }
-      ended(jobs);
-      return jobs.length;
-    });
-    const expired = await repeat(async () => {
-      const jobs = await store.expireQueued({ now: now(), limit: BATCH });
-      ended(jobs);
-      return jobs.length;
-    });
-
-    // Workers with an open long-poll on this gateway are alive even if they have not pinged.
-    for (const { endpointId, workerId } of app.workers.waitingWorkers()) await app.workers.touch(endpointId, workerId);
-    const stale = await store.findStaleWorkers(now() - app.config.workerLostMs);
-    let requeued = 0;
-    let failed = 0;
-    if (stale.length > 0) {
-      const ids = stale.map((w) => w.id);
-      const released = await store.releaseWorkerJobs({ workerIds: ids, now: now() });
-      await store.deleteWorkers(ids);
-      requeued = released.requeued.length;
-      failed = released.failed.length;
-      ended(released.failed);
-      for (const endpointId of new Set(released.requeued.map((j) => j.endpointId))) notifier.publish({ type: 'jobs-available', endpointId });
-      for (const job of released.requeued) notifier.publish({ type: 'job-updated', jobId: job.id });
-      if (requeued + failed > 0) app.logger.warn({ workers: ids, requeued, failed }, 'workers lost');
-    }
-    const deleted = await repeat(() => store.deleteExpired({ now: now(), limit: BATCH }));
+  /** One pass; `lateMs`: how much later than due a scheduled pass fired (event-loop lag). */
+  private async pass(lateMs: number): Promise<ReaperPass> {
+    const { transitions } = this.deps;
+    const timedOut = await repeat(async () => count(await transitions.timeOutRunning(BATCH)));
+    const expired = await repeat(async () => count(await transitions.expireQueued(BATCH)));
+    const { requeued, failed } = await this.releaseLostWorkers(lateMs);
+    const deleted = await repeat(() => transitions.deleteExpired(BATCH));
     return { timedOut, expired, requeued, failed, deleted };
   }
 
-  function schedule(): void {
-    timer = setTimeout(() => {
-      running = runOnce()
-        .then(
-          () => undefined,
-          (err: unknown) => app.logger.error({ err }, 'reaper pass failed'),
-        )
-        .finally(() => {
-          running = undefined;
-          if (timer) schedule();
-        });
-    }, app.config.reaperIntervalMs);
-    timer.unref();
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.schedule();
   }
 
-  return {
-    runOnce,
-    start(): void {
-      if (!timer) schedule();
-    },
-    async stop(): Promise<void> {
-      if (timer) clearTimeout(timer);
-      timer = undefined;
-      await running;
-    },
-  };
-}
+  async stop(): Promise<void> {
+    this.started = false;
+    this.cancelTimer?.();
+    this.cancelTimer = undefined;
+    await this.running;
+  }
 
-export type Reaper = ReturnType<typeof createReaper>;
+  private async releaseLostWorkers(lateMs: number): Promise<{ requeued: number; failed: number }> {
+    // Workers with an open long-poll on this gateway are alive even if they have not pinged.
+    await this.deps.workers.touchWaiting();
+    // Silence the gateway caused is not the worker's: a pass that fires late (a blocked event
+    // loop, a paused process) allows that much more, since requests that waited meanwhile are
+    // handled only after it. Rows hold the time a request arrived, on this same clock.
+    const stale = await this.deps.store.findStaleWorkers(this.deps.clock.now() - this.deps.config.workerLostMs - lateMs);
+    if (stale.length === 0) return { requeued: 0, failed: 0 };
+    const ids = stale.map((w) => w.id);
+    const released = await this.deps.transitions.releaseWorkers(ids);
+    const requeued = released.requeued.length;
+    const failed = released.failed.length;
+    if (requeued + failed > 0) this.deps.logger.warn({ workers: ids, requeued, failed }, 'workers lost');
+    return { requeued, failed };
+  }
+
+  private schedule(): void {
+    const due = this.deps.clock.now() + this.deps.config.reaperIntervalMs;
+    this.cancelTimer = this.deps.clock.after(this.deps.config.reaperIntervalMs, () => {
+      this.running = this.pass(Math.max(0, this.deps.clock.now() - due))
+        .then(
+          () => undefined,
+          (err: unknown) => this.deps.logger.error({ err }, 'reaper pass failed'),
+        )
+        .finally(() => {
+          this.running = undefined;
+          if (this.started) this.schedule();
+        });
+    });
+  }
+}

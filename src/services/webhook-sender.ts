@@ -1,12 +1,25 @@
 import { createHmac } from 'node:crypto';
-import type { App } from '../app.js';
+import type { Logger } from 'pino';
+import type { GantryConfig } from '../config/config.js';
+import type { EndpointService } from '../jobs/endpoint-service.js';
 import { renderJob } from '../jobs/job-view.js';
-import type { JobRecord } from '../store/store.js';
+import type { Notifier } from '../model/events.js';
+import { AppError } from '../model/errors.js';
+import { checkOutboundUrl, createOutboundFetch, createOutboundPolicy, OutboundRefusedError, type OutboundPolicy } from '../security/outbound.js';
+import type { SecretBox } from '../security/secret-box.js';
+import type { JobStore } from '../store/store.js';
+import type { Clock } from '../util/clock.js';
+import type { JobRecord } from '../model/records.js';
 
 /** One delivery and two retries (spec, Events). */
 export const WEBHOOK_ATTEMPTS = 3;
 const BATCH = 50;
 const POLL_MS = 1_000;
+/**
+ * Most deliveries in flight at once (each holds one connection): past it due deliveries wait
+ * in the store, unleased, so receivers that never answer cannot pile up sockets.
+ */
+export const WEBHOOK_CONCURRENCY = 32;
 
 /**
  * Webhook sender: POSTs the job object (what GET /status returns) to the job's `webhook` URL
@@ -31,104 +44,158 @@ export function signWebhook(secret: string, id: string, timestamp: number, body:
   return { 'webhook-timestamp': String(timestamp), 'webhook-signature': `v1,${signature}` };
 }
 
-export function createWebhookSender(app: App, fetchImpl: typeof fetch = fetch) {
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> | undefined;
-  let again = false;
-  let stopped = true;
-  const inFlight = new Set<Promise<void>>();
+/** Delivers the webhooks of finished jobs (a singleton on the leader). */
+export interface WebhookSender {
+  /** One pass: leases and starts the due deliveries; returns how many. */
+  runOnce(): Promise<number>;
+  start(): void;
+  /** Stops polling and waits for the deliveries in flight. */
+  stop(): Promise<void>;
+}
 
-  async function deliver(job: JobRecord): Promise<void> {
-    const attempt = job.webhookAttempts + 1;
-    const url = job.webhook;
-    if (url === null) return;
-    let ok = false;
-    let detail = '';
-    try {
-      const body = renderJob(job);
-      // One id per delivery of one outcome: the same across its attempts, new after a retry of the job.
-      const id = `${job.id}.${job.retries}`;
-      const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'gantry-webhook', 'webhook-id': id };
-      const sealed = (await app.jobs.getEndpoint(job.endpointId))?.webhookSecret ?? null;
-      if (sealed !== null) Object.assign(headers, signWebhook(app.secrets.open(sealed), id, Math.floor(app.now() / 1000), body));
-      const response = await fetchImpl(url, {
-        method: 'POST',
-        headers,
-        body,
-        signal: AbortSignal.timeout(app.config.webhookTimeoutMs),
-        redirect: 'manual',
-      });
-      ok = response.status >= 200 && response.status < 300;
-      detail = `HTTP ${response.status}`;
-      await response.body?.cancel();
-    } catch (err) {
-      detail = (err as Error).message;
-    }
-    const last = ok || attempt >= WEBHOOK_ATTEMPTS;
-    await app.store.markWebhook({ id: job.id, attempts: attempt, nextAt: last ? null : app.now() + app.config.webhookRetryMs });
-    if (!ok) app.logger.warn({ jobId: job.id, endpointId: job.endpointId, attempt, detail, gaveUp: last }, 'webhook delivery failed');
+/** What the webhook sender uses. */
+export interface WebhookSenderDeps {
+  store: Pick<JobStore, 'dueWebhooks' | 'markWebhook'>;
+  /** The endpoint of a job, for its webhook signing secret. */
+  endpoints: Pick<EndpointService, 'get'>;
+  secrets: Pick<SecretBox, 'open'>;
+  notifier: Pick<Notifier, 'subscribe'>;
+  config: Pick<GantryConfig, 'webhookRetryMs' | 'webhookTimeoutMs'>;
+  logger: Logger;
+  clock: Clock;
+  /** Where webhooks may point (security/outbound.ts); default: the policy with nothing allowed. */
+  outbound?: OutboundPolicy;
+  /** The transport (default: createOutboundFetch: keep-alive connections, guarded DNS lookups, no redirects). */
+  fetch?: typeof fetch;
+}
+
+/** @example const sender = createWebhookSender({ store, endpoints, secrets, notifier, config, logger, clock: systemClock }); sender.start(); */
+export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
+  return new Sender(deps);
+}
+
+class Sender implements WebhookSender {
+  private cancelTimer: (() => void) | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = true;
+  private unsubscribe: (() => void) | undefined;
+  private readonly inFlight = new Set<Promise<void>>();
+  /** True when the last pass left due deliveries for want of room: the next delivery to end starts a pass. */
+  private capped = false;
+  private readonly fetch: typeof fetch;
+  private readonly outbound: OutboundPolicy;
+
+  constructor(private readonly deps: WebhookSenderDeps) {
+    this.outbound = deps.outbound ?? createOutboundPolicy([]);
+    this.fetch = deps.fetch ?? createOutboundFetch(this.outbound, { maxSockets: WEBHOOK_CONCURRENCY });
   }
 
-  async function runOnce(): Promise<number> {
-    const due = await app.store.dueWebhooks({ now: app.now(), limit: BATCH });
+  async runOnce(): Promise<number> {
+    const { store, clock, config } = this.deps;
+    const room = Math.min(BATCH, WEBHOOK_CONCURRENCY - this.inFlight.size);
+    this.capped = room < BATCH;
+    if (room <= 0) return 0;
+    const due = await store.dueWebhooks({ now: clock.now(), limit: room });
     for (const job of due) {
       // Lease: nobody else picks it up while this call may still be running.
-      await app.store.markWebhook({ id: job.id, attempts: job.webhookAttempts, nextAt: app.now() + app.config.webhookTimeoutMs + 5_000 });
-      const p: Promise<void> = deliver(job)
-        .catch((err: unknown) => app.logger.error({ err, jobId: job.id }, 'webhook bookkeeping failed'))
-        .finally(() => inFlight.delete(p));
-      inFlight.add(p);
+      await store.markWebhook({ id: job.id, attempts: job.webhookAttempts, nextAt: clock.now() + config.webhookTimeoutMs + 5_000 });
+      const p: Promise<void> = this.deliver(job)
+        .catch((err: unknown) => this.deps.logger.error({ err, jobId: job.id }, 'webhook bookkeeping failed'))
+        .finally(() => {
+          this.inFlight.delete(p);
+          if (this.capped && !this.stopped) {
+            this.capped = false;
+            this.pass();
+          }
+        });
+      this.inFlight.add(p);
     }
+    if (due.length < room) this.capped = false;
     return due.length;
   }
 
-  function pass(): void {
-    if (stopped) return;
-    if (running) {
-      again = true;
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.unsubscribe = this.deps.notifier.subscribe((event) => {
+      if (event.type === 'webhook-due') this.pass();
+    });
+    this.pass();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+    this.cancelTimer?.();
+    await this.running;
+    await Promise.all([...this.inFlight]);
+  }
+
+  private async deliver(job: JobRecord): Promise<void> {
+    const { clock, config } = this.deps;
+    const attempt = job.webhookAttempts + 1;
+    let ok = false;
+    let detail = '';
+    let refused = false;
+    try {
+      // Checked again at send time: the policy may have changed since the job was submitted.
+      await checkOutboundUrl(this.outbound, job.webhook ?? '', 'webhook', clock.now());
+      const status = await this.post(job);
+      ok = status >= 200 && status < 300;
+      detail = `HTTP ${status}`;
+    } catch (err) {
+      refused = err instanceof OutboundRefusedError || (err instanceof AppError && err.code === 'INVALID_PARAMETER');
+      detail = refused ? 'refused by the outbound policy' : (err as Error).message;
+    }
+    const last = ok || refused || attempt >= WEBHOOK_ATTEMPTS;
+    await this.deps.store.markWebhook({ id: job.id, attempts: attempt, nextAt: last ? null : clock.now() + config.webhookRetryMs });
+    if (!ok) this.deps.logger.warn({ jobId: job.id, endpointId: job.endpointId, attempt, detail, gaveUp: last }, 'webhook delivery failed');
+  }
+
+  /** POSTs the job object to its webhook (signed when the endpoint has a secret); returns the HTTP status. */
+  private async post(job: JobRecord): Promise<number> {
+    const body = renderJob(job);
+    // One id per delivery of one outcome: the same across its attempts, new after a retry of the job.
+    const id = `${job.id}.${job.retries}`;
+    const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'gantry-webhook', 'webhook-id': id };
+    const sealed = (await this.deps.endpoints.get(job.endpointId))?.webhookSecret ?? null;
+    if (sealed !== null) Object.assign(headers, signWebhook(this.deps.secrets.open(sealed), id, Math.floor(this.deps.clock.now() / 1000), body));
+    const response = await this.fetch(job.webhook ?? '', {
+      method: 'POST',
+      headers,
+      body,
+      signal: AbortSignal.timeout(this.deps.config.webhookTimeoutMs),
+      redirect: 'manual',
+    });
+    await response.body?.cancel();
+    return response.status;
+  }
+
+  private pass(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
       return;
     }
-    clearTimeout(timer);
-    running = runOnce()
+    this.cancelTimer?.();
+    this.running = this.runOnce()
       .then(
         (n) => {
-          if (n === BATCH) again = true;
+          if (n === BATCH) this.again = true;
         },
-        (err: unknown) => app.logger.error({ err }, 'webhook pass failed'),
+        (err: unknown) => this.deps.logger.error({ err }, 'webhook pass failed'),
       )
       .finally(() => {
-        running = undefined;
-        if (stopped) return;
-        if (again) {
-          again = false;
-          setImmediate(pass);
+        this.running = undefined;
+        if (this.stopped) return;
+        if (this.again) {
+          this.again = false;
+          setImmediate(() => this.pass());
         } else {
-          timer = setTimeout(pass, POLL_MS);
-          timer.unref();
+          this.cancelTimer = this.deps.clock.after(POLL_MS, () => this.pass());
         }
       });
   }
-
-  let unsubscribe: (() => void) | undefined;
-  return {
-    runOnce,
-    start(): void {
-      if (!stopped) return;
-      stopped = false;
-      unsubscribe = app.notifier.subscribe((event) => {
-        if (event.type === 'webhook-due') pass();
-      });
-      pass();
-    },
-    async stop(): Promise<void> {
-      stopped = true;
-      unsubscribe?.();
-      unsubscribe = undefined;
-      clearTimeout(timer);
-      await running;
-      await Promise.all([...inFlight]);
-    },
-  };
 }
-
-export type WebhookSender = ReturnType<typeof createWebhookSender>;

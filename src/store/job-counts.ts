@@ -1,5 +1,5 @@
-import type { JobStatus } from '../jobs/states.js';
-import type { JobCounts } from './store.js';
+import type { JobStatus } from '../model/job-states.js';
+import type { JobCounts, QueueStats } from '../model/records.js';
 
 const FIELD: Record<JobStatus, keyof JobCounts> = {
   IN_QUEUE: 'inQueue',
@@ -21,4 +21,39 @@ export function tallyJobCounts(rows: { status: JobStatus; n: number; retried: nu
     counts.retried += Number(row.retried);
   }
   return counts;
+}
+
+/** The row of a backend's count of one endpoint's claimable queued jobs (see queueStats). */
+export interface QueuedRow {
+  n: number;
+  normal: number;
+  oldest: number | null;
+}
+
+/** A row of a backend's `GROUP BY worker_id` count of one endpoint's IN_PROGRESS jobs. */
+export interface HeldRow {
+  worker_id: string | null;
+  n: number;
+}
+
+/**
+ * Folds a backend's two queueStats queries into the QueueStats of the autoscaler: the queued
+ * counts as they are (no row: none queued), the running jobs summed and, for those with a
+ * holder, counted per worker. Shared by every backend.
+ */
+export function toQueueStats(queued: QueuedRow | undefined, held: HeldRow[]): QueueStats {
+  const heldBy: Record<string, number> = {};
+  let inProgress = 0;
+  for (const row of held) {
+    const n = Number(row.n);
+    inProgress += n;
+    if (row.worker_id !== null) heldBy[row.worker_id] = n;
+  }
+  return {
+    inQueue: Number(queued?.n ?? 0),
+    inQueueNormal: Number(queued?.normal ?? 0),
+    oldestNormalQueuedAt: queued?.oldest ?? null,
+    inProgress,
+    heldBy,
+  };
 }

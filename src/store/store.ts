@@ -1,8 +1,13 @@
-import type { JobStatus } from '../jobs/states.js';
+import type { Notifier } from '../model/events.js';
+import type { JobStatus } from '../model/job-states.js';
+import type { EndpointRecord, JobCounts, JobRecord, KeyRecord, QueueStats, Scope, UsageRecord, WorkerRecord } from '../model/records.js';
+import type { MinuteStore } from './minute-store.js';
 
 /**
  * The store: every piece of durable state, behind one interface with one backend per database
- * (SQLite now, PostgreSQL later). SQL lives only under src/store/.
+ * (sqlite/, postgres/). SQL lives only under src/store/. Each table group has its interface
+ * below, implemented by one class per backend (sqlite/jobs.ts, postgres/jobs.ts, …), and the
+ * Store callers see is composed from them (compose-store.ts).
  *
  * Rules every backend follows (the conformance suite in test/conformance checks them):
  * - Times are epoch milliseconds and every time-dependent call takes `now` from the caller,
@@ -14,17 +19,20 @@ import type { JobStatus } from '../jobs/states.js';
  * - Writes resolve once they are durable (committed). Backends may group the writes of one
  *   event-loop turn into one transaction.
  */
-export interface Store {
+export interface Store extends JobStore, WorkerStore, EndpointStore, KeyStore, UsageStore, MinuteStore {
+  /** Which backend, for logs only: nothing outside src/store branches on it. */
   readonly kind: 'sqlite' | 'postgres';
 
   /** Applies pending migrations; refuses a database whose schema is newer than this code. */
   migrate(): Promise<void>;
   /** Commits what is pending and closes. A second call does nothing. */
   close(): Promise<void>;
+}
 
-  // ---- jobs -------------------------------------------------------------------------------
-
-  insertJob(job: NewJob): Promise<void>;
+/** The jobs table (and each job's stream chunks): every job transition is one call here. */
+export interface JobStore {
+  /** Writes a new job exactly as given (its initial state is decided by the caller, src/jobs/transitions.ts). */
+  insertJob(job: JobRecord): Promise<void>;
   getJob(id: string): Promise<JobRecord | undefined>;
 
   /**
@@ -87,10 +95,11 @@ export interface Store {
   /**
    * Un-claims jobs that a worker never received (its long-poll closed while they were being
    * claimed, or it says it does not hold them): IN_PROGRESS held by `workerId` → IN_QUEUE,
-   * attempts − 1 (the hand-out did not happen), workerId/startedAt cleared, queuedAt and
-   * deadlineAt kept as before the claim. Returns the ids returned to the queue.
+   * attempts − 1 (the hand-out did not happen; with `counted` the attempt stays counted: the job
+   * was handed out and lost), workerId/startedAt cleared, queuedAt and deadlineAt kept as before
+   * the claim. Returns the ids returned to the queue.
    */
-  returnJobs(args: { ids: string[]; workerId: string }): Promise<string[]>;
+  returnJobs(args: { ids: string[]; workerId: string; counted?: boolean }): Promise<string[]>;
 
   /**
    * Deletes up to `limit` terminal jobs with expiresAt <= now and no webhook delivery pending,
@@ -131,10 +140,14 @@ export interface Store {
 
   /** Records a delivery attempt: nextAt null means done (delivered or given up). */
   markWebhook(args: { id: string; attempts: number; nextAt: number | null }): Promise<void>;
+}
 
-  // ---- workers ----------------------------------------------------------------------------
-
-  /** Creates or refreshes a worker's liveness row (lastSeenAt=now). */
+/** The workers table: which worker ids were heard from when, and how they feel. */
+export interface WorkerStore {
+  /**
+   * Creates or refreshes a worker's liveness row (lastSeenAt=now). A worker id belongs to the
+   * endpoint that first registered it: false (and nothing changed) when it is another endpoint's.
+   */
   touchWorker(args: {
     id: string;
     endpointId: string;
@@ -142,7 +155,7 @@ export interface Store {
     healthy?: boolean;
     reason?: string | null;
     version?: string | null;
-  }): Promise<void>;
+  }): Promise<boolean>;
 
   listWorkers(endpointId?: string): Promise<WorkerRecord[]>;
 
@@ -153,9 +166,10 @@ export interface Store {
 
   /** Ids of the IN_PROGRESS jobs a worker holds. */
   jobsHeldBy(workerId: string): Promise<string[]>;
+}
 
-  // ---- endpoints --------------------------------------------------------------------------
-
+/** The endpoints table. */
+export interface EndpointStore {
   /** False when the id is taken. */
   createEndpoint(endpoint: EndpointRecord): Promise<boolean>;
   getEndpoint(id: string): Promise<EndpointRecord | undefined>;
@@ -164,36 +178,27 @@ export interface Store {
   updateEndpoint(endpoint: EndpointRecord): Promise<boolean>;
   /** Deletes the endpoint, its jobs and its workers; false when it does not exist. */
   deleteEndpoint(id: string): Promise<boolean>;
+}
 
-  // ---- API keys ---------------------------------------------------------------------------
-
+/** The api_keys table. */
+export interface KeyStore {
   createKey(key: KeyRecord): Promise<void>;
   listKeys(): Promise<KeyRecord[]>;
   deleteKey(id: string): Promise<boolean>;
   /** The key whose SHA-256 hex digest is `hash`. */
   getKeyByHash(hash: string): Promise<KeyRecord | undefined>;
   countKeysWithScope(scope: Scope): Promise<number>;
+}
 
-  // ---- usage (billing of the public endpoints) ---------------------------------------------
-
+/** The usage_records table: what completed jobs cost. */
+export interface UsageStore {
   /** Records one completed job's usage; a second record for the same job is ignored. */
   recordUsage(usage: UsageRecord): Promise<void>;
   /** Sums the usage recorded in [from, to) by key or endpoint, largest cost first. */
   sumUsage(args: { from: number; to: number; groupBy: 'key' | 'endpoint' }): Promise<UsageSum[]>;
 }
 
-export interface UsageRecord {
-  jobId: string;
-  /** The key that submitted the job; null for the console's session. */
-  keyId: string | null;
-  endpointId: string;
-  /** width × height of the image. */
-  pixels: number;
-  /** Cost in units of 1e-10 USD (src/images/pricing.ts). */
-  costUnits: bigint;
-  createdAt: number;
-}
-
+/** One group of sumUsage: a key's or an endpoint's completed jobs in the range, and what they cost. */
 export interface UsageSum {
   /** The key id or endpoint id of the group (null: jobs submitted without a key). */
   group: string | null;
@@ -202,116 +207,24 @@ export interface UsageSum {
   costUnits: bigint;
 }
 
-export type Scope = 'admin' | 'run' | 'read' | 'worker';
-
-export interface NewJob {
-  id: string;
-  endpointId: string;
-  inputJson: string;
-  webhook: string | null;
-  /** Encrypted s3Config (never plain text). */
-  s3Config: string | null;
-  executionTimeoutMs: number;
-  lowPriority: boolean;
-  ttlMs: number;
-  retentionMs: number;
-  maxAttempts: number;
-  sync: boolean;
-  keyId: string | null;
-  now: number;
+/**
+ * Which gateway runs the singletons (reaper, webhook sender, autoscaler). On SQLite there is one
+ * gateway and it always leads; on PostgreSQL the holder of a database lock does.
+ */
+export interface LeaderLock {
+  isLeader(): boolean;
+  /** Called with true when this gateway becomes the leader and false when it stops being it. */
+  onChange(listener: (leader: boolean) => void): () => void;
+  start(): void;
+  /** Gives the lock up (and tells the listeners). A second call does nothing. */
+  stop(): Promise<void>;
 }
 
-export interface JobRecord {
-  id: string;
-  endpointId: string;
-  status: JobStatus;
-  inputJson: string;
-  /** Final output when COMPLETED; the latest progress update while IN_PROGRESS. */
-  outputJson: string | null;
-  error: string | null;
-  webhook: string | null;
-  s3Config: string | null;
-  executionTimeoutMs: number;
-  lowPriority: boolean;
-  ttlMs: number;
-  retentionMs: number;
-  maxAttempts: number;
-  sync: boolean;
-  keyId: string | null;
-  createdAt: number;
-  /** When the job (re)entered the queue: submit, retry or requeue after a lost worker. */
-  queuedAt: number;
-  startedAt: number | null;
-  finishedAt: number | null;
-  /** When the current live state must end: queue ttl while IN_QUEUE, execution timeout while IN_PROGRESS. */
-  deadlineAt: number | null;
-  /** When a terminal job is deleted. */
-  expiresAt: number | null;
-  workerId: string | null;
-  attempts: number;
-  retries: number;
-  webhookAttempts: number;
-  webhookNextAt: number | null;
-}
-
-export interface JobCounts {
-  inQueue: number;
-  inProgress: number;
-  completed: number;
-  failed: number;
-  cancelled: number;
-  timedOut: number;
-  /** Retained jobs that were retried by a client or requeued after a lost worker. */
-  retried: number;
-}
-
-export interface QueueStats {
-  inQueue: number;
-  /** Queued jobs without policy.lowPriority: only these make the autoscaler add workers. */
-  inQueueNormal: number;
-  /** queuedAt of the oldest queued normal job; null when there is none. */
-  oldestNormalQueuedAt: number | null;
-  inProgress: number;
-  /** IN_PROGRESS jobs per worker id (workers holding none are absent). */
-  heldBy: Record<string, number>;
-}
-
-export interface WorkerRecord {
-  id: string;
-  endpointId: string;
-  firstSeenAt: number;
-  lastSeenAt: number;
-  healthy: boolean;
-  reason: string | null;
-  version: string | null;
-}
-
-export interface EndpointRecord {
-  id: string;
-  name: string;
-  workersMin: number;
-  workersMax: number;
-  /** Seconds a started worker may sit idle before it is stopped. */
-  idleTimeout: number;
-  executionTimeoutMs: number;
-  scalerType: 'QUEUE_DELAY' | 'REQUEST_COUNT';
-  scalerValue: number;
-  maxAttempts: number;
-  /** `{command, env?, cwd?}` as JSON text, or null for workers connected by hand. */
-  workerJson: string | null;
-  /** Standard Webhooks signing secret, sealed (SecretBox); null when webhooks go unsigned. */
-  webhookSecret: string | null;
-  createdAt: number;
-  updatedAt: number;
-}
-
-export interface KeyRecord {
-  id: string;
-  name: string;
-  /** SHA-256 hex digest of the key; the key itself is never stored. */
-  hash: string;
-  scopes: Scope[];
-  /** Endpoint ids the key is limited to; null for all. */
-  endpoints: string[] | null;
-  createdAt: number;
+/** What openStore hands the gateway: the store, how events reach other gateways, and who leads. */
+export interface OpenedStore {
+  store: Store;
+  notifier: Notifier;
+  leaderLock: LeaderLock;
+  /** True when other gateways may share the database (their events can be lost: poll as well). */
+  shared: boolean;
 }

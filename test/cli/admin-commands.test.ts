@@ -224,11 +224,14 @@ describe('gantry endpoints', () => {
 
   it('sets and removes a webhook signing secret without ever printing it', async () => {
     const secret = `whsec_${Buffer.from('0123456789abcdef0123456789abcdef').toString('base64')}`;
-    const created = json<EndpointJson & { webhookSigning: boolean }>(await cli(['endpoints', 'create', 'signed-ep', '--webhook-secret', secret, '--json']));
+    const createdRun = await cli(['endpoints', 'create', 'signed-ep', '--webhook-secret', secret, '--json']);
+    expect(createdRun.stdout).not.toContain(secret.slice(6)); // the raw --json output, not a re-serialised object
+    const created = json<EndpointJson & { webhookSigning: boolean }>(createdRun);
     expect(created.webhookSigning).toBe(true);
+    expect(Object.keys(created)).not.toContain('webhookSecret');
     const shown = await cli(['endpoints', 'get', 'signed-ep']);
     expect(shown.stdout).toMatch(/webhook signing:\s+on/);
-    expect(shown.stdout + created.toString()).not.toContain(secret.slice(6));
+    expect(shown.stdout + JSON.stringify(created)).not.toContain(secret.slice(6));
     const removed = json<{ webhookSigning: boolean }>(await cli(['endpoints', 'update', 'signed-ep', '--webhook-secret', 'none', '--json']));
     expect(removed.webhookSigning).toBe(false);
     const bad = await cli(['endpoints', 'update', 'signed-ep', '--webhook-secret', 'nope']);

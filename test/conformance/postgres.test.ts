@@ -1,8 +1,11 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { listMigrations, migrationsDir } from '../../src/store/migrations.js';
-import { createPostgresStore, type PostgresStore } from '../../src/store/postgres/postgres-store.js';
-import type { NewJob, Store } from '../../src/store/store.js';
+import { JOB_COLUMNS } from '../../src/store/job-columns.js';
+import { createPostgresStore } from '../../src/store/postgres/postgres-store.js';
+import type { Store } from '../../src/store/store.js';
+import { initialJob, type NewJobArgs } from '../../src/jobs/transitions.js';
+import type { JobRecord } from '../../src/model/records.js';
 import { createTestSchema, type TestSchema } from '../helpers/postgres.js';
 import { describeStoreConformance } from './store-conformance.js';
 
@@ -27,8 +30,8 @@ describeStoreConformance('postgres', async () => {
 
 const T0 = 1_700_000_000_000;
 
-function job(id: string, overrides: Partial<NewJob> = {}): NewJob {
-  return {
+function job(id: string, overrides: Partial<NewJobArgs> = {}): JobRecord {
+  return initialJob({
     id,
     endpointId: 'ep',
     inputJson: '{}',
@@ -43,15 +46,15 @@ function job(id: string, overrides: Partial<NewJob> = {}): NewJob {
     keyId: null,
     now: T0,
     ...overrides,
-  };
+  });
 }
 
 describe('postgres store', () => {
   let schema: TestSchema;
-  let store: PostgresStore;
+  let store: Store;
   let raw: pg.Client;
   const opened: Store[] = [];
-  const open = (): PostgresStore => {
+  const open = (): Store => {
     const s = createPostgresStore({ connectionString: schema.url, poolSize: 4 });
     opened.push(s);
     return s;
@@ -89,8 +92,25 @@ describe('postgres store', () => {
     const a = open();
     const b = open();
     await Promise.all([a.migrate(), b.migrate()]);
-    const n = await a.pg.query<{ n: number }>('SELECT COUNT(*) AS n FROM schema_migrations');
-    expect(n[0]?.n).toBe(listMigrations(migrationsDir('postgres')).length);
+    const client = new pg.Client({ connectionString: schema.url });
+    await client.connect();
+    try {
+      const n = await client.query<{ n: string }>('SELECT COUNT(*) AS n FROM schema_migrations');
+      expect(Number(n.rows[0]?.n)).toBe(listMigrations(migrationsDir('postgres')).length);
+    } finally {
+      await client.end();
+    }
+  });
+
+  it('has the job columns of job-columns.ts, in that order, and seq', async () => {
+    const columns = (
+      await raw.query<{ column_name: string }>(
+        `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'jobs'
+         ORDER BY ordinal_position`,
+      )
+    ).rows.map((row) => row.column_name);
+    expect(columns.filter((column) => column !== 'seq').join(', ')).toBe(JOB_COLUMNS);
+    expect(columns).toContain('seq');
   });
 
   it('refuses a database whose schema is newer than the code', async () => {

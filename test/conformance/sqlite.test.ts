@@ -5,8 +5,13 @@ import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { listMigrations, migrationsDir } from '../../src/store/migrations.js';
+import { JOB_COLUMNS } from '../../src/store/job-columns.js';
+import { openSqlite, type SqliteConnection } from '../../src/store/sqlite/connection.js';
+import { SqliteJobStore } from '../../src/store/sqlite/jobs.js';
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import type { NewJob, Store } from '../../src/store/store.js';
+import type { Store } from '../../src/store/store.js';
+import { initialJob, type NewJobArgs } from '../../src/jobs/transitions.js';
+import type { JobRecord } from '../../src/model/records.js';
 import { describeStoreConformance } from './store-conformance.js';
 
 const T0 = 1_700_000_000_000;
@@ -36,8 +41,8 @@ describeStoreConformance('sqlite', async () => {
   return { store: await db.open(), reopen: db.open, cleanup: db.cleanup };
 });
 
-function job(id: string, overrides: Partial<NewJob> = {}): NewJob {
-  return {
+function job(id: string, overrides: Partial<NewJobArgs> = {}): JobRecord {
+  return initialJob({
     id,
     endpointId: 'ep',
     inputJson: '{}',
@@ -52,7 +57,7 @@ function job(id: string, overrides: Partial<NewJob> = {}): NewJob {
     keyId: null,
     now: T0,
     ...overrides,
-  };
+  });
 }
 
 describe('sqlite store', () => {
@@ -73,6 +78,16 @@ describe('sqlite store', () => {
       expect(raw.pragma('journal_mode', { simple: true })).toBe('wal');
       const ledger = raw.prepare('SELECT version, name FROM schema_migrations').all();
       expect(ledger).toEqual(listMigrations(migrationsDir('sqlite')).map((m) => ({ version: m.version, name: m.name })));
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('has the job columns of job-columns.ts, in that order', () => {
+    const raw = new Database(db.file, { readonly: true });
+    try {
+      const columns = (raw.pragma('table_info(jobs)') as { name: string }[]).map((c) => c.name);
+      expect(columns.join(', ')).toBe(JOB_COLUMNS);
     } finally {
       raw.close();
     }
@@ -238,31 +253,82 @@ describe('migration files', () => {
 });
 
 describe('SQLite background checkpoint', () => {
-  it('keeps the WAL from growing without checkpoints inside commits', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'gantry-ckpt-'));
-    const file = join(dir, 'gantry.db');
-    const store = createSqliteStore({ file, backgroundCheckpoint: true });
-    try {
-      await store.migrate();
-      const sizes: number[] = [];
-      for (let round = 0; round < 60; round++) {
-        await Promise.all(
-          Array.from({ length: 200 }, (_, i) =>
-            store.insertJob({
-              id: `j${round}-${i}`, endpointId: 'ep', inputJson: JSON.stringify({ pad: 'x'.repeat(500) }), webhook: null, s3Config: null,
-              executionTimeoutMs: 600_000, lowPriority: false, ttlMs: 86_400_000, retentionMs: 1_800_000, maxAttempts: 3, sync: false, keyId: null, now: 1,
-            }),
-          ),
-        );
-        await new Promise((r) => setTimeout(r, 20));
-        sizes.push(statSync(`${file}-wal`).size);
-      }
-      // ~15 MB written in all (no automatic checkpoint at all); the checkpointer lets the WAL
-      // restart from its beginning, so the file stays a fraction of that.
-      expect(Math.max(...sizes)).toBeLessThan(6_000_000);
-    } finally {
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
+  const LIMIT = 1_000_000;
+  let dir: string;
+  let file: string;
+  let c: SqliteConnection;
+  let jobs: SqliteJobStore;
+  let n = 0;
+  const walSize = (): number => statSync(`${file}-wal`).size;
+  /** Writes about `bytes` of job rows, 200 jobs a turn (one group commit each). */
+  const writeAbout = async (bytes: number): Promise<void> => {
+    for (let written = 0; written < bytes; written += 200 * 600) {
+      await Promise.all(
+        Array.from({ length: 200 }, () =>
+          jobs.insertJob(initialJob({
+            id: `j${++n}`, endpointId: 'ep', inputJson: JSON.stringify({ pad: 'x'.repeat(500) }), webhook: null, s3Config: null,
+            executionTimeoutMs: 600_000, lowPriority: false, ttlMs: 86_400_000, retentionMs: 1_800_000, maxAttempts: 3, sync: false, keyId: null, now: 1,
+          })),
+        ),
+      );
     }
+  };
+
+  beforeEach(() => {
+    n = 0;
+    dir = mkdtempSync(join(tmpdir(), 'gantry-ckpt-'));
+    file = join(dir, 'gantry.db');
+    // No timer: every checkpoint in these tests is one the test asks for, so nothing races the writes.
+    c = openSqlite(file, { backgroundCheckpoint: true, checkpointIntervalMs: 0, walLimitBytes: LIMIT });
+    c.migrate();
+    jobs = new SqliteJobStore(c);
+  });
+  afterEach(async () => {
+    await c.stopCheckpointer();
+    c.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('never checkpoints inside a commit: without a step the WAL only grows', async () => {
+    await writeAbout(3 * LIMIT);
+    const before = walSize();
+    await writeAbout(LIMIT);
+    expect(before).toBeGreaterThan(2 * LIMIT);
+    expect(walSize()).toBeGreaterThan(before);
+  });
+
+  it('truncates a WAL past its limit at the next step (issue 15), and writes go on after it', async () => {
+    await writeAbout(3 * LIMIT);
+    expect(walSize()).toBeGreaterThan(2 * LIMIT);
+    const step = await c.checkpointNow();
+    expect(step).toEqual({ mode: 'TRUNCATE', busy: false, walBytes: 0 });
+    expect(walSize()).toBe(0);
+    await writeAbout(LIMIT / 4);
+    expect(await jobs.countJobs('ep')).toMatchObject({ inQueue: n });
+  });
+
+  it('below the limit a step is PASSIVE, and the WAL starts over at the next write instead of growing', async () => {
+    await writeAbout(LIMIT / 8);
+    const size = walSize();
+    expect(size).toBeLessThan(LIMIT);
+    expect(await c.checkpointNow()).toEqual({ mode: 'PASSIVE', busy: false, walBytes: size });
+    await writeAbout(LIMIT / 8);
+    expect(walSize()).toBe(size);
+  });
+
+  it('cuts a WAL that starts over back to journal_size_limit at the next commit', async () => {
+    expect(c.db.pragma('journal_size_limit', { simple: true })).toBe(LIMIT);
+    await writeAbout(3 * LIMIT);
+    // A PASSIVE checkpoint from elsewhere (as an older gateway's thread ran) copies every frame
+    // but leaves the file at its size; the next commit starts the WAL over and cuts it.
+    const other = new Database(file);
+    try {
+      other.pragma('wal_checkpoint(PASSIVE)');
+    } finally {
+      other.close();
+    }
+    expect(walSize()).toBeGreaterThan(2 * LIMIT);
+    await writeAbout(1);
+    expect(walSize()).toBeLessThanOrEqual(LIMIT);
   });
 });

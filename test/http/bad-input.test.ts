@@ -31,16 +31,27 @@ afterAll(async () => {
   await t?.close();
 });
 
-function expectError(r: Reply, status: number, what: string, field?: string): void {
+/** A client of a new endpoint, for tests whose accepted jobs must not join `ep`'s queue. */
+async function ownClient(): Promise<Client> {
+  const own = uniqueId('bad-own');
+  await t.createEndpoint(own);
+  return clientFor(t, own, c.key);
+}
+
+/** The one code docs/api.md gives each of these statuses. */
+const CODE_OF: Record<number, string> = { 401: 'UNAUTHORIZED', 405: 'METHOD_NOT_ALLOWED', 413: 'PAYLOAD_TOO_LARGE' };
+
+function expectError(r: Reply, status: number, what: string, field?: string, code = CODE_OF[status]): void {
   expect(r.status, `${what}: ${r.text.slice(0, 200)}`).toBe(status);
   expect(isErrorBody(r), `${what}: error body is JSON {error, code}: ${r.text.slice(0, 200)}`).toBe(true);
   if (field !== undefined) expect(r.json.error, what).toContain(field);
+  if (code !== undefined) expect(r.json.code, what).toBe(code);
 }
 
 describe('submit bodies', () => {
   it('malformed JSON → 400', async () => {
     for (const body of ['{', '{"input": {}', "{'input': {}}", 'input=1', '{"input":{}}}']) {
-      expectError(await c.call('POST', 'run', { body }), 400, body);
+      expectError(await c.call('POST', 'run', { body }), 400, body, undefined, 'INVALID_JSON');
     }
   });
 
@@ -125,11 +136,11 @@ describe('submit bodies', () => {
   });
 
   it('15 MB on /runsync is accepted; 21 MB → 413', async () => {
+    const c = await ownClient(); // the accepted job stays on an endpoint of its own
     const ok = await c.call('POST', 'runsync?wait=1000', { body: JSON.stringify({ input: { blob: 'y'.repeat(15_000_000) } }) });
     expect(ok.status, ok.text.slice(0, 200)).toBe(200);
     expect(ok.json.status).toBe('IN_QUEUE');
     expect(ok.json.id).toMatch(/^sync-/);
-    expect((await c.cancel(ok.json.id as string)).status).toBe(200);
     expectError(await c.call('POST', 'runsync?wait=1000', { body: JSON.stringify({ input: { blob: 'z'.repeat(21_000_000) } }) }), 413, '21 MB /runsync');
   });
 
@@ -137,9 +148,8 @@ describe('submit bodies', () => {
     const overhead = JSON.stringify({ input: { blob: '' } }).length;
     const body = JSON.stringify({ input: { blob: 'q'.repeat(10_000_000 - overhead) } });
     expect(body.length).toBe(10_000_000);
-    const r = await c.call('POST', 'run', { body });
+    const r = await (await ownClient()).call('POST', 'run', { body });
     expect(r.status, r.text.slice(0, 200)).toBe(200);
-    expect((await c.cancel(r.json.id as string)).status).toBe(200);
   });
 });
 
@@ -154,22 +164,22 @@ describe('unknown things', () => {
       ['POST', 'cancel'],
       ['POST', 'retry'],
     ] as const) {
-      expectError(await c.call(method, `${op}/${id}?wait=1000`), 404, `${method} ${op}`);
+      expectError(await c.call(method, `${op}/${id}?wait=1000`), 404, `${method} ${op}`, undefined, 'JOB_NOT_FOUND');
     }
-    expectError(await c.status('sync-nothing'), 404, 'sync id');
+    expectError(await c.status('sync-nothing'), 404, 'sync id', undefined, 'JOB_NOT_FOUND');
   });
 
   it('a job of another endpoint is not found here', async () => {
     const other = uniqueId('bad-other');
     await t.createEndpoint(other);
     const elsewhere = clientFor(t, other, c.key);
-    expectError(await elsewhere.status(completedId), 404, 'foreign job');
-    expectError(await elsewhere.cancel(queuedId), 404, 'foreign cancel');
+    expectError(await elsewhere.status(completedId), 404, 'foreign job', undefined, 'JOB_NOT_FOUND');
+    expectError(await elsewhere.cancel(queuedId), 404, 'foreign cancel', undefined, 'JOB_NOT_FOUND');
   });
 
   it('an unknown endpoint → 404', async () => {
     const none = clientFor(t, 'no-such-endpoint', t.adminKey);
-    expectError(await none.run(), 404, 'run');
+    expectError(await none.run(), 404, 'run', undefined, 'ENDPOINT_NOT_FOUND');
     expectError(await none.status(completedId), 404, 'status');
     expectError(await none.health(), 404, 'health');
     expectError(await none.purge(), 404, 'purge');
@@ -177,7 +187,8 @@ describe('unknown things', () => {
 
   it('unknown routes → 404 JSON, wrong methods → 405 JSON', async () => {
     const key = { key: c.key };
-    for (const path of ['/', '/v1/x/run', `/v2/${ep}/nope`, `/v2/${ep}/status`, `/v2/${ep}/status/a/b`, '/v2', `/v2/${ep}`, '/admin/v2/keys', '/favicon.ico']) {
+    // `/` itself redirects to the console (test/console/).
+    for (const path of ['/v1/x/run', `/v2/${ep}/nope`, `/v2/${ep}/status`, `/v2/${ep}/status/a/b`, '/v2', `/v2/${ep}`, '/admin/v2/keys', '/favicon.ico']) {
       expectError(await call(t.url, 'GET', path, key), 404, `GET ${path}`);
     }
     expectError(await call(t.url, 'POST', `/v2/${ep}/run/extra`, { ...key, body: { input: {} } }), 404, 'POST run/extra');
@@ -198,15 +209,15 @@ describe('unknown things', () => {
 
   it('malformed percent-encoding in the path → 400 JSON', async () => {
     for (const path of [`/v2/${ep}/status/%E0%A4%A`, `/v2/${ep}/status/%zz`, `/v2/%/run`, `/v2/${ep}/status/abc%`]) {
-      expectError(await call(t.url, 'GET', path, { key: c.key }), 400, path);
+      expectError(await call(t.url, 'GET', path, { key: c.key }), 400, path, undefined, 'INVALID_PATH');
     }
   });
 
   it('bad query values → 400 JSON', async () => {
-    expectError(await c.status(completedId, '?ttl=abc'), 400, 'ttl=abc', 'ttl');
+    expectError(await c.status(completedId, '?ttl=abc'), 400, 'ttl=abc', 'ttl', 'INVALID_PARAMETER');
     expectError(await c.status(completedId, '?ttl=-5'), 400, 'ttl=-5', 'ttl');
     expectError(await c.runsync({ input: {} }, '?wait=soon'), 400, 'wait=soon', 'wait');
-    expectError(await c.requests('?limit=0'), 400, 'limit=0', 'limit');
+    expectError(await c.requests('?limit=0'), 400, 'limit=0', 'limit', 'INVALID_PARAMETER');
   });
 
   it('no key, an unknown key, and an empty Bearer → 401 JSON', async () => {
@@ -222,8 +233,10 @@ describe('worker routes', () => {
     expectError(await w.call('POST', `job-done/${w.id}/${completedId}`, { body: '{oops', contentType: 'application/x-www-form-urlencoded' }), 400, 'malformed job-done');
     expectError(await w.call('POST', `job-done/${w.id}/${completedId}`, { body: '[1,2]' }), 400, 'array job-done');
     expectError(await w.call('POST', `job-stream/${w.id}/${completedId}`, { body: '"chunk"' }), 400, 'bare stream chunk');
-    expectError(await w.call('GET', 'job-take/bad%20worker%20id'), 400, 'worker id with spaces');
-    expectError(await w.call('GET', `job-take/${'w'.repeat(200)}`), 400, 'long worker id');
+    // NUL cannot come from a RunPod worker (its id is an environment variable): refused before routing.
+    expectError(await w.call('GET', 'job-take/bad%00worker%00id'), 400, 'worker id with NUL');
+    expectError(await w.call('GET', 'job-take/bad%0Aworker'), 429, 'worker id with a newline (429: runpod-python backs off)');
+    expectError(await w.call('GET', `job-take/${'w'.repeat(300)}`), 429, 'long worker id');
     expectError(await w.call('GET', 'job-take'), 400, 'no worker id');
     expectError(await w.call('POST', `job-take/${w.id}`), 405, 'POST job-take');
     expectError(await w.call('GET', `job-done/${w.id}/${completedId}`), 405, 'GET job-done');

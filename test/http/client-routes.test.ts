@@ -1,16 +1,16 @@
 // The client routes of the v2 job API (spec/serverless-job-api.md, DESIGN.md §1–§2), against a
 // real gateway. Workers are simulated by the test speaking the worker protocol over HTTP.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createReaper } from '../../src/services/reaper.js';
-import { eventually, startTestGantry, type TestGantry } from '../helpers/gantry.js';
+import { eventually, parkedJobCalls, startTestGantry, type TestGantry } from '../helpers/gantry.js';
 import { call, clientFor, isErrorBody, startReceiver, uniqueId, UUID, workerFor, type Client, type Json, type Worker } from './http-helpers.js';
+import { createOffsetClock } from '../helpers/clock.js';
 
 let t: TestGantry;
 let runKey: string;
 let workerKey: string;
 
 beforeAll(async () => {
-  t = await startTestGantry({ jobTakeWaitMs: 1_000, webhookRetryMs: 50 });
+  t = await startTestGantry({ jobTakeWaitMs: 1_000, webhookRetryMs: 50, outboundAllow: ['127.0.0.1'] });
   runKey = await t.createKey(['run']);
   workerKey = await t.createKey(['worker']);
 });
@@ -70,7 +70,6 @@ describe('run and runsync', () => {
     expect(typeof r.json.executionTime).toBe('number');
     expect(Number.isInteger(r.json.delayTime)).toBe(true);
     expect(r.json.executionTime as number).toBeGreaterThanOrEqual(50); // milliseconds, not seconds
-    expect(r.json.executionTime as number).toBeLessThan(5_000);
   });
 
   it('runsync ?wait=1000 with no worker answers {id, status} only, after about 1 s', async () => {
@@ -81,7 +80,6 @@ describe('run and runsync', () => {
     expect(r.json.status).toBe('IN_QUEUE');
     expect(r.json.id).toMatch(/^sync-/);
     expect(r.ms).toBeGreaterThanOrEqual(950);
-    expect(r.ms).toBeLessThan(3_000);
     // The job is still there for the client to poll.
     expect((await c.status(r.json.id as string)).json.status).toBe('IN_QUEUE');
   });
@@ -95,7 +93,8 @@ describe('runsync and cancel', () => {
     expect((await c.cancel(id)).status).toBe(200);
     const r = await pending;
     expect(r.json).toMatchObject({ id, status: 'CANCELLED' });
-    expect(r.ms).toBeLessThan(5_000);
+    expect(r.ms).toBeLessThan(20_000); // woken by the cancel, not by the end of its wait
+
   });
 });
 
@@ -139,9 +138,10 @@ describe('status', () => {
     expect(r.status).toBe(200);
     expect(r.json.status).toBe('COMPLETED');
     await new Promise((res) => setTimeout(res, 5));
-    await createReaper(t.gantry.app).runOnce();
+    await t.gantry.gateway.reaper.runOnce();
     const gone = await c.status(short);
     expect(gone.status).toBe(404);
+    expect(gone.json).toMatchObject({ code: 'JOB_NOT_FOUND' });
     expect(isErrorBody(gone)).toBe(true);
     expect((await c.status(kept)).json).toMatchObject({ id: kept, status: 'COMPLETED', output: 2 });
   });
@@ -153,25 +153,21 @@ describe('status', () => {
     await w.takeJob();
     await w.done(id, { output: 'x' });
     await new Promise((res) => setTimeout(res, 5));
-    await createReaper(t.gantry.app).runOnce();
+    await t.gantry.gateway.reaper.runOnce();
     expect((await c.status(id)).status).toBe(404);
   });
 
   it('status-sync long-polls until the job ends', async () => {
     const { c, w } = await fresh();
     const id = await c.submit();
-    const pending = c.statusSync(id, '?wait=10000');
     await w.takeJob();
-    let doneAt = 0;
-    setTimeout(() => {
-      doneAt = Date.now();
-      void w.done(id, { output: 'late' });
-    }, 150);
+    const pending = c.statusSync(id, '?wait=20000');
+    await parkedJobCalls(t.gantry); // the long-poll is waiting on the running job
+    expect((await w.done(id, { output: 'late' })).status).toBe(200);
     const r = await pending;
     expect(r.status).toBe(200);
     expect(r.json).toMatchObject({ id, status: 'COMPLETED', output: 'late' });
-    expect(doneAt).toBeGreaterThan(0);
-    expect(Date.now() - doneAt).toBeLessThan(2_000);
+    expect(r.ms).toBeLessThan(20_000); // answered when the job ended, not when its wait ran out
   });
 
   it('status-sync ?wait=1000 on a queued job answers the job after about 1 s', async () => {
@@ -181,7 +177,6 @@ describe('status', () => {
     expect(r.status).toBe(200);
     expect(r.json).toMatchObject({ id, status: 'IN_QUEUE' });
     expect(r.ms).toBeGreaterThanOrEqual(950);
-    expect(r.ms).toBeLessThan(3_000);
   });
 });
 
@@ -203,14 +198,14 @@ describe('stream', () => {
     expect(empty.json.stream).toEqual([]);
     expect(empty.json.status).toBe('IN_PROGRESS');
     expect(empty.ms).toBeGreaterThanOrEqual(180);
-    expect(empty.ms).toBeLessThan(1_500);
 
     // A poll waiting when a chunk arrives returns with it.
-    const waiting = c.stream(id, '?wait=5000');
-    setTimeout(() => void w.streamChunk(id, 'c'), 100);
+    const waiting = c.stream(id, '?wait=20000');
+    await parkedJobCalls(t.gantry);
+    await w.streamChunk(id, 'c');
     const woke = await waiting;
     expect(woke.json.stream).toEqual([{ output: 'c' }]);
-    expect(woke.ms).toBeLessThan(2_000);
+    expect(woke.ms).toBeLessThan(20_000); // woken by the chunk, not by the end of its wait
 
     await w.streamChunk(id, 'd');
     await w.done(id, { output: 'final' });
@@ -219,7 +214,7 @@ describe('stream', () => {
     expect(last.json.stream).toEqual([{ output: 'd' }]);
     const after = await c.stream(id); // default wait is 10 s: a finished job must not be held
     expect(after.json).toMatchObject({ status: 'COMPLETED', stream: [] });
-    expect(after.ms).toBeLessThan(1_000);
+    expect(after.ms).toBeLessThan(10_000);
   });
 
   it('splits a 2.5 MB string chunk into pieces of at most 1 MB that concatenate to the original', async () => {
@@ -285,6 +280,7 @@ describe('cancel', () => {
     const id = await finished(c, w, { output: 'ok' });
     const r = await c.cancel(id);
     expect(r.status).toBe(409);
+    expect(r.json).toMatchObject({ code: 'INVALID_STATE' });
     expect(isErrorBody(r)).toBe(true);
     expect((await c.status(id)).json).toMatchObject({ status: 'COMPLETED', output: 'ok' });
   });
@@ -312,18 +308,20 @@ describe('retry', () => {
     const completed = await finished(c, w, { output: 1 });
     const r1 = await c.retry(completed);
     expect(r1.status).toBe(409);
+    expect(r1.json).toMatchObject({ code: 'INVALID_STATE' });
     expect(isErrorBody(r1)).toBe(true);
     const running = await c.submit();
     await w.takeJob();
     const r2 = await c.retry(running);
     expect(r2.status).toBe(409);
+    expect(r2.json).toMatchObject({ code: 'INVALID_STATE' });
     expect(isErrorBody(r2)).toBe(true);
     expect((await c.status(running)).json.status).toBe('IN_PROGRESS');
     const queued = await c.submit();
     expect((await c.retry(queued)).status).toBe(409);
   });
 
-  it('refuses a job whose result has expired (404 or 410)', async () => {
+  it('refuses a job whose result has expired: 410 JOB_EXPIRED before the reaper, 404 JOB_NOT_FOUND after', async () => {
     const { c, w } = await fresh();
     const expiredNotReaped = await finished(c, w, { error: 'x' });
     const reaped = await finished(c, w, { error: 'y' });
@@ -331,11 +329,13 @@ describe('retry', () => {
     await c.status(reaped, '?ttl=1');
     await new Promise((res) => setTimeout(res, 5));
     const r1 = await c.retry(expiredNotReaped);
-    expect([404, 410]).toContain(r1.status);
+    expect(r1.status).toBe(410);
+    expect(r1.json).toMatchObject({ code: 'JOB_EXPIRED' });
     expect(isErrorBody(r1)).toBe(true);
-    await createReaper(t.gantry.app).runOnce();
+    await t.gantry.gateway.reaper.runOnce();
     const r2 = await c.retry(reaped);
-    expect([404, 410]).toContain(r2.status);
+    expect(r2.status).toBe(404);
+    expect(r2.json).toMatchObject({ code: 'JOB_NOT_FOUND' });
     expect(isErrorBody(r2)).toBe(true);
   });
 });
@@ -468,11 +468,12 @@ describe('policy', () => {
 });
 
 describe('timeouts (reaper)', () => {
+  const clock = createOffsetClock();
   let g: TestGantry;
   let gRun: string;
   let gWorker: string;
   beforeAll(async () => {
-    g = await startTestGantry({ jobTakeWaitMs: 1_000 });
+    g = await startTestGantry({ jobTakeWaitMs: 1_000 }, { clock });
     gRun = await g.createKey(['run']);
     gWorker = await g.createKey(['worker']);
   });
@@ -480,7 +481,7 @@ describe('timeouts (reaper)', () => {
     await g?.close();
   });
   /** A reaper pass with the clock moved forward. */
-  const reapAt = (aheadMs: number) => createReaper({ ...g.gantry.app, now: () => Date.now() + aheadMs }).runOnce();
+  const reapAt = (aheadMs: number) => clock.ahead(aheadMs, () => g.gantry.gateway.reaper.runOnce());
 
   it('a running job past its executionTimeout ends TIMED_OUT; the worker is told; a late job-done changes nothing; it can be retried', async () => {
     const { c, w } = await fresh({}, g, { run: gRun, worker: gWorker });
@@ -537,9 +538,22 @@ describe('timeouts (reaper)', () => {
     }
   }, 15_000);
 
-  // Moves the clock past every retention: keep it the last test of this server.
+  // Moves the clock past every retention: a server of its own, so no other test's jobs are reaped.
   it('retention: a sync result is deleted 60 s after it ends, an async one after 30 min, one with policy.ttl after ttl', async () => {
-    const { c, w } = await fresh({}, g, { run: gRun, worker: gWorker });
+    const ownClock = createOffsetClock();
+    const own = await startTestGantry({ jobTakeWaitMs: 1_000 }, { clock: ownClock });
+    try {
+      await retention(own, ownClock);
+    } finally {
+      await own.close();
+    }
+  });
+});
+
+async function retention(g: TestGantry, clock: ReturnType<typeof createOffsetClock>): Promise<void> {
+  const reapAt = (aheadMs: number) => clock.ahead(aheadMs, () => g.gantry.gateway.reaper.runOnce());
+  {
+    const { c, w } = await fresh({}, g, { run: await g.createKey(['run']), worker: await g.createKey(['worker']) });
     const pending = c.runsync({ input: { s: 1 } });
     const syncJob = await w.takeJob();
     await w.done(syncJob.id as string, { output: 'sync' });
@@ -561,8 +575,8 @@ describe('timeouts (reaper)', () => {
     expect((await c.status(asyncId)).status).toBe(200);
     await reapAt(30 * 60_000 + 1_000);
     expect((await c.status(asyncId)).status).toBe(404);
-  });
-});
+  }
+}
 
 describe('webhooks and s3Config', () => {
   it('POSTs the status JSON to the webhook when the job ends', async () => {
@@ -584,16 +598,19 @@ describe('webhooks and s3Config', () => {
     const flaky = await startReceiver([500, 503]);
     const broken = await startReceiver(Array(10).fill(500) as number[]);
     try {
-      const { c, w } = await fresh();
+      const { ep, c, w } = await fresh();
       const a = await finished(c, w, { output: 'a' }, { input: {}, webhook: flaky.url });
       const b = await finished(c, w, { error: 'b' }, { input: {}, webhook: broken.url });
-      await eventually(async () => (flaky.calls.length >= 3 && broken.calls.length >= 3 ? true : undefined), 10_000, '3 webhook calls each');
+      // The delivery state on the job row: no next attempt is scheduled once it succeeded or gave up.
+      const settled = async (id: string) => {
+        const job = await t.gantry.gateway.jobs.getJob(ep, id);
+        return job && job.webhookNextAt === null && job.webhookAttempts > 0 ? job.webhookAttempts : undefined;
+      };
+      expect(await eventually(() => settled(a), 15_000, 'the flaky delivery to end')).toBe(3);
+      expect(await eventually(() => settled(b), 15_000, 'the broken delivery to give up')).toBe(3);
       expect(flaky.calls.map((x) => x.body.id)).toEqual([a, a, a]);
       expect(broken.calls.map((x) => x.body.id)).toEqual([b, b, b]);
       expect(broken.calls[0]!.body).toMatchObject({ id: b, status: 'FAILED', error: 'b' });
-      await new Promise((res) => setTimeout(res, 1_300)); // measured: no fourth attempt comes
-      expect(flaky.calls.length).toBe(3);
-      expect(broken.calls.length).toBe(3);
     } finally {
       await flaky.close();
       await broken.close();

@@ -19,7 +19,7 @@ describe('signed webhooks', () => {
   let runKey: string;
   let workerKey: string;
   beforeAll(async () => {
-    t = await startTestGantry({ jobTakeWaitMs: 1_000 });
+    t = await startTestGantry({ jobTakeWaitMs: 1_000, outboundAllow: ['127.0.0.1'] });
     runKey = await t.createKey(['run']);
     workerKey = await t.createKey(['worker']);
   });
@@ -59,8 +59,22 @@ describe('signed webhooks', () => {
       await hook.close();
     }
 
-    // PATCH null removes the secret: calls go unsigned again.
+    // PATCH null removes the secret: calls go unsigned again (the delivery shows it, not only the flag).
     expect((await admin('PATCH', `endpoints/${ep}`, { webhookSecret: null })).json).toMatchObject({ webhookSigning: false });
+    const plain = await startReceiver();
+    try {
+      const c = clientFor(t, ep, runKey);
+      const w = workerFor(t, ep, workerKey);
+      const id = await c.submit({ input: { n: 2 }, webhook: plain.url });
+      expect((await w.takeJob()).id).toBe(id);
+      expect((await w.done(id, { output: 'unsigned' })).status).toBe(200);
+      const [delivery] = await eventually(async () => (plain.calls.length > 0 ? plain.calls : undefined), 5_000, 'webhook call');
+      expect(delivery!.body).toMatchObject({ id, status: 'COMPLETED', output: 'unsigned' });
+      expect(delivery!.headers['webhook-signature']).toBeUndefined();
+      expect(delivery!.headers['webhook-timestamp']).toBeUndefined();
+    } finally {
+      await plain.close();
+    }
   });
 
   it('sends unsigned calls for endpoints without a secret, and refuses a malformed secret', async () => {
@@ -77,7 +91,9 @@ describe('signed webhooks', () => {
       await w.takeJob();
       await w.done(id, { output: 1 });
       const [delivery] = await eventually(async () => (hook.calls.length > 0 ? hook.calls : undefined), 5_000, 'webhook call');
+      expect(delivery!.body).toMatchObject({ id, status: 'COMPLETED', output: 1 });
       expect(delivery!.headers['webhook-signature']).toBeUndefined();
+      expect(delivery!.headers['webhook-timestamp']).toBeUndefined();
       expect(delivery!.headers['webhook-id']).toBe(`${id}.0`);
     } finally {
       await hook.close();

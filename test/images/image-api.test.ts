@@ -1,11 +1,12 @@
 /**
  * End to end through the gateway: the public image endpoints with their image worker processes
  * (the real pipeline on the tiny models), the local object store's signed URLs, usage records.
- * Needs `npm run build` (the gateway spawns dist/src/images/image-worker.js).
+ * Needs `npm run build`: with image workers on, the test gateway runs from dist/ (its pool spawns
+ * dist/src/images/worker-main.js).
  */
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IMAGE_DEFAULTS } from '../../src/images/image-config.js';
+import { IMAGE_DEFAULTS } from '../../src/config/image-config.js';
 import { eventually, startTestGantry, type TestGantry } from '../helpers/gantry.js';
 
 let t: TestGantry;
@@ -172,7 +173,7 @@ describe('public image endpoints', () => {
       expect(res.status).toBe(200);
       return (await res.json()) as { usage: Record<string, unknown>[]; total: Record<string, unknown> };
     };
-    const keys = (await t.gantry.app.store.listKeys()).filter((k) => k.scopes.includes('run'));
+    const keys = (await t.gantry.gateway.keys.list()).filter((k) => k.scopes.includes('run'));
     const billedId = keys.at(-1)!.id;
     const byKey = await usage('groupBy=key');
     expect(byKey.usage.find((u) => u.key === billedId)).toEqual({ key: billedId, jobs: 3, megapixels: 0.720896, cost: 0.0132644864, costUsd: '0.0132644864' });
@@ -210,7 +211,7 @@ describe('public image endpoints', () => {
     expect(workers.workers.idle).toBeGreaterThanOrEqual(1);
     const { execSync } = await import('node:child_process');
     // [.] keeps pgrep's own shell (whose command line holds the pattern) out of the match.
-    const workerPids = () => execSync(`pgrep -P ${process.pid} -f 'image-worker[.]js' || true`).toString().trim().split('\n').filter(Boolean).map(Number);
+    const workerPids = () => execSync(`pgrep -P ${process.pid} -f 'worker-main[.]js' || true`).toString().trim().split('\n').filter(Boolean).map(Number);
     const pids = workerPids();
     expect(pids.length).toBe(2);
     process.kill(pids[0]!, 'SIGKILL');

@@ -9,6 +9,7 @@ import { createScheduler } from '../../src/images/scheduler.js';
 import { ensureTinyModel } from '../../src/images/tiny-models.js';
 
 /** The real pipeline (onnxruntime-node on CPU) on the tiny models Gantry builds. */
+const CPU = { provider: 'cpu', index: 0 } as const;
 let dir: string;
 let quality: DiffusionPipeline;
 let fast: DiffusionPipeline;
@@ -26,7 +27,7 @@ beforeAll(async () => {
   expect(ensureTinyModel(join(dir, 'quality'), 'quality')).toBe(true);
   expect(ensureTinyModel(join(dir, 'quality'), 'quality')).toBe(false); // built once
   ensureTinyModel(join(dir, 'fast'), 'fast');
-  [quality, fast] = await Promise.all([loadPipeline(join(dir, 'quality'), { provider: 'cpu' }), loadPipeline(join(dir, 'fast'), { provider: 'cpu' })]);
+  [quality, fast] = await Promise.all([loadPipeline(join(dir, 'quality'), { device: CPU }), loadPipeline(join(dir, 'fast'), { device: CPU })]);
 });
 
 afterAll(async () => {
@@ -99,10 +100,21 @@ describe('diffusion pipeline on the tiny models', () => {
     expect(meanAbsDiff(a.rgb, unguided.rgb)).toBeGreaterThan(2);
   });
 
-  it('fast: the embedded guidance input changes the image', async () => {
+  it('fast (FLUX-schnell layout) takes no guidance; a FLUX-dev layout feeds its embedded guidance input', async () => {
+    expect(fast.defaults).toMatchObject({ family: 'flux-schnell', guidanceMode: 'none', steps: 4, maxSequenceLength: 256 });
     const a = await fast.generate(base);
     const b = await fast.generate({ ...base, guidance: 2 });
-    expect(meanAbsDiff(a.rgb, b.rgb)).toBeGreaterThan(1);
+    expect(meanAbsDiff(a.rgb, b.rgb)).toBe(0);
+    ensureTinyModel(join(dir, 'dev'), 'quality', { variant: 'flux-dev' });
+    const dev = await loadPipeline(join(dir, 'dev'), { device: CPU });
+    try {
+      expect(dev.defaults).toMatchObject({ family: 'flux-dev', guidanceMode: 'embedded', guidance: 3.5, steps: 28, maxSequenceLength: 512 });
+      const c = await dev.generate(base);
+      const d = await dev.generate({ ...base, guidance: 2 });
+      expect(meanAbsDiff(c.rgb, d.rgb)).toBeGreaterThan(1);
+    } finally {
+      await dev.release();
+    }
   });
 
   it('cancel stops the loop between steps; a passed deadline is a timeout', async () => {
@@ -115,8 +127,8 @@ describe('diffusion pipeline on the tiny models', () => {
     await expect(fast.generate({ ...base, deadline: Date.now() - 1 })).rejects.toMatchObject({ reason: 'timeout' });
   });
 
-  it('names the execution provider explicitly: CUDA without its provider library fails loudly', async () => {
-    await expect(loadPipeline(join(dir, 'quality'), { provider: 'cuda' })).rejects.toThrow(/cuda/i);
+  it('names the execution provider explicitly: CUDA without a GPU or its provider library fails loudly', async () => {
+    await expect(loadPipeline(join(dir, 'quality'), { device: { provider: 'cuda', index: 0 } })).rejects.toThrow(/cuda:0.*no NVIDIA driver.*CUDA provider is not installed.*No CPU fallback/s);
   });
 
   it('refuses a folder that is not a diffusion export, naming what is missing', () => {

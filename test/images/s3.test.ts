@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IMAGE_DEFAULTS, type S3Settings } from '../../src/images/image-config.js';
+import { IMAGE_DEFAULTS, type S3Settings } from '../../src/config/image-config.js';
 import { presignGet, presignUrl, putObject, signHeaders } from '../../src/images/s3.js';
 import { startTestGantry, type TestGantry } from '../helpers/gantry.js';
 
@@ -33,7 +33,7 @@ beforeAll(async () => {
   const { port } = await s3rver.run();
   endpoint = `http://127.0.0.1:${port}`;
   const s3: S3Settings = { endpoint, bucket: 'global-images', ...creds };
-  t = await startTestGantry({ images: { ...IMAGE_DEFAULTS, workers: true, s3, urlTtlSeconds: 3600 } });
+  t = await startTestGantry({ images: { ...IMAGE_DEFAULTS, workers: true, s3, urlTtlSeconds: 3600 }, outboundAllow: ['127.0.0.1'] });
   key = await t.createKey(['run', 'read']);
 });
 

@@ -4,14 +4,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createApp, type App } from '../../src/app.js';
-import { DEFAULTS } from '../../src/config.js';
+import { createGateway, type Gateway } from '../../src/gateway.js';
+import { DEFAULTS } from '../../src/config/config.js';
 import { parseEndpointSettings } from '../../src/jobs/endpoint-settings.js';
 import { parseSubmitBody } from '../../src/jobs/policy.js';
-import { createSecretBox } from '../../src/jobs/secrets.js';
-import { createReaper } from '../../src/services/reaper.js';
+import { createSecretBox, type SecretBox } from '../../src/security/secret-box.js';
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import type { EndpointRecord } from '../../src/store/store.js';
+import type { Store } from '../../src/store/store.js';
+import type { EndpointRecord } from '../../src/model/records.js';
+import { createLocalNotifier } from '../../src/store/local-notifier.js';
 
 /**
  * The job state machine at the service level, on a real SQLite file, with a clock the test
@@ -19,7 +20,9 @@ import type { EndpointRecord } from '../../src/store/store.js';
  */
 describe('job service state machine', () => {
   let dir: string;
-  let app: App;
+  let app: Gateway;
+  let store: Store;
+  let secrets: SecretBox;
   let clock: number;
   let endpoint: EndpointRecord;
   const signal = new AbortController().signal;
@@ -27,28 +30,31 @@ describe('job service state machine', () => {
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'gantry-jobs-'));
     clock = 1_800_000_000_000;
-    const store = createSqliteStore({ file: join(dir, 'gantry.db') });
+    store = createSqliteStore({ file: join(dir, 'gantry.db') });
     await store.migrate();
-    app = createApp({
+    secrets = createSecretBox(randomBytes(32));
+    app = createGateway({
       config: { ...DEFAULTS, dataDir: dir, jobTakeWaitMs: 0, workerLostMs: 30_000 },
       store,
+      notifier: createLocalNotifier(),
       logger: pino({ level: 'silent' }),
-      secrets: createSecretBox(randomBytes(32)),
-      now: () => clock,
+      secrets,
+      clock: { now: () => clock, after: () => () => {} },
+      baseUrl: () => 'http://127.0.0.1:0',
     });
-    endpoint = parseEndpointSettings({ id: 'ep', maxAttempts: 2, executionTimeoutMs: 60_000 }, undefined, clock, app.secrets.seal);
+    endpoint = parseEndpointSettings({ id: 'ep', maxAttempts: 2, executionTimeoutMs: 60_000 }, undefined, clock, secrets.seal);
     await store.createEndpoint(endpoint);
   });
 
   afterEach(async () => {
     app.closeWaits();
-    await app.store.close();
+    await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
   const submit = (body: unknown = { input: { n: 1 } }, sync = false) =>
     app.jobs.submit(endpoint, parseSubmitBody(body, endpoint.executionTimeoutMs), { sync, keyId: null });
-  const take = (workerId = 'w1', limit = 1) => app.workers.claim('ep', workerId, limit);
+  const take = (workerId = 'w1', limit = 1) => app.transitions.claim('ep', workerId, limit);
 
   it('runs a job through queue, progress and completion', async () => {
     const job = await submit();
@@ -81,13 +87,13 @@ describe('job service state machine', () => {
   it('times out a running job after its execution timeout and tells the worker', async () => {
     const job = await submit({ input: {}, policy: { executionTimeout: 10_000 } });
     await take('w1');
-    const reaper = createReaper(app);
+    const reaper = app.reaper;
     clock += 9_999;
     expect((await reaper.runOnce()).timedOut).toBe(0);
     clock += 1;
     expect((await reaper.runOnce()).timedOut).toBe(1);
     expect((await app.jobs.getJob('ep', job.id))?.status).toBe('TIMED_OUT');
-    expect(await app.workers.stops('w1', signal)).toEqual([job.id]);
+    expect(await app.workers.stops('ep', 'w1', signal)).toEqual([job.id]);
     // The worker's late result is acknowledged and ignored.
     expect((await app.workers.done('ep', 'w1', job.id, { output: 'late' })).kind).toBe('ignored');
     expect((await app.jobs.getJob('ep', job.id))?.status).toBe('TIMED_OUT');
@@ -96,7 +102,7 @@ describe('job service state machine', () => {
   it('expires a job whose ttl passes in the queue', async () => {
     const job = await submit({ input: {}, policy: { ttl: 10_000 } });
     clock += 10_000;
-    await createReaper(app).runOnce();
+    await app.reaper.runOnce();
     const expired = await app.jobs.getJob('ep', job.id);
     expect(expired).toMatchObject({ status: 'TIMED_OUT', error: 'ttl expired in queue' });
     expect(await take()).toEqual([]);
@@ -104,13 +110,13 @@ describe('job service state machine', () => {
 
   it('requeues the jobs of a lost worker, then fails them after maxAttempts', async () => {
     const job = await submit();
-    await app.store.touchWorker({ id: 'w1', endpointId: 'ep', now: clock });
+    await store.touchWorker({ id: 'w1', endpointId: 'ep', now: clock });
     await take('w1');
-    const reaper = createReaper(app);
+    const reaper = app.reaper;
     clock += 30_001;
     expect(await reaper.runOnce()).toMatchObject({ requeued: 1, failed: 0 });
     expect((await app.jobs.getJob('ep', job.id))?.status).toBe('IN_QUEUE');
-    await app.store.touchWorker({ id: 'w2', endpointId: 'ep', now: clock });
+    await store.touchWorker({ id: 'w2', endpointId: 'ep', now: clock });
     expect((await take('w2'))[0]?.attempts).toBe(2);
     clock += 30_001;
     expect(await reaper.runOnce()).toMatchObject({ requeued: 0, failed: 1 });
@@ -129,16 +135,17 @@ describe('job service state machine', () => {
     await app.workers.ping('ep', 'w1', [], { ...health, version: null }); // no version: not trusted
     expect((await app.jobs.getJob('ep', job.id))?.status).toBe('IN_PROGRESS');
     await app.workers.ping('ep', 'w1', [], health);
-    expect(await app.jobs.getJob('ep', job.id)).toMatchObject({ status: 'IN_QUEUE', attempts: 0, workerId: null });
+    // The hand-out counts toward maxAttempts (a worker that drops every job it takes must not loop it forever).
+    expect(await app.jobs.getJob('ep', job.id)).toMatchObject({ status: 'IN_QUEUE', attempts: 1, workerId: null });
   });
 
   it('cancels queued and running jobs, and only those', async () => {
     const running = await submit();
-    await app.workers.claim('ep', 'w1', 1);
+    await app.transitions.claim('ep', 'w1', 1);
     const queued = await submit();
     expect((await app.jobs.cancel('ep', queued.id)).ok).toBe(true);
     expect((await app.jobs.cancel('ep', running.id)).ok).toBe(true);
-    expect(await app.workers.stops('w1', signal)).toEqual([running.id]);
+    expect(await app.workers.stops('ep', 'w1', signal)).toEqual([running.id]);
     expect(await app.jobs.cancel('ep', running.id)).toMatchObject({ ok: false, reason: 'wrong-state' });
     expect(await app.jobs.cancel('ep', 'missing')).toMatchObject({ ok: false, reason: 'not-found' });
   });
@@ -153,7 +160,7 @@ describe('job service state machine', () => {
     await app.workers.done('ep', 'w2', job.id, { error: 'again' });
     clock += DEFAULTS.asyncRetentionMs;
     expect(await app.jobs.retry('ep', job.id)).toMatchObject({ ok: false, reason: 'expired' });
-    await createReaper(app).runOnce();
+    await app.reaper.runOnce();
     expect(await app.jobs.getJob('ep', job.id)).toBeUndefined();
 
     const ok = await submit();
@@ -170,7 +177,7 @@ describe('job service state machine', () => {
     await app.workers.done('ep', 'w1', a!.id, { output: 1 });
     await app.workers.done('ep', 'w1', b!.id, { output: 2 });
     await app.jobs.status('ep', async.id, 5_000);
-    const reaper = createReaper(app);
+    const reaper = app.reaper;
     clock += 5_000;
     await reaper.runOnce();
     expect(await app.jobs.getJob('ep', async.id)).toBeUndefined();
@@ -200,8 +207,8 @@ describe('job service state machine', () => {
   });
 
   it('refuses a full queue with 429', async () => {
-    const small = parseEndpointSettings({ id: 'small', workersMax: 0 }, undefined, clock, app.secrets.seal);
-    await app.store.createEndpoint(small);
+    const small = parseEndpointSettings({ id: 'small', workersMax: 0 }, undefined, clock, secrets.seal);
+    await store.createEndpoint(small);
     const body = parseSubmitBody({ input: {} }, 600_000);
     for (let i = 0; i < 51; i++) await app.jobs.submit(small, body, { sync: false, keyId: null });
     await expect(app.jobs.submit(small, body, { sync: false, keyId: null })).rejects.toMatchObject({ status: 429, code: 'QUEUE_FULL' });
@@ -210,7 +217,7 @@ describe('job service state machine', () => {
   it('seals s3Config at rest and opens it only for the worker', async () => {
     const s3Config = { accessId: 'AK', accessSecret: 'very-secret', bucketName: 'b', endpointUrl: 'http://s3.local' };
     const job = await submit({ input: {}, s3Config });
-    const stored = await app.store.getJob(job.id);
+    const stored = await store.getJob(job.id);
     expect(stored?.s3Config).not.toContain('very-secret');
     const [taken] = await take();
     expect(JSON.parse(app.workers.renderForWorker(taken!))).toMatchObject({ id: job.id, s3Config });

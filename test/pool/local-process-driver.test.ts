@@ -63,7 +63,7 @@ describe('local process driver', () => {
     const started = Date.now();
     await handle.stop(10_000);
     expect(Date.now() - started).toBeGreaterThanOrEqual(250);
-    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(Date.now() - started).toBeLessThan(10_000); // it exited by itself, before the grace ran out
     expect(c.out).toContain('drained'); // the shell died at once; the worker was waited for
     expect(handle.stop(10_000)).toBe(handle.stop(1)); // idempotent
   });

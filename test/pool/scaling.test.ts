@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ActiveWorker } from '../../src/pool/worker-pool.js';
 import { planScale, type ScaleInput } from '../../src/services/autoscaler.js';
-import type { QueueStats } from '../../src/store/store.js';
+import type { QueueStats } from '../../src/model/records.js';
 
 const NOW = 1_700_000_000_000;
 const endpoint: ScaleInput['endpoint'] = { workersMin: 0, workersMax: 3, idleTimeout: 5, scalerType: 'QUEUE_DELAY', scalerValue: 4 };

@@ -12,6 +12,8 @@ export interface RecordedRequest {
   path: string;
   headers: IncomingMessage['headers'];
   body: string;
+  /** When the request's body had arrived (Date.now()). */
+  at: number;
 }
 
 export interface FakeWorkerServer {
@@ -92,7 +94,7 @@ export async function startFakeWorkerServer(): Promise<FakeWorkerServer> {
     req.on('end', () => {
       const url = req.url ?? '';
       const path = url.split('?')[0] ?? '';
-      requests.push({ method: req.method ?? '', url, path, headers: req.headers, body });
+      requests.push({ method: req.method ?? '', url, path, headers: req.headers, body, at: Date.now() });
       if (path.includes('/job-take-batch/') || path.includes('/job-take/')) {
         if (fake.takeStatus !== null) return json(res, fake.takeStatus, { error: 'scripted' });
         const batch = path.includes('/job-take-batch/');

@@ -235,12 +235,11 @@ describe('worker protocol', () => {
   it('backs off while the server refuses job-take', async () => {
     server.takeStatus = 503;
     start(() => 1);
-    await waitFor(() => server.requests.filter((r) => r.path.includes('/job-take/')).length >= 2);
-    const t0 = Date.now();
-    const count = (): number => server.requests.filter((r) => r.path.includes('/job-take/')).length;
-    const before = count();
-    await waitFor(() => Date.now() - t0 > 1000, 2000);
-    expect(count() - before).toBeLessThanOrEqual(3);
+    const takes = (): number[] => server.requests.filter((r) => r.path.includes('/job-take/')).map((r) => r.at);
+    const at = await waitFor(() => (takes().length >= 3 ? takes() : undefined), 10_000, 'three refused takes');
+    // 0.5 s doubling, ±25% jitter: the pauses are at least 375 ms, then 750 ms (lower bounds only).
+    expect(at[1]! - at[0]!).toBeGreaterThanOrEqual(375);
+    expect(at[2]! - at[1]!).toBeGreaterThanOrEqual(750);
   });
 });
 

@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startTestGantry, type TestGantry } from '../helpers/gantry.js';
+import { eventually, parkedTake, startTestGantry, type TestGantry } from '../helpers/gantry.js';
 
 const MAIN = 'dist/src/cli/main.js';
 const ECHO = 'dist/examples/echo-worker.js';
@@ -233,15 +233,26 @@ describe('gantry worker (real processes against a real gateway)', () => {
   it('SIGTERM on an idle worker ends its long-polls and exits 0 at once', async () => {
     const ep = await newEndpoint();
     const worker = spawnWorker(ECHO, ep);
-    // The gateway counts the worker once its job-take long-poll (or ping) has reached it.
-    await eventually(async () => {
-      const health = await client<{ workers: { idle: number } }>('GET', `${ep}/health`);
-      return health.workers.idle > 0 ? true : undefined;
-    }, 5000, 'worker seen by the gateway');
+    // Its job-take long-poll (held 30 s by the gateway) is parked when the signal comes.
+    await parkedTake(gantry.gantry, worker.workerId);
     const t0 = Date.now();
     worker.child.kill('SIGTERM');
     expect(await worker.exited).toBe(0);
-    expect(Date.now() - t0).toBeLessThan(3000);
+    // It did not sit out the 30 s long-poll: it ended it.
+    expect(Date.now() - t0).toBeLessThan(25_000);
+  });
+
+  it('a second signal while draining exits at once with 130, leaving the running job', async () => {
+    const ep = await newEndpoint();
+    const worker = spawnWorker(ECHO, ep);
+    const id = await submit(ep, { delayMs: 60_000 });
+    await statusWhen(ep, id, (j) => j.status === 'IN_PROGRESS', 'job taken');
+    worker.child.kill('SIGTERM');
+    await worker.waitForLog((l) => l.msg === 'worker stopping: finishing in-flight jobs', 'the first signal handled');
+    worker.child.kill('SIGINT');
+    expect(await worker.exited).toBe(130);
+    // It did not wait for the job: the job is still running as far as the gateway knows.
+    expect(await status(ep, id)).toMatchObject({ status: 'IN_PROGRESS' });
   });
 
   it('refresh posts stopPod and the worker stops by itself', async () => {

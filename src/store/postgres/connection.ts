@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { ClientConfig, PoolClient, QueryResultRow } from 'pg';
-import { listMigrations, migrationsDir } from '../migrations.js';
+import { checkLedger, listMigrations, migrationsDir, type Migration } from '../migrations.js';
 
 /** BIGINT (int8) comes back as a JS number: times are epoch ms and counts, far below 2^53. */
 const types = {
@@ -19,6 +19,8 @@ export interface PgConnection {
   /** Settings for a dedicated connection (LISTEN, the leader's advisory lock). */
   readonly clientConfig: ClientConfig;
   query<R extends QueryResultRow>(sql: string, params?: unknown[]): Promise<R[]>;
+  /** Like query, rows as arrays of column values in select order (job rows: see job-columns.ts). */
+  queryArrays(sql: string, params?: unknown[]): Promise<unknown[][]>;
   /** Runs `work` in one transaction on one connection; rolls back when it throws. */
   transaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T>;
   /** The schema that holds the tables (the first of search_path), read on first use. */
@@ -27,6 +29,7 @@ export interface PgConnection {
   close(): Promise<void>;
 }
 
+/** The database to open and the size of its pool. */
 export interface PgConnectionOptions {
   /** postgres://user:pass@host:port/db[?options=-c%20search_path%3Dmy_schema] */
   connectionString: string;
@@ -36,6 +39,57 @@ export interface PgConnectionOptions {
 
 /** A bigint advisory-lock key scoped to the schema, so two Gantry schemas in one database never share a lock. */
 export const lockKeySql = (purpose: string): string => `hashtextextended(current_schema() || ':gantry-${purpose}', 0)`;
+
+/** Applies one migration and its ledger row in one transaction on `client`. */
+async function applyMigration(client: PoolClient, migration: Migration): Promise<void> {
+  await client.query('BEGIN');
+  try {
+    await client.query(migration.sql);
+    await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
+      migration.version,
+      migration.name,
+      Date.now(),
+    ]);
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK');
+    throw new Error(`migration ${migration.file} failed: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/**
+ * Applies the pending migrations of migrations/postgres/, each in its own transaction with its
+ * ledger row, under a session advisory lock on a connection of its own: two gateways starting
+ * at once apply each migration exactly once; the second waits, then finds nothing to do.
+ * Refuses a schema whose ledger does not fit this code. Needs a second pooled connection
+ * (`schema` reads through the pool while the lock's connection is held).
+ */
+async function migratePostgres(pool: pg.Pool, schema: () => Promise<string>): Promise<void> {
+  const migrations = listMigrations(migrationsDir('postgres'));
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query(`SELECT pg_advisory_lock(${lockKeySql('migrate')})`);
+    try {
+      await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+        version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`);
+      const applied = (await client.query<{ version: number; name: string }>('SELECT version, name FROM schema_migrations ORDER BY version')).rows;
+      checkLedger(applied, migrations, `database schema ${await schema()}`);
+      const done = new Set(applied.map((row) => row.version));
+      for (const migration of migrations) {
+        if (!done.has(migration.version)) await applyMigration(client, migration);
+      }
+    } finally {
+      await client.query(`SELECT pg_advisory_unlock(${lockKeySql('migrate')})`);
+    }
+  } catch (err) {
+    broken = err as Error;
+    throw err;
+  } finally {
+    // A connection in an unknown state is destroyed, not returned to the pool.
+    client.release(broken);
+  }
+}
 
 /** Opens a pool; nothing connects until the first query. */
 export function openPostgres(options: PgConnectionOptions): PgConnection {
@@ -50,6 +104,11 @@ export function openPostgres(options: PgConnectionOptions): PgConnection {
   const query = async <R extends QueryResultRow>(sql: string, params?: unknown[]): Promise<R[]> => {
     if (closed) throw new Error('store is closed');
     return (await pool.query<R>(sql, params)).rows;
+  };
+
+  const queryArrays = async (sql: string, params?: unknown[]): Promise<unknown[][]> => {
+    if (closed) throw new Error('store is closed');
+    return (await pool.query<unknown[]>({ text: sql, values: params, rowMode: 'array' })).rows;
   };
 
   const transaction = async <T>(work: (client: PoolClient) => Promise<T>): Promise<T> => {
@@ -79,59 +138,7 @@ export function openPostgres(options: PgConnectionOptions): PgConnection {
     return schemaName;
   };
 
-  const migrate = async (): Promise<void> => {
-    const migrations = listMigrations(migrationsDir('postgres'));
-    // A session-level advisory lock on a connection of its own: two gateways starting at
-    // once apply each migration exactly once; the second waits, then finds nothing to do.
-    const client = await pool.connect();
-    let broken: Error | undefined;
-    try {
-      await client.query(`SELECT pg_advisory_lock(${lockKeySql('migrate')})`);
-      try {
-        await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
-          version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`);
-        const applied = (await client.query<{ version: number; name: string }>('SELECT version, name FROM schema_migrations ORDER BY version')).rows;
-        const where = await schema();
-        for (const row of applied) {
-          if (row.version > migrations.length) {
-            throw new Error(
-              `database schema ${where} has schema version ${row.version} (${row.name}), newer than this code knows ` +
-                `(${migrations.length}); run a newer Gantry or restore a matching backup`,
-            );
-          }
-          const expected = migrations[row.version - 1];
-          if (expected && expected.name !== row.name) {
-            throw new Error(`database schema ${where} applied migration ${row.version} as '${row.name}', this code has '${expected.name}'`);
-          }
-        }
-        const done = new Set(applied.map((row) => row.version));
-        for (const migration of migrations) {
-          if (done.has(migration.version)) continue;
-          await client.query('BEGIN');
-          try {
-            await client.query(migration.sql);
-            await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
-              migration.version,
-              migration.name,
-              Date.now(),
-            ]);
-            await client.query('COMMIT');
-          } catch (err) {
-            await client.query('ROLLBACK');
-            throw new Error(`migration ${migration.file} failed: ${(err as Error).message}`, { cause: err });
-          }
-        }
-      } finally {
-        await client.query(`SELECT pg_advisory_unlock(${lockKeySql('migrate')})`);
-      }
-    } catch (err) {
-      broken = err as Error;
-      throw err;
-    } finally {
-      // A connection in an unknown state is destroyed, not returned to the pool.
-      client.release(broken);
-    }
-  };
+  const migrate = (): Promise<void> => migratePostgres(pool, schema);
 
   const close = async (): Promise<void> => {
     if (closed) return;
@@ -139,5 +146,5 @@ export function openPostgres(options: PgConnectionOptions): PgConnection {
     await pool.end();
   };
 
-  return { pool, clientConfig, query, transaction, schema, migrate, close };
+  return { pool, clientConfig, query, queryArrays, transaction, schema, migrate, close };
 }

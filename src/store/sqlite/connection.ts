@@ -2,8 +2,8 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Database as Db, Statement } from 'better-sqlite3';
-import { listMigrations, migrationsDir } from '../migrations.js';
-import { startCheckpointer } from './checkpointer.js';
+import { checkLedger, listMigrations, migrationsDir } from '../migrations.js';
+import { DEFAULT_WAL_LIMIT_BYTES, startCheckpointer, type CheckpointStep } from './checkpointer.js';
 
 /**
  * One better-sqlite3 connection with the group commit of DESIGN.md §5: all writes issued in one
@@ -30,11 +30,27 @@ export interface SqliteConnection {
   close(): void;
   /** Resolves once the background checkpointer (if any) has stopped; call before close(). */
   stopCheckpointer(): Promise<void>;
+  /** One step of the background checkpointer now (undefined without one): tests and tools. */
+  checkpointNow(): Promise<CheckpointStep | undefined>;
 }
 
+/** How a connection is opened. */
 export interface SqliteOpenOptions {
   /** Checkpoint the WAL from a worker thread instead of inside commits (the gateway sets this). */
   backgroundCheckpoint?: boolean;
+  /** Time between background checkpoint steps; 0: only on checkpointNow. Default 50 ms. */
+  checkpointIntervalMs?: number;
+  /** WAL size past which the background checkpointer truncates it (also journal_size_limit). */
+  walLimitBytes?: number;
+}
+
+/**
+ * `?, ?, …`: the placeholders of `n` positional parameters.
+ *
+ * @example `INSERT INTO t (a, b) VALUES (${placeholders(2)})` // VALUES (?, ?)
+ */
+export function placeholders(n: number): string {
+  return Array.from({ length: n }, () => '?').join(', ');
 }
 
 interface Waiter {
@@ -42,20 +58,21 @@ interface Waiter {
   reject: (err: unknown) => void;
 }
 
-/** Opens (creating the folder and file when missing) the database at `file`. */
-export function openSqlite(file: string, options: SqliteOpenOptions = {}): SqliteConnection {
-  mkdirSync(dirname(file), { recursive: true });
-  const db = new Database(file);
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
-  db.pragma('foreign_keys = ON');
-  db.pragma('busy_timeout = 5000');
-  // 64 MB of page cache: the hot indexes of a busy queue stay in memory.
-  db.pragma('cache_size = -65536');
-  const checkpointer = options.backgroundCheckpoint ? startCheckpointer(file) : undefined;
-  if (checkpointer) db.pragma('wal_autocheckpoint = 0');
+/** The group commit of one connection (see SqliteConnection): write, and what close and migrate need. */
+interface GroupCommit {
+  write<T>(work: () => T): Promise<T>;
+  /** Commits the open group transaction now, if any (before a migration or close). */
+  commitNow(): void;
+  /** Commits what is pending; later writes are refused. */
+  close(): void;
+}
 
-  const statements = new Map<string, Statement>();
+/**
+ * All writes of one event-loop turn in one transaction: the first write of a turn runs BEGIN
+ * IMMEDIATE and schedules the COMMIT with setImmediate; each write runs at once and its
+ * promise settles after that COMMIT (or rejects with it).
+ */
+function createGroupCommit(db: Db): GroupCommit {
   let closed = false;
   /** Waiters of the open group transaction; null when none is open. */
   let batch: Waiter[] | null = null;
@@ -71,15 +88,6 @@ export function openSqlite(file: string, options: SqliteOpenOptions = {}): Sqlit
       return;
     }
     for (const waiter of waiters) waiter.resolve();
-  };
-
-  const q = (sql: string): Statement => {
-    let statement = statements.get(sql);
-    if (!statement) {
-      statement = db.prepare(sql);
-      statements.set(sql, statement);
-    }
-    return statement;
   };
 
   const write = <T>(work: () => T): Promise<T> => {
@@ -105,6 +113,89 @@ export function openSqlite(file: string, options: SqliteOpenOptions = {}): Sqlit
     }
   };
 
+  const commitNow = (): void => {
+    if (batch !== null) flush(batch);
+  };
+
+  return {
+    write,
+    commitNow,
+    close: () => {
+      commitNow();
+      closed = true;
+    },
+  };
+}
+
+/**
+ * Applies the pending migrations of migrations/sqlite/ to `db`, each in its own IMMEDIATE
+ * transaction with its ledger row; refuses a database whose ledger does not fit this code.
+ */
+function migrateSqlite(db: Db, file: string): void {
+  const migrations = listMigrations(migrationsDir('sqlite'));
+  db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`);
+  const applied = db.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all() as {
+    version: number;
+    name: string;
+  }[];
+  checkLedger(applied, migrations, `database ${file}`);
+  const done = new Set(applied.map((row) => row.version));
+  const isApplied = db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?');
+  const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
+  for (const migration of migrations) {
+    if (done.has(migration.version)) continue;
+    db.transaction(() => {
+      // Checked again under the write lock: another process may have just applied it.
+      if (isApplied.get(migration.version) !== undefined) return;
+      db.exec(migration.sql);
+      record.run(migration.version, migration.name, Date.now());
+    }).immediate();
+  }
+}
+
+/** Opens `file` (creating it and its folder when missing) with the settings of a busy queue. */
+function openDatabase(file: string): Db {
+  mkdirSync(dirname(file), { recursive: true });
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('foreign_keys = ON');
+  db.pragma('busy_timeout = 5000');
+  // 64 MB of page cache: the hot indexes of a busy queue stay in memory.
+  db.pragma('cache_size = -65536');
+  return db;
+}
+
+/**
+ * Opens (creating the folder and file when missing) the database at `file`.
+ *
+ * @example const c = openSqlite('data/gantry.db'); c.migrate(); await c.write(() => c.q('DELETE FROM workers').run());
+ */
+export function openSqlite(file: string, options: SqliteOpenOptions = {}): SqliteConnection {
+  const db = openDatabase(file);
+  const walLimitBytes = options.walLimitBytes ?? DEFAULT_WAL_LIMIT_BYTES;
+  const checkpointer = options.backgroundCheckpoint
+    ? startCheckpointer(file, { walLimitBytes, ...(options.checkpointIntervalMs === undefined ? {} : { intervalMs: options.checkpointIntervalMs }) })
+    : undefined;
+  if (checkpointer) {
+    db.pragma('wal_autocheckpoint = 0');
+    // When the WAL starts over, the next commit cuts the file back to this size (issue 15).
+    db.pragma(`journal_size_limit = ${walLimitBytes}`);
+  }
+  const commits = createGroupCommit(db);
+  const statements = new Map<string, Statement>();
+  let closed = false;
+
+  const q = (sql: string): Statement => {
+    let statement = statements.get(sql);
+    if (!statement) {
+      statement = db.prepare(sql);
+      statements.set(sql, statement);
+    }
+    return statement;
+  };
+
   const read = <T>(work: () => T): Promise<T> => {
     if (closed) return Promise.reject(new Error('store is closed'));
     try {
@@ -116,47 +207,26 @@ export function openSqlite(file: string, options: SqliteOpenOptions = {}): Sqlit
 
   const migrate = (): void => {
     if (closed) throw new Error('store is closed');
-    if (batch !== null) flush(batch);
-    const migrations = listMigrations(migrationsDir('sqlite'));
-    db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
-      version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`);
-    const applied = db.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all() as {
-      version: number;
-      name: string;
-    }[];
-    for (const row of applied) {
-      if (row.version > migrations.length) {
-        throw new Error(
-          `database ${file} has schema version ${row.version} (${row.name}), newer than this code knows ` +
-            `(${migrations.length}); run a newer Gantry or restore a matching backup`,
-        );
-      }
-      const expected = migrations[row.version - 1];
-      if (expected && expected.name !== row.name) {
-        throw new Error(`database ${file} applied migration ${row.version} as '${row.name}', this code has '${expected.name}'`);
-      }
-    }
-    const done = new Set(applied.map((row) => row.version));
-    const isApplied = db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?');
-    const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
-    for (const migration of migrations) {
-      if (done.has(migration.version)) continue;
-      db.transaction(() => {
-        // Checked again under the write lock: another process may have just applied it.
-        if (isApplied.get(migration.version) !== undefined) return;
-        db.exec(migration.sql);
-        record.run(migration.version, migration.name, Date.now());
-      }).immediate();
-    }
+    commits.commitNow();
+    migrateSqlite(db, file);
   };
 
   const close = (): void => {
     if (closed) return;
-    if (batch !== null) flush(batch);
+    commits.close();
     closed = true;
     if (checkpointer) db.pragma('wal_checkpoint(TRUNCATE)');
     db.close();
   };
 
-  return { db, q, write, read, migrate, close, stopCheckpointer: async () => checkpointer?.stop() };
+  return {
+    db,
+    q,
+    write: commits.write,
+    read,
+    migrate,
+    close,
+    stopCheckpointer: async () => checkpointer?.stop(),
+    checkpointNow: async () => checkpointer?.runNow(),
+  };
 }

@@ -1,0 +1,158 @@
+import { DOCKER_DEFAULTS, dockerInstance, loadDockerConfig, type DockerConfig } from './docker-config.js';
+import { IMAGE_DEFAULTS, loadImageConfig, type ImageConfig } from './image-config.js';
+
+/**
+ * One schema for the gateway's settings: environment variables with defaults in one place.
+ * A bad value fails fast at start-up with the variable's name; nothing silently falls back.
+ * docs/configuration.md lists every setting.
+ */
+export interface GantryConfig {
+  /** TCP port (PORT). 0 picks a free port. */
+  port: number;
+  /** Interface to listen on (GANTRY_HOST). */
+  host: string;
+  /** Folder of the SQLite file, the secret key and other local state (GANTRY_DATA_DIR). */
+  dataDir: string;
+  /** Admin key to install on start (GANTRY_ADMIN_KEY); when absent and no admin key exists one is generated and printed once. */
+  adminKey: string | null;
+  /** Base URL that workers started by Gantry and links in responses use (GANTRY_PUBLIC_URL). */
+  publicUrl: string | null;
+  /** pino level (GANTRY_LOG_LEVEL): fatal, error, warn, info, debug, trace, silent. */
+  logLevel: string;
+  /** Per-endpoint rate limits of the spec's table (GANTRY_RATE_LIMITS=on|off). */
+  rateLimits: boolean;
+  /** 429 when inQueue > 50 and inQueue > workersMax × this factor (GANTRY_QUEUE_LIMIT_FACTOR). */
+  queueLimitFactor: number;
+  /** How long an empty job-take / job-stop long-poll is held before 204 (GANTRY_JOB_TAKE_WAIT_MS). */
+  jobTakeWaitMs: number;
+  /** A worker not heard from for this long loses its jobs (GANTRY_WORKER_LOST_MS). */
+  workerLostMs: number;
+  /** How often the reaper looks for timeouts, expiries and lost workers (GANTRY_REAPER_INTERVAL_MS). */
+  reaperIntervalMs: number;
+  /** Retention after an async job ends (GANTRY_ASYNC_RETENTION_MS) and a sync one (GANTRY_SYNC_RETENTION_MS). */
+  asyncRetentionMs: number;
+  syncRetentionMs: number;
+  /** Delay between webhook attempts (GANTRY_WEBHOOK_RETRY_MS); attempts are 1 + 2 retries. */
+  webhookRetryMs: number;
+  /** Request timeout of one webhook call (GANTRY_WEBHOOK_TIMEOUT_MS). */
+  webhookTimeoutMs: number;
+  /** CIDRs, addresses and host names that webhooks and job S3 endpoints may reach despite the outbound policy (GANTRY_OUTBOUND_ALLOW, comma-separated; docs/security.md). */
+  outboundAllow: string[];
+  /** Connections each gateway keeps to PostgreSQL (GANTRY_PG_POOL_SIZE); unused on SQLite. */
+  pgPoolSize: number;
+  /** SQLite: the WAL size in MB past which the checkpointer truncates it (GANTRY_SQLITE_WAL_LIMIT_MB). */
+  sqliteWalLimitMb: number;
+  /** How often the autoscaler sizes the worker pools (GANTRY_AUTOSCALER_INTERVAL_MS); it also reacts to events at once. */
+  autoscalerIntervalMs: number;
+  /** How long a pool worker told to stop (SIGTERM) may finish its jobs before SIGKILL (GANTRY_WORKER_STOP_GRACE_MS). */
+  workerStopGraceMs: number;
+  /** First wait before a crashed pool worker is started again; doubles per failure up to 60 s (GANTRY_WORKER_RESTART_BACKOFF_MS). */
+  workerRestartBackoffMs: number;
+  /** A request body not fully received this long after its headers is refused with 408 (GANTRY_BODY_READ_TIMEOUT_MS). */
+  bodyReadTimeoutMs: number;
+  /** Total bytes of request bodies being read at once, over all requests; past it 503 with Retry-After (GANTRY_BODY_BYTES_IN_FLIGHT). */
+  bodyBytesInFlight: number;
+  /** Open client connections the gateway accepts at once; more are closed at once (GANTRY_MAX_CONNECTIONS). */
+  maxConnections: number;
+  /** The public image endpoints: ids, workers, model folders, image store (GANTRY_IMAGE_*, GANTRY_S3_*). */
+  images: ImageConfig;
+  /** The Docker driver of the worker pool: hosts, their health checks, the installation label (GANTRY_DOCKER_*). */
+  docker: DockerConfig;
+}
+
+export const DEFAULTS: GantryConfig = {
+  port: 8080,
+  host: '0.0.0.0',
+  dataDir: './data',
+  adminKey: null,
+  publicUrl: null,
+  logLevel: 'info',
+  rateLimits: true,
+  queueLimitFactor: 500,
+  jobTakeWaitMs: 30_000,
+  workerLostMs: 30_000,
+  reaperIntervalMs: 1_000,
+  asyncRetentionMs: 30 * 60_000,
+  syncRetentionMs: 60_000,
+  webhookRetryMs: 10_000,
+  webhookTimeoutMs: 10_000,
+  outboundAllow: [],
+  pgPoolSize: 10,
+  sqliteWalLimitMb: 32,
+  autoscalerIntervalMs: 500,
+  workerStopGraceMs: 30_000,
+  workerRestartBackoffMs: 1_000,
+  bodyReadTimeoutMs: 30_000,
+  bodyBytesInFlight: 512_000_000,
+  maxConnections: 10_000,
+  images: IMAGE_DEFAULTS,
+  docker: DOCKER_DEFAULTS,
+};
+
+const INT_VARS: [keyof GantryConfig, string, number, number][] = [
+  ['port', 'PORT', 0, 65535],
+  ['queueLimitFactor', 'GANTRY_QUEUE_LIMIT_FACTOR', 1, 1e9],
+  ['jobTakeWaitMs', 'GANTRY_JOB_TAKE_WAIT_MS', 0, 60_000],
+  ['workerLostMs', 'GANTRY_WORKER_LOST_MS', 1_000, 86_400_000],
+  ['reaperIntervalMs', 'GANTRY_REAPER_INTERVAL_MS', 10, 60_000],
+  ['asyncRetentionMs', 'GANTRY_ASYNC_RETENTION_MS', 1_000, 7 * 86_400_000],
+  ['syncRetentionMs', 'GANTRY_SYNC_RETENTION_MS', 1_000, 7 * 86_400_000],
+  ['webhookRetryMs', 'GANTRY_WEBHOOK_RETRY_MS', 0, 3_600_000],
+  ['webhookTimeoutMs', 'GANTRY_WEBHOOK_TIMEOUT_MS', 100, 300_000],
+  ['pgPoolSize', 'GANTRY_PG_POOL_SIZE', 2, 1000],
+  ['sqliteWalLimitMb', 'GANTRY_SQLITE_WAL_LIMIT_MB', 1, 1_000_000],
+  ['autoscalerIntervalMs', 'GANTRY_AUTOSCALER_INTERVAL_MS', 10, 60_000],
+  ['workerStopGraceMs', 'GANTRY_WORKER_STOP_GRACE_MS', 0, 3_600_000],
+  ['workerRestartBackoffMs', 'GANTRY_WORKER_RESTART_BACKOFF_MS', 10, 600_000],
+  ['bodyReadTimeoutMs', 'GANTRY_BODY_READ_TIMEOUT_MS', 100, 600_000],
+  ['bodyBytesInFlight', 'GANTRY_BODY_BYTES_IN_FLIGHT', 20_000_000, 1e12],
+  ['maxConnections', 'GANTRY_MAX_CONNECTIONS', 1, 1_000_000],
+];
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** Reads the configuration from an environment; throws naming the variable on a bad value. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<GantryConfig> = {}): GantryConfig {
+  const config: GantryConfig = { ...DEFAULTS };
+  for (const [key, name, min, max] of INT_VARS) {
+    const raw = env[name];
+    if (raw === undefined || raw === '') continue;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < min || value > max) {
+      throw new Error(`Invalid ${name}=${JSON.stringify(raw)}: expected an integer from ${min} to ${max}`);
+    }
+    (config as unknown as Record<string, number>)[key] = value;
+  }
+  if (env.GANTRY_HOST) config.host = env.GANTRY_HOST;
+  if (env.GANTRY_OUTBOUND_ALLOW) config.outboundAllow = env.GANTRY_OUTBOUND_ALLOW.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  if (env.GANTRY_DATA_DIR) config.dataDir = env.GANTRY_DATA_DIR;
+  if (env.GANTRY_ADMIN_KEY) {
+    if (env.GANTRY_ADMIN_KEY.length < 16) throw new Error('Invalid GANTRY_ADMIN_KEY: use at least 16 characters');
+    config.adminKey = env.GANTRY_ADMIN_KEY;
+  }
+  if (env.GANTRY_PUBLIC_URL) {
+    try {
+      new URL(env.GANTRY_PUBLIC_URL);
+    } catch {
+      throw new Error(`Invalid GANTRY_PUBLIC_URL=${JSON.stringify(env.GANTRY_PUBLIC_URL)}: expected an absolute URL`);
+    }
+    config.publicUrl = env.GANTRY_PUBLIC_URL.replace(/\/+$/, '');
+  }
+  if (env.GANTRY_LOG_LEVEL) {
+    if (!LOG_LEVELS.includes(env.GANTRY_LOG_LEVEL)) {
+      throw new Error(`Invalid GANTRY_LOG_LEVEL=${JSON.stringify(env.GANTRY_LOG_LEVEL)}: expected one of ${LOG_LEVELS.join(', ')}`);
+    }
+    config.logLevel = env.GANTRY_LOG_LEVEL;
+  }
+  if (env.GANTRY_RATE_LIMITS) {
+    if (env.GANTRY_RATE_LIMITS !== 'on' && env.GANTRY_RATE_LIMITS !== 'off') {
+      throw new Error(`Invalid GANTRY_RATE_LIMITS=${JSON.stringify(env.GANTRY_RATE_LIMITS)}: expected on or off`);
+    }
+    config.rateLimits = env.GANTRY_RATE_LIMITS === 'on';
+  }
+  config.images = loadImageConfig(env);
+  config.docker = loadDockerConfig(env);
+  const merged = { ...config, ...overrides };
+  // The containers' installation label depends on the final data folder (docs/scaling.md).
+  return { ...merged, docker: { ...merged.docker, instance: merged.docker.instance ?? dockerInstance(env, merged.dataDir) } };
+}

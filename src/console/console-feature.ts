@@ -1,0 +1,80 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { HttpServices, RouteTable } from '../http/server.js';
+import { AppError } from '../model/errors.js';
+import { packageVersion } from '../util/package-version.js';
+import { handleConsoleApi } from './console-api.js';
+import { defaultAssetsDir, loadAssets, type ConsoleAsset } from './console-assets.js';
+import { setSecurityHeaders } from './console-headers.js';
+import { openApiDocument } from './openapi.js';
+import { sendJsonText } from '../http/respond.js';
+import type { MinuteRecorder } from './minute-recorder.js';
+import { createSessionTable, SESSION_DEFAULTS, type SessionLimits } from './sessions.js';
+
+/** What the console plugs into: the route table and the services the admin and client routes use. */
+export interface ConsoleFeatureDeps {
+  routes: RouteTable;
+  http: HttpServices;
+  /** The gateway's public URL (GANTRY_PUBLIC_URL): an https one makes the session cookie `Secure`. */
+  publicUrl: string | null;
+  now(): number;
+  /** The per-minute aggregates behind the endpoint charts. */
+  minutes: Pick<MinuteRecorder, 'read'>;
+  /** Where the built bundle is (default: dist/console of this package). */
+  assetsDir?: string;
+  sessions?: SessionLimits;
+  /** The package version, for /openapi.json's info. */
+  version?: string;
+}
+
+/**
+ * The management console as a feature of the gateway (docs/console.md): the page and its
+ * bundle at /console (built by `npm run build` into dist/console, served from memory), its API
+ * at /console/api (session cookie + CSRF token, then the admin and client routes), and `GET /`
+ * redirecting to /console/; and the API's OpenAPI description at /openapi.json.
+ *
+ * @example setUpConsole({ routes: gateway.routes, http: gateway.http, publicUrl: null, now: Date.now });
+ */
+export function setUpConsole(deps: ConsoleFeatureDeps): void {
+  const assets = loadAssets(deps.assetsDir ?? defaultAssetsDir());
+  const sessions = createSessionTable(deps.sessions ?? SESSION_DEFAULTS);
+  const api = { http: deps.http, sessions, secureCookie: (deps.publicUrl ?? '').startsWith('https://'), minutes: deps.minutes, now: deps.now };
+  deps.routes.add('', async (req, res, target) => {
+    if (target.segments.length > 0) throw new AppError(404, 'NOT_FOUND', 'No such route');
+    res.writeHead(302, { location: '/console/' });
+    res.end();
+  });
+  const openApi = JSON.stringify(openApiDocument(deps.version ?? packageVersion()));
+  deps.routes.add('openapi.json', async (req, res, target) => {
+    if (target.segments.length > 0) throw new AppError(404, 'NOT_FOUND', 'No such route');
+    sendJsonText(res, 200, openApi, { 'cache-control': 'public, max-age=300', 'access-control-allow-origin': '*' });
+  });
+  deps.routes.add('console', async (req, res, target) => {
+    setSecurityHeaders(res);
+    const [first, ...rest] = target.segments;
+    if (first === 'api') return handleConsoleApi(api, req, res, rest, target.query);
+    return serveAsset(assets, req, res, target.segments);
+  });
+}
+
+/** `/console/` → index.html, `/console/assets/<name>` → a bundle file; nothing else. */
+function serveAsset(assets: Map<string, ConsoleAsset>, req: IncomingMessage, res: ServerResponse, segments: string[]): void {
+  const method = req.method ?? 'GET';
+  if (method !== 'GET' && method !== 'HEAD') throw new AppError(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here`, undefined, { allow: 'GET, HEAD' });
+  if (segments.length === 0 && !(req.url ?? '').split('?')[0]!.endsWith('/')) {
+    res.writeHead(301, { location: '/console/' });
+    res.end();
+    return;
+  }
+  const name = segments.length === 0 ? 'index.html' : segments.length === 2 && segments[0] === 'assets' ? segments[1]! : undefined;
+  const asset = name === undefined ? undefined : assets.get(name);
+  if (!asset) {
+    if (assets.size === 0) throw new AppError(503, 'CONSOLE_NOT_BUILT', 'The console bundle is missing: run npm run build');
+    throw new AppError(404, 'NOT_FOUND', 'No such console file');
+  }
+  res.writeHead(200, {
+    'content-type': asset.type,
+    'content-length': asset.body.length,
+    'cache-control': name === 'index.html' ? 'no-cache' : 'public, max-age=300',
+  });
+  res.end(method === 'HEAD' ? undefined : asset.body);
+}

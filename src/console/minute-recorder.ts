@@ -1,0 +1,162 @@
+import type { Logger } from 'pino';
+import type { JobObserver } from '../jobs/job-observer.js';
+import type { JobRecord } from '../model/records.js';
+import { emptyBuckets, MINUTE_BUCKETS_MS, type MinuteDelta, type MinuteStore } from '../store/minute-store.js';
+import type { Store } from '../store/store.js';
+
+const MINUTE = 60_000;
+
+/** Keeps per-minute aggregates of every endpoint's jobs for the console's charts. */
+export interface MinuteRecorder {
+  /** Told of every committed transition (in memory only: a map lookup and a few additions). */
+  readonly observer: JobObserver;
+  /** Starts writing to the store every `intervalMs` (and sampling each endpoint's queue depth). */
+  start(deps: MinuteRecorderDeps): void;
+  /** Writes what was gathered since the last write. */
+  flush(): Promise<void>;
+  /** The minutes of an endpoint in [from, to), the store's rows plus what is not written yet. */
+  read(endpointId: string, from: number, to: number): Promise<MinuteDelta[]>;
+  /** Stops the timer and writes the rest. */
+  stop(): Promise<void>;
+}
+
+/** What the recorder writes to and samples. */
+export interface MinuteRecorderDeps {
+  store: MinuteStore & Pick<Store, 'queueStats'>;
+  endpoints: { list(): Promise<{ id: string }[]> };
+  logger: Logger;
+  /** Default 10 s. */
+  intervalMs?: number;
+}
+
+/** The index of the bucket of MINUTE_BUCKETS_MS that holds `ms`. */
+export function bucketOf(ms: number): number {
+  let i = 0;
+  while (i < MINUTE_BUCKETS_MS.length && ms > MINUTE_BUCKETS_MS[i]!) i++;
+  return i;
+}
+
+/**
+ * The recorder: deltas per (endpoint, minute) in memory, added to the store's rows on each
+ * flush (additive, so several gateways share the rows). Costs the hot path a map lookup.
+ *
+ * @example const minutes = createMinuteRecorder(Date.now); createGateway({ ..., observers: { jobs: minutes.observer } });
+ */
+export function createMinuteRecorder(now: () => number): MinuteRecorder {
+  let pending = new Map<string, MinuteDelta>();
+  // The latest delta of each endpoint: the hot path's one lookup (no key string to build).
+  let latest = new Map<string, MinuteDelta>();
+  let deps: MinuteRecorderDeps | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const slow = (endpointId: string, minute: number): MinuteDelta => {
+    const key = `${minute} ${endpointId}`;
+    let d = pending.get(key);
+    if (!d) pending.set(key, (d = { endpointId, minute, submitted: 0, completed: 0, failed: 0, queueDepth: 0, delay: emptyBuckets(), execution: emptyBuckets() }));
+    latest.set(endpointId, d);
+    return d;
+  };
+  const delta = (endpointId: string, at: number): MinuteDelta => {
+    const minute = at - (at % MINUTE);
+    const d = latest.get(endpointId);
+    return d !== undefined && d.minute === minute ? d : slow(endpointId, minute);
+  };
+  const observer = minuteObserver(delta, now);
+  const flush = async (): Promise<void> => {
+    if (!deps) return;
+    const t = now();
+    for (const e of await deps.endpoints.list()) delta(e.id, t).queueDepth = Math.max(delta(e.id, t).queueDepth, (await deps.store.queueStats({ endpointId: e.id, now: t })).inQueue);
+    const batch = [...pending.values()];
+    pending = new Map();
+    latest = new Map();
+    await deps.store.addMinutes(batch);
+  };
+  return {
+    observer,
+    start(d) {
+      deps = d;
+      timer = setInterval(() => flush().catch((err: unknown) => d.logger.warn({ err }, 'writing the per-minute job aggregates failed')), d.intervalMs ?? 10_000);
+      timer.unref();
+    },
+    flush,
+    async read(endpointId, from, to) {
+      const rows = deps ? await deps.store.readMinutes({ endpointId, from, to }) : [];
+      return mergePending(rows, [...pending.values()].filter((d) => d.endpointId === endpointId && d.minute >= from && d.minute < to));
+    },
+    async stop() {
+      clearInterval(timer);
+      await flush();
+    },
+  };
+}
+
+function minuteObserver(delta: (endpointId: string, at: number) => MinuteDelta, now: () => number): JobObserver {
+  return {
+    submitted: (job) => void delta(job.endpointId, job.queuedAt).submitted++,
+    started(jobs) {
+      for (const job of jobs) if (job.startedAt !== null) delta(job.endpointId, job.startedAt).delay[bucketOf(job.startedAt - job.queuedAt)]!++;
+    },
+    ended(job: JobRecord) {
+      const at = job.finishedAt ?? now();
+      const d = delta(job.endpointId, at);
+      if (job.status === 'COMPLETED') d.completed++;
+      else d.failed++;
+      if (job.startedAt !== null && job.finishedAt !== null) d.execution[bucketOf(job.finishedAt - job.startedAt)]!++;
+    },
+    purged: () => {},
+    requeued: () => {},
+  };
+}
+
+/** Store rows plus unwritten deltas, by minute, oldest first. */
+function mergePending(rows: MinuteDelta[], extra: MinuteDelta[]): MinuteDelta[] {
+  const byMinute = new Map(rows.map((r) => [r.minute, r]));
+  for (const d of extra) {
+    const r = byMinute.get(d.minute);
+    if (!r) {
+      byMinute.set(d.minute, { ...d, delay: [...d.delay], execution: [...d.execution] });
+      continue;
+    }
+    r.submitted += d.submitted;
+    r.completed += d.completed;
+    r.failed += d.failed;
+    r.queueDepth = Math.max(r.queueDepth, d.queueDepth);
+    d.delay.forEach((c, i) => (r.delay[i] = (r.delay[i] ?? 0) + c));
+    d.execution.forEach((c, i) => (r.execution[i] = (r.execution[i] ?? 0) + c));
+  }
+  return [...byMinute.values()].sort((a, b) => a.minute - b.minute);
+}
+
+/**
+ * The value below which `p` of a histogram's samples lie, interpolated inside its bucket; null
+ * when empty. The last bucket (above the largest bound) reports that bound.
+ *
+ * @example percentile([0, 10, 0, ...], 0.9) // between 5 and 10 ms
+ */
+export function percentile(buckets: readonly number[], p: number): number | null {
+  const total = buckets.reduce((a, b) => a + b, 0);
+  if (total === 0) return null;
+  const rank = p * total;
+  let seen = 0;
+  for (let i = 0; i < buckets.length; i++) {
+    const count = buckets[i] ?? 0;
+    if (count > 0 && seen + count >= rank) {
+      const low = i === 0 ? 0 : MINUTE_BUCKETS_MS[i - 1]!;
+      const high = MINUTE_BUCKETS_MS[i] ?? low;
+      return Math.round(low + ((high - low) * (rank - seen)) / count);
+    }
+    seen += count;
+  }
+  return MINUTE_BUCKETS_MS[MINUTE_BUCKETS_MS.length - 1]!;
+}
+
+/** One observer telling both (the charts' recorder and, when on, the metrics). */
+export function joinObservers(first: JobObserver, second: JobObserver | undefined): JobObserver {
+  if (!second) return first;
+  return {
+    submitted: (job) => (first.submitted(job), second.submitted(job)),
+    started: (jobs) => (first.started(jobs), second.started(jobs)),
+    ended: (job) => (first.ended(job), second.ended(job)),
+    purged: (endpointId, count) => (first.purged(endpointId, count), second.purged(endpointId, count)),
+    requeued: (jobs, why) => (first.requeued(jobs, why), second.requeued(jobs, why)),
+  };
+}

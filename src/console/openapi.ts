@@ -1,0 +1,150 @@
+import { DEFAULT_LOG_LINES, MAX_LOG_LINES } from '../http/pool-routes.js';
+import { ENDPOINT_DEFAULTS, INTEGER_FIELDS } from '../jobs/endpoint-settings.js';
+import { POLICY_LIMITS } from '../jobs/policy.js';
+import { SCOPES } from '../security/keys.js';
+
+type Schema = Record<string, unknown>;
+type Operation = Record<string, unknown>;
+
+const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: Schema, description = 'OK') => ({ description, content: { 'application/json': { schema } } });
+const pathParam = (name: string, description: string) => ({ name, in: 'path', required: true, description, schema: { type: 'string' } });
+const intQuery = (name: string, description: string, min: number, max: number, def?: number) => ({
+  name,
+  in: 'query',
+  required: false,
+  description,
+  schema: { type: 'integer', minimum: min, maximum: max, ...(def === undefined ? {} : { default: def }) },
+});
+const ERRORS = { '400': json(ref('Error'), 'Bad input: `field` names it'), '401': json(ref('Error'), 'Missing, unknown or insufficient key'), '404': json(ref('Error'), 'Not found') };
+
+/** The schemas, their bounds taken from the constants the validators use (policy.ts, endpoint-settings.ts, keys.ts). */
+function schemas(): Record<string, Schema> {
+  const integerSettings = Object.fromEntries(
+    Object.entries(INTEGER_FIELDS).map(([field, [min, max]]) => [field, { type: 'integer', minimum: min, maximum: max, default: (ENDPOINT_DEFAULTS as Record<string, unknown>)[field] }]),
+  );
+  const worker = { oneOf: [{ type: 'string' }, { type: 'object', description: 'A command worker {command, env?, cwd?} or an image worker {image, command?, env?, gpus?, memoryMb?, volumes?}' }], nullable: true };
+  return {
+    Error: { type: 'object', required: ['error', 'code'], properties: { error: { type: 'string' }, code: { type: 'string' }, field: { type: 'string' } } },
+    Policy: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        executionTimeout: { type: 'integer', exclusiveMinimum: POLICY_LIMITS.minExecutionTimeoutMs, maximum: POLICY_LIMITS.maxExecutionTimeoutMs, description: 'ms; default: the endpoint\'s executionTimeoutMs' },
+        lowPriority: { type: 'boolean', default: false },
+        ttl: { type: 'integer', minimum: POLICY_LIMITS.minTtlMs, maximum: POLICY_LIMITS.maxTtlMs, default: POLICY_LIMITS.defaultTtlMs },
+      },
+    },
+    S3Config: { type: 'object', additionalProperties: false, required: ['accessId', 'accessSecret', 'bucketName', 'endpointUrl'], properties: Object.fromEntries(['accessId', 'accessSecret', 'bucketName', 'endpointUrl'].map((k) => [k, { type: 'string' }])) },
+    SubmitBody: { type: 'object', additionalProperties: false, required: ['input'], properties: { input: { type: 'object' }, webhook: { type: 'string', format: 'uri' }, policy: ref('Policy'), s3Config: ref('S3Config') } },
+    JobRef: { type: 'object', required: ['id', 'status'], properties: { id: { type: 'string' }, status: ref('JobStatus') } },
+    JobStatus: { type: 'string', enum: ['IN_QUEUE', 'IN_PROGRESS', 'COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'] },
+    Job: {
+      type: 'object',
+      required: ['id', 'status'],
+      properties: { id: { type: 'string' }, status: ref('JobStatus'), delayTime: { type: 'integer' }, executionTime: { type: 'integer' }, workerId: { type: 'string' }, retries: { type: 'integer' }, input: {}, output: {}, error: {} },
+    },
+    EndpointSettings: { type: 'object', additionalProperties: false, properties: { id: { type: 'string' }, name: { type: 'string' }, scalerType: { type: 'string', enum: ['QUEUE_DELAY', 'REQUEST_COUNT'], default: ENDPOINT_DEFAULTS.scalerType }, webhookSecret: { type: 'string', nullable: true }, worker, ...integerSettings } },
+    Endpoint: { type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' }, scalerType: { type: 'string' }, webhookSigning: { type: 'boolean' }, worker, createdAt: { type: 'string', format: 'date-time' }, updatedAt: { type: 'string', format: 'date-time' }, ...integerSettings } },
+    KeySpec: { type: 'object', additionalProperties: false, required: ['name', 'scopes'], properties: { name: { type: 'string', minLength: 1, maxLength: 128 }, scopes: { type: 'array', minItems: 1, items: { type: 'string', enum: [...SCOPES] } }, endpoints: { type: 'array', items: { type: 'string' }, nullable: true } } },
+    Key: { type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' }, scopes: { type: 'array', items: { type: 'string', enum: [...SCOPES] } }, endpoints: { type: 'array', items: { type: 'string' }, nullable: true }, createdAt: { type: 'string', format: 'date-time' }, key: { type: 'string', description: 'Only in the answer that created it' } } },
+  };
+}
+
+function clientPaths(): Record<string, Record<string, Operation>> {
+  const ep = pathParam('endpoint', 'Endpoint id');
+  const job = pathParam('job', 'Job id');
+  const wait = (def: number, min: number) => intQuery('wait', 'How long to wait for the job to end (ms)', min, 300_000, def);
+  const op = (summary: string, params: unknown[], response: Schema, body?: Schema): Operation => ({
+    tags: ['client'],
+    summary,
+    security: [{ bearer: [] }],
+    parameters: params,
+    ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: body } } } } : {}),
+    responses: { '200': json(response), ...ERRORS, '429': json(ref('Error'), 'Rate limited, too many concurrent requests or queue full') },
+  });
+  const jobOp = (summary: string, extra: unknown[] = []): Operation => op(summary, [ep, job, ...extra], ref('Job'));
+  return {
+    '/v2/{endpoint}/run': { post: op('Submit a job (answers at once)', [ep], ref('JobRef'), ref('SubmitBody')) },
+    '/v2/{endpoint}/runsync': { post: op('Submit a job and wait for its result', [ep, wait(90_000, 1_000)], ref('Job'), ref('SubmitBody')) },
+    '/v2/{endpoint}/status/{job}': { get: jobOp('A job\'s status and result', [intQuery('ttl', 'Shorten the retention of the result (ms)', 1, 7 * 86_400_000)]), post: jobOp('Same as GET') },
+    '/v2/{endpoint}/status-sync/{job}': { get: jobOp('Wait for a job to end, then its status', [wait(90_000, 1_000)]), post: jobOp('Same as GET') },
+    '/v2/{endpoint}/stream/{job}': { get: jobOp('Stream chunks so far (JSON), or server-sent events with Accept: text/event-stream', [wait(10_000, 0)]), post: jobOp('Same as GET') },
+    '/v2/{endpoint}/cancel/{job}': { post: op('Cancel a queued or running job (409 otherwise)', [ep, job], ref('JobRef')) },
+    '/v2/{endpoint}/retry/{job}': { post: op('Retry a FAILED or TIMED_OUT job (409 otherwise, 410 once its result expired)', [ep, job], ref('JobRef')) },
+    '/v2/{endpoint}/purge-queue': { post: op('Cancel every queued job of the endpoint', [ep], { type: 'object', properties: { removed: { type: 'integer' }, status: { type: 'string' } } }) },
+    '/v2/{endpoint}/health': { get: op('Job counts and workers by state', [ep], { type: 'object', properties: { jobs: { type: 'object' }, workers: { type: 'object' } } }) },
+    '/v2/{endpoint}/requests': { get: op('Recent jobs, newest first', [ep, intQuery('limit', 'How many', 1, 1000, 50)], { type: 'object', properties: { requests: { type: 'array', items: { type: 'object' } } } }) },
+  };
+}
+
+function workerPaths(): Record<string, Record<string, Operation>> {
+  const ep = pathParam('endpoint', 'Endpoint id');
+  const worker = pathParam('worker', 'Worker id (letters, digits, ._:@-, at most 128)');
+  const job = pathParam('job', 'Job id');
+  const op = (summary: string, params: unknown[], body = false): Operation => ({
+    tags: ['worker'],
+    summary,
+    description: 'The RunPod worker protocol: docs/worker-protocol.md. Needs a worker-scoped key (raw or Bearer).',
+    security: [{ bearer: [] }],
+    parameters: params,
+    ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', properties: { output: {}, error: {} } } } } } } : {}),
+    responses: { '200': { description: 'OK' }, '204': { description: 'No job (long-poll ended)' }, ...ERRORS },
+  });
+  return {
+    '/v2/{endpoint}/job-take/{worker}': { get: op('Long-poll for one job', [ep, worker]) },
+    '/v2/{endpoint}/job-take-batch/{worker}': { get: op('Long-poll for up to batch_size jobs', [ep, worker, intQuery('batch_size', 'Jobs to take', 1, 100, 1)]) },
+    '/v2/{endpoint}/job-stop/{worker}': { get: op('Jobs this worker must stop (cancelled or timed out)', [ep, worker]) },
+    '/v2/{endpoint}/ping/{worker}': { get: op('Liveness of a worker', [ep, worker]) },
+    '/v2/{endpoint}/job-done/{worker}/{job}': { post: op('A job\'s result or error (or a progress update)', [ep, worker, job], true) },
+    '/v2/{endpoint}/job-stream/{worker}/{job}': { post: op('Stream chunks of a running job', [ep, worker, job], true) },
+  };
+}
+
+function adminPaths(): Record<string, Record<string, Operation>> {
+  const op = (summary: string, params: unknown[], response: Schema, body?: Schema): Operation => ({
+    tags: ['admin'],
+    summary,
+    security: [{ bearer: [] }],
+    parameters: params,
+    ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: body } } } } : {}),
+    responses: { '200': json(response), ...ERRORS },
+  });
+  const id = pathParam('id', 'Endpoint or key id');
+  const deleted = { type: 'object', properties: { id: { type: 'string' }, deleted: { type: 'boolean' } } };
+  const time = (name: string) => ({ name, in: 'query', required: false, description: 'Epoch ms or ISO 8601', schema: { type: 'string' } });
+  return {
+    '/admin/v1/keys': { get: op('List API keys', [], { type: 'object', properties: { keys: { type: 'array', items: ref('Key') } } }), post: op('Create an API key (the key is in this answer only)', [], ref('Key'), ref('KeySpec')) },
+    '/admin/v1/keys/{id}': { delete: op('Revoke an API key', [id], deleted) },
+    '/admin/v1/endpoints': { get: op('List endpoints', [], { type: 'object', properties: { endpoints: { type: 'array', items: ref('Endpoint') } } }), post: op('Create an endpoint', [], ref('Endpoint'), ref('EndpointSettings')) },
+    '/admin/v1/endpoints/{id}': { get: op('An endpoint', [id], ref('Endpoint')), patch: op('Change an endpoint\'s settings', [id], ref('Endpoint'), ref('EndpointSettings')), delete: op('Delete an endpoint', [id], deleted) },
+    '/admin/v1/endpoints/{id}/workers': { get: op('The endpoint\'s workers and Docker hosts', [id], { type: 'object' }) },
+    '/admin/v1/endpoints/{id}/workers/{worker}/logs': { get: op('The last lines of a pool worker\'s output', [id, pathParam('worker', 'Worker id'), intQuery('lines', 'How many lines', 1, MAX_LOG_LINES, DEFAULT_LOG_LINES)], { type: 'object' }) },
+    '/admin/v1/usage': {
+      get: op('Usage summed by key or endpoint over [from, to)', [time('from'), time('to'), { name: 'groupBy', in: 'query', required: false, schema: { type: 'string', enum: ['endpoint', 'key'], default: 'endpoint' } }], { type: 'object' }),
+    },
+  };
+}
+
+/**
+ * The OpenAPI 3.0 description of the client, worker and admin routes, served at
+ * `/openapi.json`. Bounds and defaults come from the constants the validators themselves use
+ * (POLICY_LIMITS, INTEGER_FIELDS, ENDPOINT_DEFAULTS, SCOPES, the log line limits).
+ *
+ * @example const doc = openApiDocument('0.1.0'); doc.paths['/v2/{endpoint}/run']
+ */
+export function openApiDocument(version: string): { openapi: string; info: Schema; paths: Record<string, Record<string, Operation>>; components: Schema } {
+  const paths = {
+    ...clientPaths(),
+    ...workerPaths(),
+    ...adminPaths(),
+    '/healthz': { get: { tags: ['ops'], summary: 'Liveness', responses: { '200': { description: 'Alive' } } } },
+    '/readyz': { get: { tags: ['ops'], summary: 'Readiness: store reachable, migrations done', responses: { '200': { description: 'Ready' }, '503': { description: 'Not ready' } } } },
+  };
+  return {
+    openapi: '3.0.3',
+    info: { title: 'Gantry', version, description: 'Self-hostable serverless job platform, wire-compatible with RunPod\'s v2 job API and worker protocol (docs/api.md).' },
+    paths,
+    components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <API key>' } }, schemas: schemas() },
+  };
+}

@@ -1,0 +1,73 @@
+/* global navigator */
+import { useEffect, useState } from 'preact/hooks';
+import { api, seg } from './api.js';
+import { ErrorBox, when } from './common.js';
+import { html } from './html.js';
+
+const SCOPES = ['admin', 'run', 'read', 'worker'];
+
+/** A key just made: shown once, with a copy button. */
+function NewKey({ created, onClose }) {
+  const [copied, setCopied] = useState(false);
+  const copy = () => navigator.clipboard.writeText(created.key).then(() => setCopied(true), () => setCopied(false));
+  return html`<div class="card notice" role="status" aria-label="New API key">
+    <p><strong>Key ${created.name} created.</strong> Copy it now: it is not shown again.</p>
+    <div class="row"><code class="secret" id="new-key">${created.key}</code>
+      <button onClick=${copy}>${copied ? 'Copied' : 'Copy'}</button>
+      <button class="secondary" onClick=${onClose}>Done</button></div></div>`;
+}
+
+/** The create form: name, scopes, optional endpoint list. */
+function KeyForm({ onCreated }) {
+  const [error, setError] = useState(null);
+  const submit = async (event) => {
+    event.preventDefault();
+    setError(null);
+    const form = event.currentTarget;
+    const scopes = SCOPES.filter((s) => form[`scope-${s}`].checked);
+    const endpoints = form.endpoints.value.split(',').map((s) => s.trim()).filter(Boolean);
+    try {
+      const created = await api('admin/keys', { method: 'POST', body: { name: form.keyname.value, scopes, ...(endpoints.length ? { endpoints } : {}) } });
+      form.reset();
+      onCreated(created);
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return html`<form class="card" onSubmit=${submit} aria-label="Create an API key"><h2>Create an API key</h2>
+    <div class="grid"><label>Name <input name="keyname" required maxlength="128" /></label>
+      <fieldset><legend>Scopes</legend>${SCOPES.map((s) => html`<label class="inline"><input type="checkbox" name=${`scope-${s}`} checked=${s === 'run'} /> ${s}</label>`)}</fieldset>
+      <label>Endpoints (comma-separated; blank for all) <input name="endpoints" /></label></div>
+    <${ErrorBox} error=${error} /><button type="submit">Create key</button></form>`;
+}
+
+/** API keys: create (shown once), list, revoke. */
+export function KeysPage() {
+  const [keys, setKeys] = useState(null);
+  const [created, setCreated] = useState(null);
+  const [confirming, setConfirming] = useState(null);
+  const [error, setError] = useState(null);
+  const load = () => api('admin/keys').then((r) => setKeys(r.keys), setError);
+  useEffect(() => {
+    load();
+  }, []);
+  const revoke = async (id) => {
+    setConfirming(null);
+    try {
+      await api(`admin/keys/${seg(id)}`, { method: 'DELETE' });
+      await load();
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return html`<section aria-labelledby="h-keys"><h1 id="h-keys">API keys</h1>
+    ${created ? html`<${NewKey} created=${created} onClose=${() => setCreated(null)} />` : ''}
+    <${KeyForm} onCreated=${(c) => (setCreated(c), load())} />
+    <${ErrorBox} error=${error} />
+    <table><thead><tr><th scope="col">Name</th><th scope="col">Id</th><th scope="col">Scopes</th><th scope="col">Endpoints</th><th scope="col">Created</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+      <tbody>${(keys || []).map((k) => html`<tr key=${k.id}><td>${k.name}</td><td><code>${k.id}</code></td><td>${(k.scopes || []).join(', ')}</td>
+        <td>${k.endpoints ? k.endpoints.join(', ') : 'all'}</td><td>${when(k.createdAt)}</td>
+        <td>${confirming === k.id ? html`<button class="danger" onClick=${() => revoke(k.id)}>Confirm revoke</button>`
+          : html`<button class="secondary" aria-label=${`Revoke ${k.name}`} onClick=${() => setConfirming(k.id)}>Revoke</button>`}</td></tr>`)}</tbody></table>
+  </section>`;
+}

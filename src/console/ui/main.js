@@ -1,0 +1,95 @@
+/* global document, window, location */
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { api, setSession } from './api.js';
+import { ChartsPage } from './charts.js';
+import { ErrorBox } from './common.js';
+import { EditorPage } from './editor.js';
+import { EndpointsPage } from './endpoints.js';
+import { JobPage, JobsPage } from './jobs.js';
+import { KeysPage } from './keys.js';
+import { html } from './html.js';
+import { UsagePage } from './usage.js';
+import { WorkersPage } from './workers.js';
+
+const NAV = [
+  ['endpoints', 'Endpoints'],
+  ['charts', 'Charts'],
+  ['jobs', 'Jobs'],
+  ['editor', 'Test editor'],
+  ['workers', 'Workers'],
+  ['keys', 'API keys'],
+  ['usage', 'Usage'],
+];
+
+/** The page for a hash route (`#/jobs/echo`, `#/job/echo/ID`, …). */
+function page(route) {
+  const [name, a, b] = route.map((s) => decodeURIComponent(s));
+  switch (name) {
+    case 'charts':
+      return html`<${ChartsPage} endpointId=${a} />`;
+    case 'jobs':
+      return html`<${JobsPage} endpointId=${a} />`;
+    case 'job':
+      return html`<${JobPage} endpointId=${a} jobId=${b} />`;
+    case 'editor':
+      return html`<${EditorPage} />`;
+    case 'workers':
+      return html`<${WorkersPage} endpointId=${a} />`;
+    case 'keys':
+      return html`<${KeysPage} />`;
+    case 'usage':
+      return html`<${UsagePage} />`;
+    default:
+      return html`<${EndpointsPage} />`;
+  }
+}
+
+const routeOf = () => location.hash.replace(/^#\/?/, '').split('/').filter(Boolean);
+
+/** Sign-in with an admin key: the key goes to the server once and is not kept in the page. */
+function SignIn({ onSignedIn }) {
+  const [error, setError] = useState(null);
+  const submit = async (event) => {
+    event.preventDefault();
+    const form = event.currentTarget;
+    try {
+      const r = await api('session', { method: 'POST', body: { key: form.key.value } });
+      form.reset();
+      onSignedIn(r.csrfToken);
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return html`<main class="signin"><form class="card" onSubmit=${submit} aria-labelledby="h-signin">
+    <h1 id="h-signin">Gantry console</h1>
+    <label for="signin-key">Admin API key</label>
+    <input id="signin-key" name="key" type="password" autocomplete="current-password" required autofocus />
+    <${ErrorBox} error=${error} />
+    <button type="submit">Sign in</button></form></main>`;
+}
+
+/** The console: sign-in, then the navigation and the page of the current hash route. */
+function App() {
+  const [signedIn, setSignedIn] = useState(null);
+  const [route, setRoute] = useState(routeOf());
+  const signedOut = () => (setSession(null), setSignedIn(false));
+  const signedInWith = (token) => (setSession(token, signedOut), setSignedIn(true));
+  useEffect(() => {
+    api('session').then((r) => signedInWith(r.csrfToken), signedOut);
+    const onHash = () => setRoute(routeOf());
+    window.addEventListener('hashchange', onHash);
+    return () => window.removeEventListener('hashchange', onHash);
+  }, []);
+  if (signedIn === null) return html`<p class="loading">Loading…</p>`;
+  if (!signedIn) return html`<${SignIn} onSignedIn=${signedInWith} />`;
+  const signOut = () => api('session', { method: 'DELETE' }).finally(signedOut);
+  const current = route[0] || 'endpoints';
+  return html`<a class="skip" href="#main">Skip to content</a>
+    <header><span class="brand">Gantry</span>
+      <nav aria-label="Console">${NAV.map(([id, label]) => html`<a href=${`#/${id}`} aria-current=${current === id || (id === 'jobs' && current === 'job') ? 'page' : undefined}>${label}</a>`)}</nav>
+      <button class="secondary" onClick=${signOut}>Sign out</button></header>
+    <main id="main" tabindex="-1">${page(route)}</main>`;
+}
+
+render(html`<${App} />`, document.getElementById('app'));

@@ -1,0 +1,177 @@
+import type { Logger } from 'pino';
+import type { GantryConfig } from './config/config.js';
+import { createJobWaiters, type JobWaiters } from './dispatch/job-waiters.js';
+import { createStopSignals, type StopSignals } from './dispatch/stop-signals.js';
+import { createTakeQueue, type TakeQueue } from './dispatch/take-queue.js';
+import { createRateLimiter } from './http/rate-limit.js';
+import { createRouteTable, type HttpServices, type RouteTable } from './http/server.js';
+import { createEndpointService, type EndpointService } from './jobs/endpoint-service.js';
+import type { WorkerSettings } from './jobs/endpoint-settings.js';
+import { observeTransitions, type JobObserver } from './jobs/job-observer.js';
+import { createJobService, type JobService } from './jobs/job-service.js';
+import type { PoolView } from './jobs/pool-view.js';
+import { QueueGauge } from './jobs/queue-gauge.js';
+import { createJobTransitions, type JobTransitions } from './jobs/transitions.js';
+import { createWorkerService, type WorkerService } from './jobs/worker-service.js';
+import type { Notifier } from './model/events.js';
+import { dockerInstance } from './config/docker-config.js';
+import { createDockerDriver } from './pool/docker/docker-driver.js';
+import { createDriverSet } from './pool/driver-set.js';
+import { createLocalProcessDriver } from './pool/local-process-driver.js';
+import type { WorkerDriver } from './pool/driver.js';
+import { createKeyService, type KeyService } from './security/keys.js';
+import type { SecretBox } from './security/secret-box.js';
+import { createAutoscaler, type Autoscaler } from './services/autoscaler.js';
+import { createReaper, type Reaper } from './services/reaper.js';
+import { createOutboundPolicy } from './security/outbound.js';
+import { createWebhookSender, type WebhookSender } from './services/webhook-sender.js';
+import type { Store } from './store/store.js';
+import { systemClock, type Clock } from './util/clock.js';
+import { join } from 'node:path';
+
+/** What a gateway is made of: its settings, store, event carrier, logger, secrets and clock. */
+export interface GatewayOptions {
+  config: GantryConfig;
+  store: Store;
+  notifier: Notifier;
+  logger: Logger;
+  secrets: SecretBox;
+  /** Time for the services (default: the real clock). */
+  clock?: Clock;
+  /** How pool workers are started (default: local processes with pid files under `<dataDir>/pool`, and containers on the Docker hosts of config.docker). */
+  driver?: WorkerDriver;
+  /** The gateway's URL as workers reach it; known once the server listens. */
+  baseUrl(): string;
+  /** Who is told what happens (the metrics feature); none by default, and then nothing is wrapped. */
+  observers?: GatewayObservers;
+}
+
+/** What a feature may watch in a gateway without the core importing it (docs/metrics.md). */
+export interface GatewayObservers {
+  /** Told of every committed job transition. */
+  jobs?: JobObserver;
+  /** The fetch the webhook sender calls webhooks with (a wrapper that counts outcomes). */
+  webhookFetch?: typeof fetch;
+}
+
+/** The parts of one gateway, wired: what src/server.ts runs and serves. */
+export interface Gateway {
+  readonly keys: KeyService;
+  readonly endpoints: EndpointService;
+  readonly transitions: JobTransitions;
+  readonly jobs: JobService;
+  readonly workers: WorkerService;
+  readonly takeQueue: TakeQueue;
+  /** The singletons, run by the leader only (src/server.ts starts and stops them). */
+  readonly autoscaler: Autoscaler;
+  readonly reaper: Reaper;
+  readonly webhooks: WebhookSender;
+  /** Worker settings features provide for their endpoints (the image workers). */
+  readonly builtIns: Map<string, WorkerSettings>;
+  /** Routes features add (/files, …). */
+  readonly routes: RouteTable;
+  /** What the HTTP layer calls. */
+  readonly http: HttpServices;
+  /** Ends every open long-poll and stops listening to events (shutdown). */
+  closeWaits(): void;
+}
+
+/**
+ * Wires the parts of one gateway (docs/architecture.md) and the events between them. No I/O of
+ * its own: src/server.ts opens the store, listens and runs the background services.
+ *
+ * @example const gateway = createGateway({ config, store, notifier, logger, secrets, baseUrl: () => url });
+ */
+export function createGateway(options: GatewayOptions): Gateway {
+  const { config, store, notifier, logger, secrets } = options;
+  const clock = options.clock ?? systemClock;
+  const now = clock.now;
+  const keys = createKeyService({ store, now });
+  const endpoints = createEndpointService({ store, notifier, secrets, now });
+  const plainTransitions = createJobTransitions({ store, notifier, logger, now, usageOf: (job) => endpoints.hooksOf(job.endpointId)?.usageOf?.(job) ?? null });
+  const jobObserver = options.observers?.jobs;
+  const transitions = jobObserver ? observeTransitions(plainTransitions, jobObserver) : plainTransitions;
+  const takeQueue = createTakeQueue({
+    claim: (endpointId, workerId, limit) => transitions.claim(endpointId, workerId, limit),
+    unclaim: async (endpointId, workerId, jobs) => {
+      const returned = await transitions.returnUntaken(endpointId, workerId, jobs.map((j) => j.id));
+      logger.debug({ workerId, jobs: returned }, 'worker went away during a take; jobs returned to the queue');
+    },
+    onError: (err) => logger.error({ err }, 'dispatch failed'),
+  });
+  const builtIns = new Map<string, WorkerSettings>();
+  const driver = options.driver ?? createDrivers(options, clock);
+  const autoscaler = createAutoscaler({ store, endpoints, keys, transitions, notifier, driver, builtIns, baseUrl: options.baseUrl, config, logger, clock });
+  const pool: PoolView = autoscaler.view;
+  const waiters = createJobWaiters();
+  const stopSignals = createStopSignals();
+  const gauge = new QueueGauge({ store, factor: config.queueLimitFactor, logger, now });
+  const outbound = createOutboundPolicy(config.outboundAllow);
+  const jobs = createJobService({ store, transitions, endpoints, gauge, waiters, pool, secrets, config, outbound, now });
+  const workers = createWorkerService({ store, transitions, takeQueue, stopSignals, notifier, secrets, config, logger, now });
+  const rateLimiter = createRateLimiter(config.rateLimits, now);
+  const reaper = createReaper({ transitions, workers, store, config, logger, clock });
+  const webhookFetch = options.observers?.webhookFetch;
+  const webhooks = createWebhookSender({ store, endpoints, secrets, notifier, config, logger, clock, outbound, ...(webhookFetch ? { fetch: webhookFetch } : {}) });
+  const unsubscribe = subscribeDispatch(notifier, { takeQueue, waiters, stopSignals, endpoints });
+  const http: HttpServices = { jobs, workers, endpoints, keys, rateLimiter, pool, workerRows: store, usage: store, config, logger, now };
+  return {
+    keys,
+    endpoints,
+    transitions,
+    jobs,
+    workers,
+    takeQueue,
+    autoscaler,
+    reaper,
+    webhooks,
+    builtIns,
+    routes: createRouteTable(),
+    http,
+    closeWaits() {
+      unsubscribe();
+      takeQueue.closeAll();
+      stopSignals.closeAll();
+      waiters.closeAll();
+    },
+  };
+}
+
+/**
+ * The default drivers: local processes, with pid files under the data folder so the next
+ * start stops workers a killed gateway left behind; and containers on the Docker hosts of
+ * config.docker, labelled with this installation, so the same holds for them.
+ */
+function createDrivers(options: GatewayOptions, clock: Clock): WorkerDriver {
+  const { config, logger } = options;
+  const container = createDockerDriver({
+    config: config.docker,
+    instance: config.docker.instance ?? dockerInstance({}, config.dataDir),
+    publicUrl: config.publicUrl,
+    localUrl: options.baseUrl,
+    logger,
+    clock,
+  });
+  return createDriverSet({ process: createLocalProcessDriver({ stateDir: join(config.dataDir, 'pool') }), container });
+}
+
+/** Events → the waiting parts of this gateway: job-take long-polls, job waiters, stop lists, caches. */
+function subscribeDispatch(
+  notifier: Notifier,
+  parts: { takeQueue: TakeQueue; waiters: JobWaiters; stopSignals: StopSignals; endpoints: EndpointService },
+): () => void {
+  return notifier.subscribe((event) => {
+    switch (event.type) {
+      case 'jobs-available':
+        return parts.takeQueue.poke(event.endpointId);
+      case 'job-updated':
+        return parts.waiters.wake(event.jobId);
+      case 'stop-jobs':
+        return parts.stopSignals.add(event.workerId, event.jobIds);
+      case 'endpoint-changed':
+        return parts.endpoints.forget(event.endpointId);
+      default:
+        return;
+    }
+  });
+}

@@ -1,0 +1,58 @@
+import type { Logger } from 'pino';
+import type { EndpointStore } from '../store/store.js';
+import type { Readiness } from './server.js';
+
+/** What the readiness check reads: the store (one indexed read) and whether the gateway is closing. */
+export interface ReadinessDeps {
+  store: Pick<EndpointStore, 'getEndpoint'>;
+  logger: Logger;
+  /** A store read slower than this counts as unreachable (default 2 s). */
+  timeoutMs?: number;
+}
+
+/** The readiness of one gateway; `closing()` turns it not-ready for good (shutdown). */
+export interface GatewayReadiness extends Readiness {
+  closing(): void;
+}
+
+/**
+ * /readyz for a gateway whose store is migrated (startGantry listens only after `migrate()`):
+ * ready while a store read answers within the time limit and the gateway is not shutting
+ * down. The reason for "not ready" names the check, never the driver's error (that is
+ * logged), since /readyz needs no key.
+ *
+ * @example const readiness = createReadiness({ store, logger }); createRequestListener(services, routes, { readiness });
+ */
+export function createReadiness(deps: ReadinessDeps): GatewayReadiness {
+  const timeoutMs = deps.timeoutMs ?? 2_000;
+  let closing = false;
+  return {
+    closing: () => void (closing = true),
+    async check() {
+      if (closing) return { ready: false, checks: { migrations: 'applied', store: 'not checked', shutdown: 'in progress' } };
+      const store = await probe(deps, timeoutMs);
+      return { ready: store === 'reachable', checks: { migrations: 'applied', store, shutdown: 'no' } };
+    },
+  };
+}
+
+/** One read of the endpoints table by an id no endpoint can have: 'reachable', 'unreachable' or 'timed out'. */
+async function probe(deps: ReadinessDeps, timeoutMs: number): Promise<string> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<string>((resolve) => {
+    timer = setTimeout(() => resolve('timed out'), timeoutMs);
+    timer.unref();
+  });
+  const read = deps.store.getEndpoint('').then(
+    () => 'reachable',
+    (err: unknown) => {
+      deps.logger.warn({ err }, 'readiness: the store read failed');
+      return 'unreachable';
+    },
+  );
+  try {
+    return await Promise.race([read, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

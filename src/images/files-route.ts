@@ -1,0 +1,91 @@
+import { open, type FileHandle } from 'node:fs/promises';
+import { extname, join } from 'node:path';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { AppError } from '../model/errors.js';
+import type { RouteHandler } from '../http/server.js';
+import { isValidObjectKey, verifyFileSignature } from './object-store.js';
+
+const TYPES: Record<string, string> = { '.jpeg': 'image/jpeg', '.jpg': 'image/jpeg', '.png': 'image/png' };
+
+/**
+ * `GET /files/<key>?expires=&sig=`: a file of the local object store, only with a valid,
+ * unexpired signature (src/images/object-store.ts). 403 otherwise, 404 when gone.
+ *
+ * @example routes.add('files', createFileRoute({ dir: 'data/files', signingKey, now: Date.now }));
+ */
+export function createFileRoute(files: { dir: string; signingKey: Buffer; now(): number }): RouteHandler {
+  return (req, res, target) => {
+    // The query has been parsed; what is logged of this request from here on (a failure's URL)
+    // must not carry `sig`, which grants access to the file.
+    req.url = redactQuery(req.url ?? '/');
+    return serveFile(files, req, res, target.segments, target.query);
+  };
+}
+
+/** A URL with its query string replaced by `?…` (for logs). */
+export function redactQuery(url: string): string {
+  const q = url.indexOf('?');
+  return q < 0 ? url : `${url.slice(0, q)}?…`;
+}
+
+async function serveFile(
+  files: { dir: string; signingKey: Buffer; now(): number },
+  req: IncomingMessage,
+  res: ServerResponse,
+  keySegments: string[],
+  query: URLSearchParams,
+): Promise<void> {
+  const now = files.now();
+  const method = req.method ?? 'GET';
+  if (method !== 'GET' && method !== 'HEAD') throw new AppError(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed on /files`, undefined, { allow: 'GET, HEAD' });
+  const key = keySegments.join('/');
+  if (!isValidObjectKey(key)) throw new AppError(404, 'NOT_FOUND', 'No such file');
+  if (!verifyFileSignature(files.signingKey, key, query.get('expires'), query.get('sig'), now)) {
+    throw new AppError(403, 'FORBIDDEN', 'Invalid or expired file signature');
+  }
+  const file = join(files.dir, ...keySegments);
+  // Opened before anything is answered: a directory, or a file gone since it was signed, is a
+  // 404; once open, the file can be deleted without cutting the answer short.
+  const handle = await openRegularFile(file);
+  if (!handle) throw new AppError(404, 'NOT_FOUND', 'No such file');
+  res.writeHead(200, {
+    'content-type': TYPES[extname(file).toLowerCase()] ?? 'application/octet-stream',
+    'content-length': handle.size,
+    'cache-control': 'private, max-age=3600',
+  });
+  if (method === 'HEAD') {
+    await handle.fh.close();
+    res.end();
+    return;
+  }
+  await new Promise<void>((resolve) => {
+    const stream = handle.fh.createReadStream();
+    stream.once('error', (err) => {
+      res.destroy(err);
+      resolve();
+    });
+    res.once('close', () => {
+      stream.destroy();
+      resolve();
+    });
+    stream.pipe(res);
+  });
+}
+
+/** The open file and its size; undefined when it does not exist or is not a regular file. */
+async function openRegularFile(file: string): Promise<{ fh: FileHandle; size: number } | undefined> {
+  let fh: FileHandle;
+  try {
+    fh = await open(file, 'r');
+  } catch {
+    return undefined;
+  }
+  try {
+    const s = await fh.stat();
+    if (s.isFile()) return { fh, size: s.size };
+  } catch {
+    // fall through: closed below
+  }
+  await fh.close();
+  return undefined;
+}

@@ -1,0 +1,79 @@
+import type { JobRecord } from '../model/records.js';
+import type { JobTransitions, WorkerWrite } from './transitions.js';
+
+/**
+ * Who wants to know what happened to jobs (the metrics feature, docs/metrics.md). Declared here
+ * so the core never imports a feature: src/gateway.ts wires an implementation in with
+ * {@link observeTransitions}. Every call comes after the transition was committed, on the
+ * gateway that made it; an implementation must be cheap (it runs on the hot path) and must not
+ * throw.
+ */
+export interface JobObserver {
+  /** A new job entered the queue. */
+  submitted(job: JobRecord): void;
+  /** Jobs handed to a worker: their queue delay ends (`startedAt - queuedAt`). */
+  started(jobs: readonly JobRecord[]): void;
+  /** A job reached a terminal state (COMPLETED, FAILED, CANCELLED, TIMED_OUT). */
+  ended(job: JobRecord): void;
+  /** `count` queued jobs of an endpoint were cancelled by purge-queue. */
+  purged(endpointId: string, count: number): void;
+  /** Jobs back in the queue: a client's retry, or their worker was lost. */
+  requeued(jobs: readonly JobRecord[], why: 'retry' | 'worker-lost'): void;
+}
+
+/**
+ * The transitions, each reported to `observer` once it is committed. Wraps rather than edits
+ * JobTransitions so that a gateway without an observer runs the transitions untouched.
+ *
+ * @example const transitions = observeTransitions(createJobTransitions(deps), metrics.jobs);
+ */
+export function observeTransitions(inner: JobTransitions, observer: JobObserver): JobTransitions {
+  return {
+    submit: (job) => inner.submit(job).then(() => observer.submitted(job)),
+    claim: (endpointId, workerId, limit) =>
+      inner.claim(endpointId, workerId, limit).then((jobs) => {
+        if (jobs.length > 0) observer.started(jobs);
+        return jobs;
+      }),
+    returnUntaken: (endpointId, workerId, ids) => inner.returnUntaken(endpointId, workerId, ids),
+    returnLost: (endpointId, workerId, ids) =>
+      inner.returnLost(endpointId, workerId, ids).then((lost) => {
+        endedAll(observer, lost.failed);
+        return lost;
+      }),
+    finish: (write: Parameters<JobTransitions['finish']>[0]) => inner.finish(write).then((job) => ended(observer, job)),
+    progress: (write: WorkerWrite & { outputJson: string }) => inner.progress(write),
+    appendStream: (write: WorkerWrite & { chunks: string[] }) => inner.appendStream(write),
+    cancel: (id) => inner.cancel(id).then((job) => ended(observer, job)),
+    retry: (id) =>
+      inner.retry(id).then((job) => {
+        if (job) observer.requeued([job], 'retry');
+        return job;
+      }),
+    purge: (endpointId) =>
+      inner.purge(endpointId).then((ids) => {
+        if (ids.length > 0) observer.purged(endpointId, ids.length);
+        return ids;
+      }),
+    timeOutRunning: (limit) => inner.timeOutRunning(limit).then((jobs) => endedAll(observer, jobs)),
+    expireQueued: (limit) => inner.expireQueued(limit).then((jobs) => endedAll(observer, jobs)),
+    releaseWorkers: (workerIds) =>
+      inner.releaseWorkers(workerIds).then((released) => {
+        endedAll(observer, released.failed);
+        if (released.requeued.length > 0) observer.requeued(released.requeued, 'worker-lost');
+        return released;
+      }),
+    deleteExpired: (limit) => inner.deleteExpired(limit),
+    shortenRetention: (id, ttlMs) => inner.shortenRetention(id, ttlMs),
+  };
+}
+
+function ended(observer: JobObserver, job: JobRecord | undefined): JobRecord | undefined {
+  if (job) observer.ended(job);
+  return job;
+}
+
+function endedAll(observer: JobObserver, jobs: JobRecord[]): JobRecord[] {
+  for (const job of jobs) observer.ended(job);
+  return jobs;
+}

@@ -1,0 +1,25 @@
+/** A stream chunk is at most 1 MB (spec, Limits); larger output is split. */
+export const MAX_CHUNK_BYTES = 1_000_000;
+/** Characters per piece when splitting text: even at 6 bytes a character (\u escapes) it fits. */
+const SPLIT_CHARS = Math.floor(MAX_CHUNK_BYTES / 6) - 2;
+
+/**
+ * Splits one streamed value into JSON chunks of at most 1 MB. Text (a string value, or the JSON
+ * of a larger value) is cut into string pieces; surrogate pairs are never cut.
+ *
+ * @example splitChunk({ token: 'hi' }) // ['{"token":"hi"}']
+ */
+export function splitChunk(value: unknown): string[] {
+  const json = JSON.stringify(value ?? null);
+  if (json.length <= SPLIT_CHARS || Buffer.byteLength(json) <= MAX_CHUNK_BYTES) return [json];
+  const text = typeof value === 'string' ? value : json;
+  const pieces: string[] = [];
+  for (let at = 0; at < text.length; ) {
+    let end = Math.min(text.length, at + SPLIT_CHARS);
+    const last = text.charCodeAt(end - 1);
+    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end--;
+    pieces.push(JSON.stringify(text.slice(at, end)));
+    at = end;
+  }
+  return pieces;
+}

@@ -1,0 +1,248 @@
+import type { Logger } from 'pino';
+import type { Notifier } from '../model/events.js';
+import { withoutNul } from '../model/json.js';
+import type { JobRecord, UsageRecord } from '../model/records.js';
+import type { JobStore, UsageStore, WorkerStore } from '../store/store.js';
+
+/** What a new job is made from: the validated request, the endpoint's limits and the clock. */
+export type NewJobArgs = Pick<
+  JobRecord,
+  'id' | 'endpointId' | 'inputJson' | 'webhook' | 's3Config' | 'executionTimeoutMs' | 'lowPriority' | 'ttlMs' | 'retentionMs' | 'maxAttempts' | 'sync' | 'keyId'
+> & { now: number };
+
+/**
+ * A job's initial state, the one place it is written (docs/states.md): IN_QUEUE since `now`,
+ * its queue deadline `now + ttlMs`, never taken, no output. The store writes it as given.
+ *
+ * @example initialJob({ ...args, now: 1000, ttlMs: 60000 }).deadlineAt === 61000
+ */
+export function initialJob(a: NewJobArgs): JobRecord {
+  // Plain literal, no object spread: this runs for every submitted job (V8 copies spreads slowly).
+  return {
+    id: a.id,
+    endpointId: a.endpointId,
+    status: 'IN_QUEUE',
+    inputJson: a.inputJson,
+    outputJson: null,
+    error: null,
+    webhook: a.webhook,
+    s3Config: a.s3Config,
+    executionTimeoutMs: a.executionTimeoutMs,
+    lowPriority: a.lowPriority,
+    ttlMs: a.ttlMs,
+    retentionMs: a.retentionMs,
+    maxAttempts: a.maxAttempts,
+    sync: a.sync,
+    keyId: a.keyId,
+    createdAt: a.now,
+    queuedAt: a.now,
+    startedAt: null,
+    finishedAt: null,
+    deadlineAt: a.now + a.ttlMs,
+    expiresAt: null,
+    workerId: null,
+    attempts: 0,
+    retries: 0,
+    webhookAttempts: 0,
+    webhookNextAt: null,
+  };
+}
+
+/** What the transitions need: the job table (plus deleting lost workers' rows and usage), events and the clock. */
+export interface TransitionDeps {
+  store: JobStore & Pick<WorkerStore, 'deleteWorkers'> & Pick<UsageStore, 'recordUsage'>;
+  notifier: Pick<Notifier, 'publish'>;
+  /** The usage record of a completed job (an endpoint feature's hook), or null. */
+  usageOf(job: JobRecord): UsageRecord | null;
+  logger: Logger;
+  now(): number;
+}
+
+/** A worker's result or progress for a job it holds. */
+export interface WorkerWrite {
+  id: string;
+  workerId: string;
+  /** The job must belong to this endpoint (the worker's key may be limited to it). */
+  endpointId: string;
+}
+
+/**
+ * Every change of a job's state (docs/states.md), each one store call followed by the events
+ * that wake whoever waits for it: long-polls of the job, job-take waiters of its endpoint, the
+ * worker that must stop it, the webhook sender. The job service, the worker protocol, the
+ * reaper and the worker pool change jobs only through here.
+ */
+export interface JobTransitions {
+  /** A new job (see initialJob) → IN_QUEUE. */
+  submit(job: JobRecord): Promise<void>;
+  /** Up to `limit` queued jobs of the endpoint → IN_PROGRESS under `workerId`, in queue order. */
+  claim(endpointId: string, workerId: string, limit: number): Promise<JobRecord[]>;
+  /** Jobs claimed for a worker that never received them → back in the queue, the attempt uncounted. */
+  returnUntaken(endpointId: string, workerId: string, ids: string[]): Promise<string[]>;
+  /**
+   * Jobs handed out to a worker that says it does not hold them (lost on the way, or forgotten
+   * after a refused result): the hand-out counts as an attempt; back in the queue, or FAILED once
+   * the job has had maxAttempts hand-outs. Returns the ids requeued and the jobs failed.
+   */
+  returnLost(endpointId: string, workerId: string, ids: string[]): Promise<{ requeued: string[]; failed: JobRecord[] }>;
+  /** IN_PROGRESS under the worker → COMPLETED or FAILED; undefined when it does not hold the job. */
+  finish(write: WorkerWrite & { status: 'COMPLETED' | 'FAILED'; outputJson: string | null; error: string | null }): Promise<JobRecord | undefined>;
+  /** The latest progress output of a job the worker holds; false when it does not hold it. */
+  progress(write: WorkerWrite & { outputJson: string }): Promise<boolean>;
+  /** Appends stream chunks to a job the worker holds; false when it does not hold it. */
+  appendStream(write: WorkerWrite & { chunks: string[] }): Promise<boolean>;
+  /** IN_QUEUE or IN_PROGRESS → CANCELLED (its worker is told to stop); undefined when not live. */
+  cancel(id: string): Promise<JobRecord | undefined>;
+  /** FAILED or TIMED_OUT, not expired → IN_QUEUE again with the same id; undefined otherwise. */
+  retry(id: string): Promise<JobRecord | undefined>;
+  /** Every queued job of the endpoint → CANCELLED; returns their ids. */
+  purge(endpointId: string): Promise<string[]>;
+  /** Running jobs past their execution timeout → TIMED_OUT (their workers are told to stop). */
+  timeOutRunning(limit: number): Promise<JobRecord[]>;
+  /** Queued jobs past their ttl → TIMED_OUT. */
+  expireQueued(limit: number): Promise<JobRecord[]>;
+  /** The jobs of workers that are gone → requeued, or FAILED past maxAttempts; the workers' rows are deleted. */
+  releaseWorkers(workerIds: string[]): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }>;
+  /** Deletes up to `limit` jobs whose retention ended; returns how many. */
+  deleteExpired(limit: number): Promise<number>;
+  /** Shortens a job's retention (status?ttl=). */
+  shortenRetention(id: string, ttlMs: number): Promise<void>;
+}
+
+/** @example const transitions = createJobTransitions({ store, notifier, usageOf: () => null, logger, now: Date.now }); */
+export function createJobTransitions(deps: TransitionDeps): JobTransitions {
+  return new Transitions(deps);
+}
+
+class Transitions implements JobTransitions {
+  constructor(private readonly deps: TransitionDeps) {}
+
+  async submit(job: JobRecord): Promise<void> {
+    await this.deps.store.insertJob(job);
+    this.deps.notifier.publish({ type: 'jobs-available', endpointId: job.endpointId });
+  }
+
+  claim(endpointId: string, workerId: string, limit: number): Promise<JobRecord[]> {
+    return this.deps.store.claimJobs({ endpointId, workerId, limit, now: this.deps.now() });
+  }
+
+  async returnUntaken(endpointId: string, workerId: string, ids: string[]): Promise<string[]> {
+    const returned = await this.deps.store.returnJobs({ ids, workerId });
+    if (returned.length > 0) this.deps.notifier.publish({ type: 'jobs-available', endpointId });
+    return returned;
+  }
+
+  async returnLost(endpointId: string, workerId: string, ids: string[]): Promise<{ requeued: string[]; failed: JobRecord[] }> {
+    const failed: JobRecord[] = [];
+    const again: string[] = [];
+    for (const id of ids) {
+      const job = await this.deps.store.getJob(id);
+      if (!job || job.status !== 'IN_PROGRESS' || job.workerId !== workerId) continue;
+      if (job.attempts < job.maxAttempts) {
+        again.push(id);
+        continue;
+      }
+      const error = `job was handed to a worker ${job.attempts} time(s) (maxAttempts ${job.maxAttempts}) and never finished: the worker lost it or its result was refused`;
+      const ended = await this.finish({ id, workerId, endpointId, status: 'FAILED', outputJson: null, error });
+      if (ended) failed.push(ended);
+    }
+    const requeued = again.length === 0 ? [] : await this.deps.store.returnJobs({ ids: again, workerId, counted: true });
+    if (requeued.length > 0) this.deps.notifier.publish({ type: 'jobs-available', endpointId });
+    for (const jobId of requeued) this.deps.notifier.publish({ type: 'job-updated', jobId });
+    return { requeued, failed };
+  }
+
+  async finish(write: WorkerWrite & { status: 'COMPLETED' | 'FAILED'; outputJson: string | null; error: string | null }): Promise<JobRecord | undefined> {
+    const { id, workerId, endpointId, status, outputJson } = write;
+    const error = write.error === null ? null : withoutNul(write.error);
+    const finished = await this.deps.store.finishJob({ id, workerId, endpointId, status, outputJson, error, now: this.deps.now() });
+    if (!finished) return undefined;
+    await this.recordUsage(finished);
+    this.ended(finished);
+    return finished;
+  }
+
+  async progress(write: WorkerWrite & { outputJson: string }): Promise<boolean> {
+    const applied = await this.deps.store.setProgress(write);
+    if (applied) this.deps.notifier.publish({ type: 'job-updated', jobId: write.id });
+    return applied;
+  }
+
+  async appendStream(write: WorkerWrite & { chunks: string[] }): Promise<boolean> {
+    const accepted = await this.deps.store.appendStream(write);
+    if (accepted) this.deps.notifier.publish({ type: 'job-updated', jobId: write.id });
+    return accepted;
+  }
+
+  async cancel(id: string): Promise<JobRecord | undefined> {
+    const cancelled = await this.deps.store.cancelJob({ id, now: this.deps.now() });
+    // Only a running job keeps a worker id (a requeue or retry clears it): that worker stops.
+    if (cancelled) this.ended(cancelled, { stopWorker: true });
+    return cancelled;
+  }
+
+  async retry(id: string): Promise<JobRecord | undefined> {
+    const retried = await this.deps.store.retryJob({ id, now: this.deps.now() });
+    if (retried) this.requeued([retried]);
+    return retried;
+  }
+
+  async purge(endpointId: string): Promise<string[]> {
+    const ids = await this.deps.store.purgeQueue({ endpointId, now: this.deps.now() });
+    for (const jobId of ids) this.deps.notifier.publish({ type: 'job-updated', jobId });
+    if (ids.length > 0) this.deps.notifier.publish({ type: 'webhook-due' });
+    return ids;
+  }
+
+  async timeOutRunning(limit: number): Promise<JobRecord[]> {
+    const jobs = await this.deps.store.timeOutRunning({ now: this.deps.now(), limit });
+    for (const job of jobs) this.ended(job, { stopWorker: true });
+    return jobs;
+  }
+
+  async expireQueued(limit: number): Promise<JobRecord[]> {
+    const jobs = await this.deps.store.expireQueued({ now: this.deps.now(), limit });
+    for (const job of jobs) this.ended(job);
+    return jobs;
+  }
+
+  async releaseWorkers(workerIds: string[]): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }> {
+    const released = await this.deps.store.releaseWorkerJobs({ workerIds, now: this.deps.now() });
+    await this.deps.store.deleteWorkers(workerIds);
+    for (const job of released.failed) this.ended(job);
+    this.requeued(released.requeued);
+    return released;
+  }
+
+  deleteExpired(limit: number): Promise<number> {
+    return this.deps.store.deleteExpired({ now: this.deps.now(), limit });
+  }
+
+  shortenRetention(id: string, ttlMs: number): Promise<void> {
+    return this.deps.store.shortenRetention({ id, ttlMs });
+  }
+
+  /** Jobs back in the queue: take waiters of their endpoints try again; their readers see IN_QUEUE. */
+  private requeued(jobs: JobRecord[]): void {
+    for (const endpointId of new Set(jobs.map((j) => j.endpointId))) this.deps.notifier.publish({ type: 'jobs-available', endpointId });
+    for (const job of jobs) this.deps.notifier.publish({ type: 'job-updated', jobId: job.id });
+  }
+
+  /** After any transition into a terminal state: tell its worker to stop (when asked), wake readers, queue the webhook. */
+  private ended(job: JobRecord, options?: { stopWorker: boolean }): void {
+    if (options?.stopWorker && job.workerId !== null) this.deps.notifier.publish({ type: 'stop-jobs', workerId: job.workerId, jobIds: [job.id] });
+    this.deps.notifier.publish({ type: 'job-updated', jobId: job.id });
+    if (job.webhook !== null) this.deps.notifier.publish({ type: 'webhook-due' });
+  }
+
+  /** Bills a completed job (endpoint hook); a failed write is logged, never fails the result. */
+  private async recordUsage(job: JobRecord): Promise<void> {
+    if (job.status !== 'COMPLETED') return;
+    try {
+      const usage = this.deps.usageOf(job);
+      if (usage) await this.deps.store.recordUsage(usage);
+    } catch (err) {
+      this.deps.logger.error({ err, jobId: job.id, endpointId: job.endpointId }, 'usage record failed');
+    }
+  }
+}

@@ -1,0 +1,96 @@
+import type { ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { sendJson } from '../http/respond.js';
+import { AppError } from '../model/errors.js';
+import { isObject } from '../model/json.js';
+import type { JobRecord } from '../model/records.js';
+
+/** OpenAI's error body: what the official clients read into their error classes. */
+export interface OpenAiErrorBody {
+  error: { message: string; type: string; param: string | null; code: string };
+}
+
+/** The job ran (or was stopped on purpose): the official clients must not send it again by themselves. */
+const NO_RETRY = { 'x-should-retry': 'false' };
+
+function typeFor(status: number): string {
+  if (status === 401) return 'authentication_error';
+  if (status === 403) return 'permission_error';
+  if (status === 429) return 'rate_limit_error';
+  if (status >= 500) return 'server_error';
+  return 'invalid_request_error';
+}
+
+/**
+ * An AppError in OpenAI's shape: `{"error": {message, type, param, code}}`, `param` the field
+ * a 400 names, `code` Gantry's code in lower case, `type` the worker's own when it gave one.
+ *
+ * @example openAiErrorBody(new AppError(429, 'RATE_LIMITED', 'slow down')).error.type === 'rate_limit_error'
+ */
+export function openAiErrorBody(err: AppError): OpenAiErrorBody {
+  const type = typeof err.extra?.type === 'string' ? err.extra.type : typeFor(err.status);
+  const param = typeof err.extra?.field === 'string' ? err.extra.field : null;
+  return { error: { message: err.message, type, param, code: err.code.toLowerCase() } };
+}
+
+/**
+ * Answers an error in OpenAI's shape with the AppError's status and headers (Retry-After on
+ * 429); anything else is a fault: 500, logged with its stack, no internals shown.
+ */
+export function sendOpenAiError(res: ServerResponse, err: unknown, logger: Logger, context: Record<string, unknown>): void {
+  if (res.headersSent) {
+    // Mid-stream the status is gone; the stream writer reports errors itself. Cut the stream.
+    if (!(err instanceof AppError)) logger.error({ err, ...context }, 'openai stream failed');
+    res.destroy();
+    return;
+  }
+  if (err instanceof AppError) {
+    sendJson(res, err.status, openAiErrorBody(err), err.headers);
+    return;
+  }
+  logger.error({ err, ...context }, 'openai request failed');
+  sendJson(res, 500, openAiErrorBody(new AppError(500, 'INTERNAL', 'Internal server error')));
+}
+
+/**
+ * Why a finished job has no answer: FAILED (the worker's error: its status, message and type
+ * when it sent an OpenAI or vLLM error object, else 500), TIMED_OUT (504) or CANCELLED (409).
+ *
+ * @example jobFailure({ ...job, status: 'FAILED', error: 'out of memory' }).status === 500
+ */
+export function jobFailure(job: JobRecord): AppError {
+  if (job.status === 'TIMED_OUT') {
+    return new AppError(504, 'JOB_TIMED_OUT', `Job ${job.id} timed out: ${job.error ?? 'no result within its time limits'}`, undefined, NO_RETRY);
+  }
+  if (job.status === 'CANCELLED') return new AppError(409, 'JOB_CANCELLED', `Job ${job.id} was cancelled`, undefined, NO_RETRY);
+  const text = job.error ?? 'the worker failed without an error message';
+  return workerError(parseJson(text)) ?? new AppError(500, 'WORKER_ERROR', text, undefined, NO_RETRY);
+}
+
+/**
+ * An error a worker answered with as its output or a stream chunk: vLLM's ErrorResponse
+ * `{"object":"error","message","type","code":400}` or OpenAI's `{"error":{"message",...}}`.
+ * Its numeric `code` (400–599) becomes the HTTP status, else 500. Undefined for anything else.
+ *
+ * @example workerError({ object: 'error', message: 'no such model', type: 'NotFoundError', code: 404 })?.status === 404
+ */
+export function workerError(value: unknown): AppError | undefined {
+  if (!isObject(value)) return undefined;
+  const detail = value.object === 'error' ? value : isObject(value.error) ? value.error : undefined;
+  if (!detail || typeof detail.message !== 'string') return undefined;
+  const code = typeof detail.code === 'number' ? detail.code : Number(detail.code);
+  const status = Number.isInteger(code) && code >= 400 && code <= 599 ? code : 500;
+  const extra: Record<string, unknown> = {};
+  if (typeof detail.type === 'string') extra.type = detail.type;
+  if (typeof detail.param === 'string') extra.field = detail.param;
+  return new AppError(status, 'WORKER_ERROR', detail.message, extra, NO_RETRY);
+}
+
+function parseJson(text: string): unknown {
+  if (!text.startsWith('{')) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,82 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { authorize } from '../http/auth.js';
+import { readJsonBody } from '../http/body.js';
+import type { RateLimiter } from '../http/rate-limit.js';
+import type { EndpointOperationHandler } from '../http/server.js';
+import type { EndpointService } from '../jobs/endpoint-service.js';
+import type { JobService } from '../jobs/job-service.js';
+import { AppError } from '../model/errors.js';
+import { isTerminal } from '../model/job-states.js';
+import type { JobRecord } from '../model/records.js';
+import type { KeyService } from '../security/keys.js';
+import { sendOpenAiJson } from './openai-answer.js';
+import { sendOpenAiError } from './openai-errors.js';
+import { MODELS_ROUTE, OPENAI_BODY_LIMIT, openAiJob, openAiRoute } from './openai-request.js';
+import { sendOpenAiStream } from './openai-stream.js';
+
+/** What the OpenAI routes use: the same services, keys and rate limiter as the client routes. */
+export interface OpenAiRouteDeps {
+  jobs: Pick<JobService, 'submit' | 'waitTerminal' | 'watchStream' | 'cancel'>;
+  endpoints: Pick<EndpointService, 'get'>;
+  keys: Pick<KeyService, 'authorize'>;
+  rateLimiter: RateLimiter;
+  logger: Logger;
+}
+
+type Target = Parameters<EndpointOperationHandler>[2];
+
+/**
+ * `/v2/{endpointId}/openai/...` (docs/openai.md): each request becomes a job with input
+ * `{"openai_route", "openai_input"}`; the answer is the worker's output, or server-sent events
+ * from its stream with `"stream": true`. Errors in OpenAI's shape. The job is cancelled when the
+ * client goes away before the answer (its worker is told through job-stop).
+ *
+ * @example routes.addEndpointOperation('openai', createOpenAiRoute({ jobs, endpoints, keys, rateLimiter, logger }));
+ */
+export function createOpenAiRoute(deps: OpenAiRouteDeps): EndpointOperationHandler {
+  return async (req, res, target) => {
+    try {
+      await serve(deps, req, res, target);
+    } catch (err) {
+      sendOpenAiError(res, err, deps.logger, { method: req.method, url: req.url });
+    }
+  };
+}
+
+async function serve(deps: OpenAiRouteDeps, req: IncomingMessage, res: ServerResponse, target: Target): Promise<void> {
+  const route = openAiRoute(req.method ?? 'GET', target.rest);
+  const principal = await authorize(deps.keys, req, 'run', target.endpointId);
+  const endpoint = await deps.endpoints.get(target.endpointId);
+  if (!endpoint) throw new AppError(404, 'ENDPOINT_NOT_FOUND', `Endpoint ${target.endpointId} not found`);
+  // Streams count among the concurrent requests for as long as they are open.
+  const leave = deps.rateLimiter.enter(endpoint.id, 'openai', { overrides: endpoint.rateLimitsJson });
+  try {
+    const body = route === MODELS_ROUTE ? null : await readJsonBody(req, OPENAI_BODY_LIMIT);
+    const { request, stream } = openAiJob(route, body, endpoint.executionTimeoutMs);
+    const job = await deps.jobs.submit(endpoint, request, { sync: true, keyId: principal.keyId });
+    // The job id, for /status and /cancel (the official clients show it as the request id).
+    res.setHeader('x-request-id', job.id);
+    deps.logger.debug({ endpointId: endpoint.id, jobId: job.id, route, stream }, 'openai request');
+    let last: JobRecord | undefined;
+    try {
+      last = stream
+        ? await sendOpenAiStream(deps, res, endpoint.id, job, target.signal)
+        : await sendOpenAiJson(deps.jobs, res, endpoint.id, job, target.signal);
+    } finally {
+      // Nobody will read the answer of a job still live here (the client left, or it failed).
+      if (!last || !isTerminal(last.status)) await cancelQuietly(deps, endpoint.id, job.id);
+    }
+  } finally {
+    leave();
+  }
+}
+
+async function cancelQuietly(deps: OpenAiRouteDeps, endpointId: string, jobId: string): Promise<void> {
+  try {
+    const result = await deps.jobs.cancel(endpointId, jobId);
+    if (result.ok) deps.logger.info({ endpointId, jobId }, 'openai client went away: job cancelled');
+  } catch (err) {
+    deps.logger.warn({ err, endpointId, jobId }, 'cancelling the job of a departed openai client failed');
+  }
+}

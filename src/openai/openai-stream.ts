@@ -1,0 +1,93 @@
+import type { ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { followJob, openSse, SSE_HEARTBEAT_MS, type SseWriter } from '../http/sse.js';
+import type { JobService } from '../jobs/job-service.js';
+import { AppError } from '../model/errors.js';
+import type { JobRecord } from '../model/records.js';
+import { jobFailure, openAiErrorBody, workerError } from './openai-errors.js';
+
+const DONE = 'data: [DONE]\n\n';
+
+/**
+ * The answer with `"stream": true`: server-sent events built from the job's stream chunks as
+ * they arrive (no polling: the worker's job-stream post wakes this loop), ending with
+ * `data: [DONE]` unless the worker sent it. A string chunk is written as it is (RunPod's vLLM
+ * worker yields ready-made SSE text), an object as one `data: <json>` event, a list element by
+ * element. Until the first byte goes out a failure is still an ordinary HTTP error (thrown);
+ * after it, an in-stream `data: {"error": ...}` event. Resolves with the job as last read.
+ *
+ * @example const job = await sendOpenAiStream({ jobs, logger }, res, 'llm', submitted, signal);
+ */
+export async function sendOpenAiStream(
+  deps: { jobs: Pick<JobService, 'watchStream'>; logger: Logger },
+  res: ServerResponse,
+  endpointId: string,
+  job: JobRecord,
+  signal: AbortSignal,
+  heartbeatMs: number = SSE_HEARTBEAT_MS,
+): Promise<JobRecord | undefined> {
+  const sse = openSse(res);
+  const events = new OpenAiEvents(sse);
+  let end: JobRecord | undefined;
+  try {
+    end = await followJob(deps.jobs, endpointId, job.id, signal, { chunks: (chunks) => events.chunks(chunks), idle: () => sse.comment('keep-alive') }, heartbeatMs);
+    if (signal.aborted || !sse.open) return end;
+    if (!end) throw new AppError(404, 'JOB_NOT_FOUND', `Job ${job.id} no longer exists`);
+    if (end.status !== 'COMPLETED') throw jobFailure(end);
+    // A worker that did not stream: its output, if any, is the stream.
+    if (events.written === 0 && end.outputJson !== null) await events.chunks([end.outputJson]);
+  } catch (err) {
+    if (!sse.started) throw err;
+    if (!(err instanceof AppError)) deps.logger.error({ err, endpointId, jobId: job.id }, 'openai stream failed');
+    await events.error(err instanceof AppError ? err : new AppError(500, 'INTERNAL', 'Internal server error'));
+  }
+  await events.finish();
+  sse.end();
+  return end;
+}
+
+/** Writes the job's chunks as OpenAI stream events; remembers whether the worker sent `[DONE]`. */
+class OpenAiEvents {
+  written = 0;
+  private done = false;
+
+  constructor(private readonly sse: SseWriter) {}
+
+  async chunks(chunks: string[]): Promise<void> {
+    for (const chunk of chunks) {
+      // The common object chunk goes out as stored, without parsing it.
+      if (chunk.startsWith('{') && !chunk.includes('"error"')) await this.event(chunk);
+      else await this.value(JSON.parse(chunk) as unknown);
+    }
+  }
+
+  async error(err: AppError): Promise<void> {
+    await this.event(JSON.stringify(openAiErrorBody(err)));
+  }
+
+  async finish(): Promise<void> {
+    if (!this.done && this.sse.open) await this.sse.raw(DONE);
+  }
+
+  private async value(value: unknown): Promise<void> {
+    if (typeof value === 'string') {
+      this.written++;
+      if (value.includes(DONE.trim())) this.done = true;
+      return this.sse.raw(value);
+    }
+    if (Array.isArray(value)) {
+      for (const item of value) await this.value(item);
+      return;
+    }
+    const error = workerError(value);
+    // Before the first byte, a worker's error is the HTTP answer (the caller cancels the job).
+    if (error && !this.sse.started) throw error;
+    if (error) return this.error(error);
+    return this.event(JSON.stringify(value));
+  }
+
+  private event(json: string): Promise<void> {
+    this.written++;
+    return this.sse.event(json);
+  }
+}

@@ -1,0 +1,196 @@
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { AppError, invalidParameter } from '../model/errors.js';
+import type { KeyRecord, Scope } from '../model/records.js';
+import type { KeyStore } from '../store/store.js';
+import { TtlCache } from '../util/ttl-cache.js';
+
+/** Every scope a key may have (docs/api.md, API keys). */
+export const SCOPES: readonly Scope[] = ['admin', 'run', 'read', 'worker'];
+
+/** What each scope grants: admin ⊇ run ⊇ read; worker is separate (docs/security.md). */
+const GRANTS: Record<Scope, readonly Scope[]> = {
+  admin: ['admin', 'run', 'read'],
+  run: ['run', 'read'],
+  read: ['read'],
+  worker: ['worker'],
+};
+
+/** How long a key lookup is cached; a deleted key stops working at once on the gateway that deleted it. */
+const CACHE_MS = 5_000;
+const CACHE_MAX = 10_000;
+/** Longest key text looked up; anything longer is refused before hashing. */
+const MAX_KEY_CHARS = 512;
+
+/** Who is calling: the key's id, scopes and endpoint restriction. */
+export interface Principal {
+  keyId: string;
+  scopes: Scope[];
+  endpoints: string[] | null;
+}
+
+/** What a new key is: a name, its scopes and (optionally) the endpoints it is limited to. */
+export interface KeySpec {
+  name: string;
+  scopes: Scope[];
+  endpoints: string[] | null;
+}
+
+/** A key as the admin API shows it; `key` (the secret itself) only in the answer that created it. */
+export interface KeyView {
+  id: string;
+  name: string;
+  scopes: Scope[];
+  endpoints: string[] | null;
+  createdAt: string;
+}
+
+/** API keys: made here, stored as SHA-256 digests, looked up and checked for every request. */
+export interface KeyService {
+  /** Creates a key; the plain key is returned only here (`key` given: install that text, e.g. GANTRY_ADMIN_KEY). */
+  create(spec: KeySpec, key?: string): Promise<KeyView & { key: string }>;
+  /**
+   * Installs `key` (GANTRY_ADMIN_KEY) as the one key of the bootstrap names: every key named in
+   * `replaces` with other text is deleted (a rotated value revokes the old one), and `key` is
+   * created under `spec` unless it exists. Returns how many old keys were deleted.
+   */
+  install(spec: KeySpec, key: string, replaces: readonly string[]): Promise<number>;
+  /** True when a key with exactly this text exists. */
+  exists(key: string): Promise<boolean>;
+  list(): Promise<KeyView[]>;
+  /** Deletes a key; false when there is none with that id. Takes effect at once on this gateway. */
+  revoke(id: string): Promise<boolean>;
+  /** Deletes every key whose name matches (keys a killed gateway left behind); returns how many. */
+  revokeNamed(pattern: RegExp): Promise<number>;
+  countWithScope(scope: Scope): Promise<number>;
+  /**
+   * The principal of a presented key, checked for `scope` (and `endpointId`, when given).
+   * Throws a 401 AppError when the key is unknown or lacks the scope or endpoint.
+   */
+  authorize(rawKey: string, scope: Scope, endpointId?: string): Promise<Principal>;
+}
+
+/** SHA-256 hex digest: how API keys are stored and looked up. */
+export function sha256Hex(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/** Constant-time comparison of two hex digests of equal length. */
+export function sameDigest(a: string, b: string): boolean {
+  const x = Buffer.from(a, 'hex');
+  const y = Buffer.from(b, 'hex');
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** A new API key: a recognisable prefix and 32 random bytes. */
+export function generateApiKey(): string {
+  return `gk_${randomBytes(32).toString('base64url')}`;
+}
+
+/** The key as the admin API shows it (never its hash or text). */
+export function renderKey(key: KeyRecord): KeyView {
+  return { id: key.id, name: key.name, scopes: key.scopes, endpoints: key.endpoints, createdAt: new Date(key.createdAt).toISOString() };
+}
+
+/**
+ * Why a key spec is refused, or null. An admin key manages every endpoint (it can create keys,
+ * change any endpoint's worker command, read all usage), so it may not be limited to endpoints:
+ * a limit would only look like one (docs/security.md). Only an unrestricted admin key reaches
+ * the admin API, so no key can create a key broader than itself.
+ */
+export function keySpecRefusal(spec: Pick<KeySpec, 'scopes' | 'endpoints'>): string | null {
+  if (spec.endpoints !== null && spec.scopes.includes('admin')) return 'cannot limit an admin key to endpoints (an admin key manages every endpoint)';
+  return null;
+}
+
+/** True when a key with `scopes` is allowed what `scope` needs. */
+export function grants(scopes: readonly Scope[], scope: Scope): boolean {
+  return scopes.some((s) => GRANTS[s].includes(scope));
+}
+
+/**
+ * @example
+ * const keys = createKeyService({ store, now: Date.now });
+ * const { key } = await keys.create({ name: 'ci', scopes: ['run'], endpoints: ['echo'] });
+ * await keys.authorize(key, 'run', 'echo'); // { keyId, scopes: ['run'], endpoints: ['echo'] }
+ */
+export function createKeyService(deps: { store: KeyStore; now: () => number }): KeyService {
+  return new Keys(deps.store, deps.now);
+}
+
+class Keys implements KeyService {
+  // Keyed by the presented key itself, so a cached request skips hashing too. Kept in memory
+  // only, never logged, and gone within CACHE_MS of a deletion on another gateway.
+  private readonly cache = new TtlCache<string, KeyRecord | undefined>({ ttlMs: CACHE_MS, maxEntries: CACHE_MAX });
+
+  constructor(
+    private readonly store: KeyStore,
+    private readonly now: () => number,
+  ) {}
+
+  async create(spec: KeySpec, key = generateApiKey()): Promise<KeyView & { key: string }> {
+    const refusal = keySpecRefusal(spec);
+    if (refusal) throw invalidParameter('endpoints', refusal);
+    const record: KeyRecord = { id: randomUUID(), name: spec.name, hash: sha256Hex(key), scopes: spec.scopes, endpoints: spec.endpoints, createdAt: this.now() };
+    await this.store.createKey(record);
+    this.cache.delete(key);
+    return { ...renderKey(record), key };
+  }
+
+  async install(spec: KeySpec, key: string, replaces: readonly string[]): Promise<number> {
+    const hash = sha256Hex(key);
+    const stale = (await this.store.listKeys()).filter((k) => replaces.includes(k.name) && !sameDigest(k.hash, hash));
+    for (const old of stale) await this.store.deleteKey(old.id);
+    if (stale.length > 0) this.cache.clear();
+    if (!(await this.exists(key))) await this.create(spec, key);
+    return stale.length;
+  }
+
+  async exists(key: string): Promise<boolean> {
+    return (await this.store.getKeyByHash(sha256Hex(key))) !== undefined;
+  }
+
+  async list(): Promise<KeyView[]> {
+    return (await this.store.listKeys()).map(renderKey);
+  }
+
+  async revoke(id: string): Promise<boolean> {
+    const deleted = await this.store.deleteKey(id);
+    if (deleted) this.cache.clear();
+    return deleted;
+  }
+
+  async revokeNamed(pattern: RegExp): Promise<number> {
+    const stale = (await this.store.listKeys()).filter((k) => pattern.test(k.name));
+    for (const key of stale) await this.store.deleteKey(key.id);
+    if (stale.length > 0) this.cache.clear();
+    return stale.length;
+  }
+
+  countWithScope(scope: Scope): Promise<number> {
+    return this.store.countKeysWithScope(scope);
+  }
+
+  async authorize(rawKey: string, scope: Scope, endpointId?: string): Promise<Principal> {
+    if (rawKey === '' || rawKey.length > MAX_KEY_CHARS) throw new AppError(401, 'UNAUTHORIZED', 'Invalid API key');
+    const key = await this.lookup(rawKey);
+    if (!key) throw new AppError(401, 'UNAUTHORIZED', 'Invalid API key');
+    if (!grants(key.scopes, scope)) throw new AppError(401, 'INSUFFICIENT_SCOPE', `API key lacks the "${scope}" scope`);
+    // An admin key stored with an endpoint limit (made before such keys were refused) is no admin.
+    if (scope === 'admin' && key.endpoints !== null) throw new AppError(401, 'INSUFFICIENT_SCOPE', 'An API key limited to endpoints cannot use the admin API');
+    if (endpointId !== undefined && key.endpoints !== null && !key.endpoints.includes(endpointId)) {
+      throw new AppError(401, 'INSUFFICIENT_SCOPE', `API key is not allowed on endpoint ${endpointId}`);
+    }
+    return { keyId: key.id, scopes: key.scopes, endpoints: key.endpoints };
+  }
+
+  private async lookup(raw: string): Promise<KeyRecord | undefined> {
+    const t = this.now();
+    const hit = this.cache.get(raw, t);
+    if (hit) return hit.value;
+    const hash = sha256Hex(raw);
+    const found = await this.store.getKeyByHash(hash);
+    const key = found && sameDigest(found.hash, hash) ? found : undefined;
+    this.cache.set(raw, key, t);
+    return key;
+  }
+}

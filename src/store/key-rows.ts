@@ -1,0 +1,31 @@
+import type { KeyRecord, Scope } from '../model/records.js';
+
+/** An api_keys row as both drivers return it; scopes and endpoints are JSON text. */
+export interface KeyRow {
+  id: string;
+  name: string;
+  hash: string;
+  scopes: string;
+  endpoints: string | null;
+  created_at: number;
+}
+
+/** An api_keys row (SELECT *) → KeyRecord, its JSON parsed. */
+export function toKey(row: KeyRow): KeyRecord {
+  return {
+    id: row.id,
+    name: row.name,
+    hash: row.hash,
+    scopes: JSON.parse(row.scopes) as Scope[],
+    endpoints: row.endpoints === null ? null : (JSON.parse(row.endpoints) as string[]),
+    createdAt: row.created_at,
+  };
+}
+
+/** The api_keys columns in order, for INSERT lists. */
+export const KEY_COLUMNS = 'id, name, hash, scopes, endpoints, created_at';
+
+/** A key's values in KEY_COLUMNS order (JSON as text). */
+export function keyParams(key: KeyRecord): [string, string, string, string, string | null, number] {
+  return [key.id, key.name, key.hash, JSON.stringify(key.scopes), key.endpoints === null ? null : JSON.stringify(key.endpoints), key.createdAt];
+}

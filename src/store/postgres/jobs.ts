@@ -1,0 +1,212 @@
+import type { JobStatus } from '../../model/job-states.js';
+import type { JobCounts, JobRecord, QueueStats } from '../../model/records.js';
+import { COL, JOB_COLUMN_COUNT, JOB_COLUMNS, jobColumnList, toJob } from '../job-columns.js';
+import { tallyJobCounts, toQueueStats, type HeldRow, type QueuedRow } from '../job-counts.js';
+import { finishedColumns, LIVE_STATUS_LIST, RETRYABLE_STATUS_LIST, TERMINAL_STATUS_LIST } from '../job-sql.js';
+import type { JobStore } from '../store.js';
+import type { PgConnection } from './connection.js';
+import { createJobBatches, type FinishArgs, type JobBatches } from './job-batches.js';
+
+type Args<M extends keyof JobStore> = Parameters<JobStore[M]>[0];
+
+/** Where claimJobs' RETURNING puts seq, after the job columns. */
+const SEQ = JOB_COLUMN_COUNT;
+/** Where releaseWorkerJobs' rows carry their requeued flag, after the job columns. */
+const REQUEUED = JOB_COLUMN_COUNT;
+
+// `jobs j` in an UPDATE … FROM returns its columns qualified: the other relation has an id too.
+const CLAIM_JOBS_SQL = `WITH next AS (
+     SELECT id FROM jobs WHERE endpoint_id = $1 AND status = 'IN_QUEUE' AND deadline_at > $3
+     ORDER BY queued_at, seq LIMIT $4 FOR UPDATE SKIP LOCKED)
+   UPDATE jobs j SET status = 'IN_PROGRESS', worker_id = $2, started_at = $3, attempts = attempts + 1,
+     deadline_at = $3 + execution_timeout_ms, output_json = NULL, error = NULL
+   FROM next WHERE j.id = next.id RETURNING ${jobColumnList('j')}, j.seq`;
+const SET_PROGRESS_SQL = `UPDATE jobs SET output_json = $4 WHERE id = $1 AND status = 'IN_PROGRESS' AND worker_id = $2
+     AND ($3::text IS NULL OR endpoint_id = $3) RETURNING 1`;
+const CANCEL_JOB_SQL = `UPDATE jobs SET status = 'CANCELLED', ${finishedColumns('$2')}
+   WHERE id = $1 AND status IN ${LIVE_STATUS_LIST} RETURNING ${JOB_COLUMNS}`;
+const PURGE_QUEUE_SQL = `UPDATE jobs SET status = 'CANCELLED', ${finishedColumns('$2')}
+   WHERE endpoint_id = $1 AND status = 'IN_QUEUE' RETURNING id`;
+const RETRY_JOB_SQL = `WITH j AS (
+     UPDATE jobs SET status = 'IN_QUEUE', output_json = NULL, error = NULL, worker_id = NULL, started_at = NULL,
+       finished_at = NULL, expires_at = NULL, webhook_attempts = 0, webhook_next_at = NULL, attempts = 0,
+       retries = retries + 1, queued_at = $2, deadline_at = $2 + ttl_ms
+     WHERE id = $1 AND status IN ${RETRYABLE_STATUS_LIST} AND expires_at > $2 RETURNING ${JOB_COLUMNS}),
+   d AS (DELETE FROM job_stream WHERE job_id IN (SELECT id FROM j))
+   SELECT ${JOB_COLUMNS} FROM j`;
+const TIME_OUT_SQL = `WITH due AS (SELECT id FROM jobs WHERE status = $3 AND deadline_at <= $1
+     ORDER BY deadline_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+   UPDATE jobs j SET status = 'TIMED_OUT', error = $4, ${finishedColumns('$1')}
+   FROM due WHERE j.id = due.id AND j.status = $3 RETURNING ${jobColumnList('j')}`;
+const RELEASE_WORKER_JOBS_SQL = `WITH failed AS (
+     UPDATE jobs SET status = 'FAILED', error = 'worker lost', ${finishedColumns('$2')}
+     WHERE status = 'IN_PROGRESS' AND worker_id = ANY($1::text[]) AND attempts >= max_attempts RETURNING ${JOB_COLUMNS}),
+   requeued AS (
+     UPDATE jobs SET status = 'IN_QUEUE', queued_at = $2, deadline_at = $2 + ttl_ms, worker_id = NULL,
+       started_at = NULL, output_json = NULL
+     WHERE status = 'IN_PROGRESS' AND worker_id = ANY($1::text[]) AND attempts < max_attempts RETURNING ${JOB_COLUMNS})
+   SELECT ${JOB_COLUMNS}, false AS requeued FROM failed UNION ALL SELECT ${JOB_COLUMNS}, true AS requeued FROM requeued`;
+const RETURN_JOBS_SQL = `UPDATE jobs SET status = 'IN_QUEUE', attempts = CASE WHEN $3 THEN attempts ELSE GREATEST(attempts - 1, 0) END, worker_id = NULL, started_at = NULL,
+     output_json = NULL, deadline_at = queued_at + ttl_ms
+   WHERE status = 'IN_PROGRESS' AND worker_id = $2 AND id = ANY($1::text[]) RETURNING id`;
+// Batches of `limit`, rows another gateway is deleting skipped: the queue table stays
+// small without one long transaction holding locks (docs/postgres.md).
+const DELETE_EXPIRED_SQL = `DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE expires_at <= $1 AND webhook_next_at IS NULL
+     AND status IN ${TERMINAL_STATUS_LIST} ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING 1`;
+const SHORTEN_RETENTION_SQL = `UPDATE jobs SET retention_ms = LEAST(retention_ms, $2),
+     expires_at = CASE WHEN finished_at IS NULL THEN expires_at
+       WHEN expires_at IS NULL THEN finished_at + $2
+       ELSE LEAST(expires_at, finished_at + $2) END
+   WHERE id = $1`;
+// FOR SHARE: a result for the job waits for this append (and the reverse), so once a
+// reader sees the job terminal, every chunk it will ever have is already committed.
+const APPEND_STREAM_SQL = `WITH held AS (SELECT id FROM jobs WHERE id = $1 AND status = 'IN_PROGRESS' AND worker_id = $2
+       AND ($3::text IS NULL OR endpoint_id = $3) FOR SHARE),
+     ins AS (INSERT INTO job_stream (job_id, chunk)
+       SELECT held.id, c.chunk FROM held, unnest($4::text[]) WITH ORDINALITY AS c(chunk, ord) ORDER BY c.ord)
+   SELECT EXISTS (SELECT 1 FROM held) AS held`;
+const COUNT_JOBS_SQL = `SELECT status, COUNT(*) AS n, COUNT(*) FILTER (WHERE retries > 0 OR attempts > 1) AS retried
+   FROM jobs WHERE endpoint_id = $1 GROUP BY status`;
+const QUEUED_STATS_SQL = `SELECT COUNT(*) AS n, COUNT(*) FILTER (WHERE NOT low_priority) AS normal,
+     MIN(queued_at) FILTER (WHERE NOT low_priority) AS oldest
+   FROM jobs WHERE endpoint_id = $1 AND status = 'IN_QUEUE' AND deadline_at > $2`;
+const HELD_STATS_SQL = `SELECT worker_id, COUNT(*) AS n FROM jobs WHERE endpoint_id = $1 AND status = 'IN_PROGRESS' GROUP BY worker_id`;
+const LIST_JOBS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE endpoint_id = $1 ORDER BY created_at DESC, seq DESC LIMIT $2`;
+const DUE_WEBHOOKS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE webhook_next_at <= $1 AND status IN ${TERMINAL_STATUS_LIST}
+   ORDER BY webhook_next_at, seq LIMIT $2`;
+
+/** Restores queue order (queued_at, then seq) among claimed rows: RETURNING has no set order. */
+function byQueueOrder(a: unknown[], b: unknown[]): number {
+  return (a[COL.queuedAt] as number) - (b[COL.queuedAt] as number) || (a[SEQ] as number) - (b[SEQ] as number);
+}
+
+/**
+ * The jobs table (and job_stream) on PostgreSQL. Every call is one statement, so a write
+ * resolves once committed; submissions, results and reads of one event-loop turn are each
+ * grouped into one statement (job-batches.ts). Claims take N jobs with FOR UPDATE SKIP LOCKED,
+ * so gateways sharing the database never block each other. Job rows are read as arrays and
+ * mapped by toJob, as on SQLite.
+ */
+export class PgJobStore implements JobStore {
+  private readonly batches: JobBatches;
+
+  constructor(private readonly db: PgConnection) {
+    this.batches = createJobBatches(db);
+  }
+
+  /** Sends the pending batches and waits for those in flight (before the pool closes). */
+  flush(): Promise<void> {
+    return this.batches.flush();
+  }
+
+  private async jobs(sql: string, params: unknown[]): Promise<JobRecord[]> {
+    return (await this.db.queryArrays(sql, params)).map(toJob);
+  }
+
+  private async ids(sql: string, params: unknown[]): Promise<string[]> {
+    return (await this.db.query<{ id: string }>(sql, params)).map((row) => row.id);
+  }
+
+  insertJob(job: JobRecord): Promise<void> {
+    return this.batches.inserts.run(job);
+  }
+
+  getJob(id: string): Promise<JobRecord | undefined> {
+    return this.batches.reads.run(id);
+  }
+
+  async claimJobs({ endpointId, workerId, limit, now }: Args<'claimJobs'>): Promise<JobRecord[]> {
+    return (await this.db.queryArrays(CLAIM_JOBS_SQL, [endpointId, workerId, now, limit])).sort(byQueueOrder).map(toJob);
+  }
+
+  finishJob(args: FinishArgs): Promise<JobRecord | undefined> {
+    return this.batches.finishes.run(args);
+  }
+
+  async setProgress({ id, workerId, endpointId, outputJson }: Args<'setProgress'>): Promise<boolean> {
+    return (await this.db.query(SET_PROGRESS_SQL, [id, workerId, endpointId ?? null, outputJson])).length === 1;
+  }
+
+  async cancelJob({ id, now }: Args<'cancelJob'>): Promise<JobRecord | undefined> {
+    return (await this.jobs(CANCEL_JOB_SQL, [id, now]))[0];
+  }
+
+  purgeQueue({ endpointId, now }: Args<'purgeQueue'>): Promise<string[]> {
+    return this.ids(PURGE_QUEUE_SQL, [endpointId, now]);
+  }
+
+  async retryJob({ id, now }: Args<'retryJob'>): Promise<JobRecord | undefined> {
+    return (await this.jobs(RETRY_JOB_SQL, [id, now]))[0];
+  }
+
+  timeOutRunning({ now, limit }: Args<'timeOutRunning'>): Promise<JobRecord[]> {
+    return this.jobs(TIME_OUT_SQL, [now, limit, 'IN_PROGRESS', 'execution timeout exceeded']);
+  }
+
+  expireQueued({ now, limit }: Args<'expireQueued'>): Promise<JobRecord[]> {
+    return this.jobs(TIME_OUT_SQL, [now, limit, 'IN_QUEUE', 'ttl expired in queue']);
+  }
+
+  async releaseWorkerJobs({ workerIds, now }: Args<'releaseWorkerJobs'>): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }> {
+    const rows = await this.db.queryArrays(RELEASE_WORKER_JOBS_SQL, [workerIds, now]);
+    return {
+      requeued: rows.filter((r) => r[REQUEUED] === true).map(toJob),
+      failed: rows.filter((r) => r[REQUEUED] !== true).map(toJob),
+    };
+  }
+
+  returnJobs({ ids, workerId, counted }: Args<'returnJobs'>): Promise<string[]> {
+    return this.ids(RETURN_JOBS_SQL, [ids, workerId, counted === true]);
+  }
+
+  async deleteExpired({ now, limit }: Args<'deleteExpired'>): Promise<number> {
+    return (await this.db.query(DELETE_EXPIRED_SQL, [now, limit])).length;
+  }
+
+  async shortenRetention({ id, ttlMs }: Args<'shortenRetention'>): Promise<void> {
+    await this.db.query(SHORTEN_RETENTION_SQL, [id, ttlMs]);
+  }
+
+  async appendStream({ id, workerId, endpointId, chunks }: Args<'appendStream'>): Promise<boolean> {
+    const rows = await this.db.query<{ held: boolean }>(APPEND_STREAM_SQL, [id, workerId, endpointId ?? null, chunks]);
+    return rows[0]?.held === true;
+  }
+
+  async drainStream(id: string): Promise<string[]> {
+    return (await this.db.query<{ seq: number; chunk: string }>('DELETE FROM job_stream WHERE job_id = $1 RETURNING seq, chunk', [id]))
+      .sort((a, b) => a.seq - b.seq)
+      .map((row) => row.chunk);
+  }
+
+  async countJobs(endpointId: string): Promise<JobCounts> {
+    return tallyJobCounts(await this.db.query<{ status: JobStatus; n: number; retried: number }>(COUNT_JOBS_SQL, [endpointId]));
+  }
+
+  async queueStats({ endpointId, now }: Args<'queueStats'>): Promise<QueueStats> {
+    const [queued, held] = await Promise.all([
+      this.db.query<QueuedRow>(QUEUED_STATS_SQL, [endpointId, now]),
+      this.db.query<HeldRow>(HELD_STATS_SQL, [endpointId]),
+    ]);
+    return toQueueStats(queued[0], held);
+  }
+
+  listJobs({ endpointId, limit }: Args<'listJobs'>): Promise<JobRecord[]> {
+    return this.jobs(LIST_JOBS_SQL, [endpointId, limit]);
+  }
+
+  async jobStates(ids: string[]): Promise<{ id: string; status: JobStatus; workerId: string | null }[]> {
+    const rows = await this.db.query<{ id: string; status: JobStatus; worker_id: string | null }>(
+      'SELECT id, status, worker_id FROM jobs WHERE id = ANY($1::text[])',
+      [ids],
+    );
+    return rows.map((row) => ({ id: row.id, status: row.status, workerId: row.worker_id }));
+  }
+
+  dueWebhooks({ now, limit }: Args<'dueWebhooks'>): Promise<JobRecord[]> {
+    return this.jobs(DUE_WEBHOOKS_SQL, [now, limit]);
+  }
+
+  async markWebhook({ id, attempts, nextAt }: Args<'markWebhook'>): Promise<void> {
+    await this.db.query('UPDATE jobs SET webhook_attempts = $2, webhook_next_at = $3 WHERE id = $1', [id, attempts, nextAt]);
+  }
+}

@@ -1,0 +1,42 @@
+import type { KeyRecord, Scope } from '../../model/records.js';
+import { KEY_COLUMNS, keyParams, toKey, type KeyRow } from '../key-rows.js';
+import type { KeyStore } from '../store.js';
+import { placeholders, type SqliteConnection } from './connection.js';
+
+const CREATE_KEY_SQL = `INSERT INTO api_keys (${KEY_COLUMNS}) VALUES (${placeholders(6)})`;
+
+/** The api_keys table on SQLite; scopes and endpoint limits are JSON arrays in text columns. */
+export class SqliteKeyStore implements KeyStore {
+  constructor(private readonly c: SqliteConnection) {}
+
+  createKey(key: KeyRecord): Promise<void> {
+    return this.c.write(() => {
+      this.c.q(CREATE_KEY_SQL).run(...keyParams(key));
+    });
+  }
+
+  listKeys(): Promise<KeyRecord[]> {
+    return this.c.read(() => (this.c.q('SELECT * FROM api_keys ORDER BY created_at, id').all() as KeyRow[]).map(toKey));
+  }
+
+  deleteKey(id: string): Promise<boolean> {
+    return this.c.write(() => this.c.q('DELETE FROM api_keys WHERE id = ?').run(id).changes === 1);
+  }
+
+  getKeyByHash(hash: string): Promise<KeyRecord | undefined> {
+    return this.c.read(() => {
+      const row = this.c.q('SELECT * FROM api_keys WHERE hash = ?').get(hash) as KeyRow | undefined;
+      return row === undefined ? undefined : toKey(row);
+    });
+  }
+
+  countKeysWithScope(scope: Scope): Promise<number> {
+    return this.c.read(
+      () =>
+        (
+          this.c.q(`SELECT COUNT(*) AS n FROM api_keys
+             WHERE EXISTS (SELECT 1 FROM json_each(api_keys.scopes) WHERE value = ?)`).get(scope) as { n: number }
+        ).n,
+    );
+  }
+}

@@ -1,0 +1,219 @@
+// The console in a real browser: headless Chromium (the Debian package, driven by
+// playwright-core) against a real gateway whose worker pool runs the SDK's echo worker. Signs
+// in, creates an endpoint and a key, sends from the test editor, cancels a running job from
+// its page, reads a worker's log, signs out; and checks the page holds no key and breaks no
+// CSP rule. Screenshots of each page go to a temp folder, or to docs/screenshots with
+// UPDATE_SCREENSHOTS=1. Needs `npm run build` (the page is dist/console; the worker runs dist/).
+import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { IMAGE_DEFAULTS } from '../../src/config/image-config.js';
+import { eventually, startTestGantry, type TestGantry } from '../helpers/gantry.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const CLI = join(ROOT, 'dist/src/cli/main.js');
+const ECHO = `echo console-log-marker && exec node ${JSON.stringify(CLI)} worker ${JSON.stringify(join(ROOT, 'dist/examples/echo-worker.js'))}`;
+const SHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? join(ROOT, 'docs/screenshots') : mkdtempSync(join(tmpdir(), 'gantry-shots-'));
+const EP = 'echo-ui';
+
+let t: TestGantry;
+let browser: Browser;
+let page: Page;
+const problems: string[] = [];
+
+/** A link of the console's navigation bar. */
+const nav = (name: string) => page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name, exact: true });
+
+async function shot(name: string): Promise<void> {
+  mkdirSync(SHOTS, { recursive: true });
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+async function adminApi(method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
+  const res = await fetch(`${t.url}${path}`, { method, headers: { authorization: `Bearer ${t.adminKey}`, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  return (await res.json()) as Record<string, unknown>;
+}
+
+// With CI=true a missing Chromium fails the run instead of skipping (.ci/run installs it).
+describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the console in headless Chromium', () => {
+  beforeAll(async () => {
+    if (!existsSync(CLI) || !existsSync(join(ROOT, 'dist/console/app.js'))) throw new Error('run `npm run build` first');
+    // The image workers run the real pipeline on the tiny models (CPU), as in test/images.
+    t = await startTestGantry({ autoscalerIntervalMs: 50, workerStopGraceMs: 5_000, images: { ...IMAGE_DEFAULTS, workers: true } });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+    });
+    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    page.on('console', (m) => {
+      if (m.type() === 'error') problems.push(m.text());
+    });
+    page.on('pageerror', (err) => problems.push(err.message));
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+  }, 30_000);
+
+  it('redirects / to the sign-in page and signs in with the admin key', async () => {
+    await page.goto(`${t.url}/`);
+    expect(new URL(page.url()).pathname).toBe('/console/');
+    await page.getByLabel('Admin API key').waitFor();
+    await shot('sign-in');
+    await page.getByLabel('Admin API key').fill('not-a-key');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').waitFor();
+    // By keyboard only: the field, the key, Enter.
+    await page.getByLabel('Admin API key').fill('');
+    await page.getByLabel('Admin API key').focus();
+    await page.keyboard.type(t.adminKey);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Endpoints' }).waitFor();
+  });
+
+  it('creates an endpoint with an echo worker, refusing a bad setting first', async () => {
+    await page.getByRole('button', { name: 'New endpoint' }).click();
+    const form = page.getByRole('form', { name: 'New endpoint' });
+    await form.getByLabel('Id', { exact: true }).fill(EP);
+    await form.getByLabel('Name', { exact: true }).fill('Echo from the console');
+    await form.getByLabel('Workers, minimum').fill('1');
+    await form.getByLabel('Workers, maximum').fill('200000');
+    await form.getByLabel(/^Worker \(JSON/).fill(JSON.stringify({ command: ECHO }));
+    await form.getByRole('button', { name: 'Create endpoint' }).click();
+    await expect.poll(() => form.getByRole('alert').textContent()).toContain('workersMax');
+    await form.getByLabel('Workers, maximum').fill('1');
+    await form.getByRole('button', { name: 'Create endpoint' }).click();
+    await page.getByRole('cell', { name: /echo-ui/ }).first().waitFor();
+    const created = await adminApi('GET', `/admin/v1/endpoints/${EP}`);
+    expect(created).toMatchObject({ id: EP, name: 'Echo from the console', workersMin: 1, workersMax: 1 });
+    await eventually(async () => (((await adminApi('GET', `/v2/${EP}/health`)).workers as Record<string, number>).ready ?? 0) > 0 || undefined, 30_000, 'the echo worker');
+    await page.reload();
+    await page.getByRole('row', { name: /echo-ui/ }).getByText('1 ready').waitFor();
+    await shot('endpoints');
+  }, 60_000);
+
+  it('creates an API key, shown once, that works', async () => {
+    await nav('API keys').click();
+    await page.getByLabel('Name').fill('from the console');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const key = (await page.locator('#new-key').textContent()) ?? '';
+    expect(key.length).toBeGreaterThan(20);
+    const health = await fetch(`${t.url}/v2/${EP}/health`, { headers: { authorization: `Bearer ${key}` } });
+    expect(health.status).toBe(200);
+    await page.getByRole('cell', { name: 'from the console', exact: true }).first().waitFor();
+    await shot('api-keys');
+    await page.getByRole('button', { name: 'Done' }).click();
+    expect(await page.content()).not.toContain(key);
+  });
+
+  it('sends a job from the test editor to the echo endpoint and shows the result', async () => {
+    await nav('Test editor').click();
+    await page.getByLabel('Endpoint').selectOption(EP);
+    await page.getByLabel('Request body (JSON)').fill(JSON.stringify({ input: { message: 'hello from the browser' } }));
+    await page.getByRole('button', { name: 'Send as runsync' }).click();
+    const result = page.getByRole('region', { name: 'Result' }).or(page.locator('[aria-label="Result"]'));
+    await result.getByText('COMPLETED').waitFor({ timeout: 20_000 });
+    expect(await result.getByLabel('Output').textContent()).toContain('hello from the browser');
+    await page.getByRole('button', { name: 'Send as run', exact: true }).click();
+    await result.getByText('COMPLETED').waitFor({ timeout: 20_000 });
+    await shot('test-editor');
+  }, 60_000);
+
+  it('sends the sample prompt to an image endpoint and shows the image inline', async () => {
+    await page.getByLabel('Endpoint').selectOption('image-fast');
+    expect(await page.getByLabel('Request body (JSON)').inputValue()).toContain('prompt');
+    await page.getByRole('button', { name: 'Send as runsync' }).click();
+    const image = page.locator('[aria-label="Result"] img.result');
+    await image.waitFor({ timeout: 60_000 });
+    await expect.poll(() => image.evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth), { timeout: 20_000 }).toBe(512);
+    await shot('test-editor-image');
+  }, 90_000);
+
+  it('cancels a running job from its page', async () => {
+    const { id } = (await adminApi('POST', `/v2/${EP}/run`, { input: { delayMs: 120_000 } })) as { id: string };
+    await eventually(async () => ((await adminApi('GET', `/v2/${EP}/status/${id}`)).status === 'IN_PROGRESS' ? true : undefined), 20_000, 'the job to run');
+    await page.goto(`${t.url}/console/#/job/${EP}/${id}`);
+    await page.getByText('IN_PROGRESS').first().waitFor();
+    await page.getByRole('button', { name: 'Cancel job' }).click();
+    await page.getByRole('status').getByText('Cancelled').waitFor();
+    await page.getByText('CANCELLED').first().waitFor();
+    expect((await adminApi('GET', `/v2/${EP}/status/${id}`)).status).toBe('CANCELLED');
+    await shot('job');
+  }, 60_000);
+
+  it('lists the jobs of the endpoint', async () => {
+    await nav('Jobs').click();
+    await page.getByLabel('Endpoint').selectOption(EP);
+    await page.getByText('3 jobs').waitFor();
+    await page.getByLabel('Search').fill('cancelled');
+    await page.getByText('1 jobs').waitFor();
+    await page.getByLabel('Search').fill('');
+    await shot('jobs');
+  });
+
+  it('draws the endpoint charts from the per-minute aggregates', async () => {
+    await nav('Charts').click();
+    const charts = page.waitForResponse((r) => r.url().includes(`/console/api/charts/${EP}`));
+    await page.getByLabel('Endpoint').selectOption(EP);
+    const body = (await (await charts).json()) as { points: { completed: number; execution: { p98: number | null } }[] };
+    expect(body.points.reduce((a, p) => a + p.completed, 0)).toBe(2); // runsync and run from the test editor (the image went to image-fast)
+    expect(body.points.some((p) => p.execution.p98 !== null)).toBe(true);
+    for (const title of ['Queue depth', 'Throughput', 'Delay time', 'Execution time']) {
+      await page.locator(`figure[aria-label^="${title}"] canvas`).waitFor();
+    }
+    // The throughput chart's legend shows the completed series (uPlot draws what it was given).
+    await page.locator('figure[aria-label^="Throughput"] .u-legend').getByText('completed').waitFor();
+    await shot('charts');
+    // Dark by the system's preference, and a phone's width.
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.getByRole('heading', { name: 'Charts' }).waitFor();
+    expect(await page.evaluate<string>('getComputedStyle(document.body).backgroundColor')).not.toBe('rgb(247, 247, 249)');
+    await shot('charts-dark');
+    await page.setViewportSize({ width: 390, height: 844 });
+    await nav('Endpoints').click();
+    await page.getByRole('cell', { name: /echo-ui/ }).first().waitFor();
+    await shot('endpoints-phone');
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.emulateMedia({ colorScheme: 'light' });
+  });
+
+  it('shows the workers and follows a worker log', async () => {
+    await nav('Workers').click();
+    await page.getByLabel('Endpoint').selectOption(EP);
+    await page.getByRole('button', { name: /Show the log of/ }).first().click();
+    await page.locator('pre.log').getByText('console-log-marker').first().waitFor();
+    const before = (await page.locator('pre.log span').count());
+    await adminApi('POST', `/v2/${EP}/runsync`, { input: { n: 1 } });
+    await shot('workers');
+    expect(before).toBeGreaterThan(0);
+  }, 30_000);
+
+  it('shows usage', async () => {
+    await nav('Usage').click();
+    await page.getByRole('row', { name: /Total/ }).waitFor();
+    // The image sent from the test editor with the session is billed like any other request.
+    expect(await page.getByRole('row', { name: /image-fast/ }).getByRole('cell').nth(1).textContent()).toBe('1');
+    await shot('usage');
+  });
+
+  it('holds no key or secret in the page, its storage or a readable cookie, and breaks no CSP rule', async () => {
+    const html = await page.content();
+    expect(html).not.toContain(t.adminKey);
+    const stored = await page.evaluate<string>('JSON.stringify({ local: { ...localStorage }, session: { ...sessionStorage }, cookie: document.cookie })');
+    expect(stored).not.toContain(t.adminKey);
+    expect(stored).toContain('"cookie":""');
+    // Refused requests (the 401 before sign-in, the 400 of the bad setting) are logged as failed loads; anything else is a fault.
+    expect(problems.filter((p) => !p.startsWith('Failed to load resource'))).toEqual([]);
+  });
+
+  it('signs out', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Admin API key').waitFor();
+    const res = await page.evaluate(async () => (await fetch('/console/api/admin/keys')).status);
+    expect(res).toBe(401);
+  });
+});

@@ -1,0 +1,105 @@
+// Issue 9 items 5, 7 and 10: slow uploads get a read deadline and no longer hold concurrency
+// slots; the gateway caps its connections and the bytes of bodies in flight; an oversize body's
+// 413 is always readable by fetch. Real gateway over HTTP.
+import { afterEach, describe, expect, it } from 'vitest';
+import { eventually, startTestGantry, type TestBackend, type TestGantry } from '../helpers/gantry.js';
+import { RawConnection } from './raw-http.js';
+
+let gantry: TestGantry | undefined;
+const connections: RawConnection[] = [];
+afterEach(async () => {
+  for (const c of connections.splice(0)) c.close();
+  await gantry?.close();
+  gantry = undefined;
+});
+
+async function start(config: Parameters<typeof startTestGantry>[0], backend: TestBackend = 'sqlite'): Promise<{ t: TestGantry; key: string }> {
+  const t = (gantry = await startTestGantry(config, { backend }));
+  await t.createEndpoint('up');
+  return { t, key: await t.createKey(['run', 'read']) };
+}
+
+function open(url: string): RawConnection {
+  const c = new RawConnection(url);
+  connections.push(c);
+  return c;
+}
+
+async function post(t: TestGantry, key: string, path: string, body: string): Promise<{ status: number; json: Record<string, unknown>; headers: Headers }> {
+  const res = await fetch(`${t.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body });
+  return { status: res.status, json: (await res.json()) as Record<string, unknown>, headers: res.headers };
+}
+
+describe('slow uploads (item 5)', () => {
+  it('do not hold /run slots, and are refused with 408 at the body read deadline', async () => {
+    const { t, key } = await start({ rateLimits: true, bodyReadTimeoutMs: 1_500 });
+    // 200 is /run's concurrency limit: 210 uploads that never finish would have taken every slot.
+    const slow = Array.from({ length: 210 }, () => open(t.url));
+    await Promise.all(slow.map((c) => c.ready()));
+    for (const c of slow) c.startPost('/v2/up/run', key, 1_000);
+    await eventually(async () => (slow.every((c) => c.received === '') ? true : undefined), 2_000, 'uploads in progress');
+    const ok = await post(t, key, '/v2/up/run', '{"input":{}}');
+    expect(ok.status).toBe(200);
+    await eventually(async () => (slow.every((c) => c.status() === 408 && c.closed) ? true : undefined), 15_000, 'every slow upload answered 408 and closed');
+    expect(slow[0]!.received).toContain('BODY_TIMEOUT');
+  }, 30_000);
+});
+
+describe('connection cap (item 5)', () => {
+  it('closes connections past GANTRY_MAX_CONNECTIONS and serves again once they are gone', async () => {
+    const { t } = await start({ maxConnections: 5 });
+    // Six keep-alive connections (the test's own admin calls may hold one more): past the cap the server closes them unanswered.
+    const conns = Array.from({ length: 6 }, () => open(t.url));
+    await Promise.all(conns.map((c) => c.ready()));
+    for (const c of conns) c.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+    await eventually(async () => (conns.every((c) => c.status() === 200 || c.closed) ? true : undefined), 5_000, 'each connection answered or closed');
+    const refused = conns.filter((c) => c.closed && c.received === '');
+    expect(refused.length).toBeGreaterThan(0);
+    expect(conns.filter((c) => c.status() === 200).length).toBeGreaterThan(0);
+    for (const c of conns) c.close();
+    await eventually(async () => ((await fetch(`${t.url}/healthz`).catch(() => undefined))?.status === 200 ? true : undefined), 5_000, 'served again');
+  });
+});
+
+describe('bodies in flight (item 7)', () => {
+  it('answers 503 with Retry-After past the cap on bytes of bodies being read, and serves again after', async () => {
+    const { t, key } = await start({ bodyBytesInFlight: 30_000_000, bodyReadTimeoutMs: 2_000 });
+    const big = [open(t.url), open(t.url)];
+    await Promise.all(big.map((c) => c.ready()));
+    for (const c of big) c.startPost('/v2/up/runsync', key, 15_000_000);
+    const refused = await eventually(async () => {
+      const res = await post(t, key, '/v2/up/run', JSON.stringify({ input: { s: 'x'.repeat(1_000_000) } }));
+      return res.status === 503 ? res : undefined;
+    }, 5_000, 'a 503 while 30 MB of bodies are being read');
+    expect(refused.json.code).toBe('BODIES_IN_FLIGHT');
+    expect(refused.headers.get('retry-after')).toBe('1');
+    // The slow bodies time out and give their bytes back.
+    await eventually(async () => (big.every((c) => c.status() === 408) ? true : undefined), 10_000, 'the big uploads timed out');
+    expect((await post(t, key, '/v2/up/run', JSON.stringify({ input: { s: 'x'.repeat(1_000_000) } }))).status).toBe(200);
+  }, 30_000);
+});
+
+describe.each<TestBackend>(['sqlite', 'postgres'])('oversize bodies (item 10, %s)', (backend) => {
+  it('reads the whole oversize upload before answering 413, so the sender never gets a reset', async () => {
+    const { t, key } = await start({}, backend);
+    const c = open(t.url);
+    await c.ready();
+    // The whole 11 MB handed to the socket at once: a server that answered and closed without
+    // reading it would reset the connection while the client still sends.
+    c.startPost('/v2/up/run', key, 11_000_000, `{"input":"${'x'.repeat(11_000_000 - 12)}"}`);
+    await eventually(async () => (c.closed ? true : undefined), 20_000, 'the connection closed');
+    expect(c.errors).toEqual([]);
+    expect(c.status()).toBe(413);
+    expect(c.received).toContain('PAYLOAD_TOO_LARGE');
+  }, 30_000);
+
+  it('fetch reads the 413 JSON of an 11 MB /run body, 10 times out of 10', async () => {
+    const { t, key } = await start({}, backend);
+    const body = JSON.stringify({ input: { s: 'x'.repeat(11_000_000) } });
+    for (let i = 0; i < 10; i++) {
+      const res = await post(t, key, '/v2/up/run', body);
+      expect(res.status).toBe(413);
+      expect(res.json.code).toBe('PAYLOAD_TOO_LARGE');
+    }
+  }, 60_000);
+});
