@@ -92,7 +92,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const jobObserver = options.observers?.jobs;
   const transitions = jobObserver ? observeTransitions(plainTransitions, jobObserver) : plainTransitions;
   const takeQueue = createTakeQueue({
-    claim: (endpointId, workerId, limit) => transitions.claim(endpointId, workerId, limit),
+    claim: (endpointId, takers) => transitions.claim(endpointId, takers),
     unclaim: async (endpointId, workerId, jobs) => {
       const returned = await transitions.returnUntaken(endpointId, workerId, jobs.map((j) => j.id));
       logger.debug({ workerId, jobs: returned }, 'worker went away during a take; jobs returned to the queue');

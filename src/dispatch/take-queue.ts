@@ -1,10 +1,17 @@
-import type { JobRecord } from '../model/records.js';
+import type { JobRecord, Taker } from '../model/records.js';
+
+/** The most waiters one claim serves, and the most jobs it claims (a full batch take is 100). */
+const MAX_TAKERS = 64;
+const MAX_CLAIM = 1_000;
 
 /**
  * Waiting job-take long-polls of each endpoint, first come first served. A 'pump' claims jobs
- * from the store for the waiter at the head until the store has no more; it runs whenever jobs
+ * from the store for the waiters at the head until the store has no more; it runs whenever jobs
  * may have arrived (a submit, a requeue) and right after a new waiter joins, so a job inserted
- * between a waiter's arrival and its registration is never stranded.
+ * between a waiter's arrival and its registration is never stranded. One claim serves every
+ * waiter at the head (up to MAX_TAKERS waiters, MAX_CLAIM jobs): on PostgreSQL a claim is a
+ * round trip and a commit, and claiming for one waiter at a time capped an endpoint at about
+ * one claim per round trip however many workers waited (docs/benchmarks-peers.md).
  *
  * A waiter is never settled while a claim for it is in flight: a timeout then waits for the
  * claim and delivers what it got, and a client that went away has its jobs returned to the
@@ -19,8 +26,11 @@ interface TakeWaiter {
   settle(jobs: JobRecord[]): void;
 }
 
-/** Claims up to `limit` queued jobs of an endpoint for a worker (the store call of a take). */
-export type ClaimFn = (endpointId: string, workerId: string, limit: number) => Promise<JobRecord[]>;
+/**
+ * Claims queued jobs of an endpoint for several takers in one store call (each up to its limit,
+ * in queue order, the first taker first); returns each taker's jobs by position.
+ */
+export type ClaimFn = (endpointId: string, takers: readonly Taker[]) => Promise<JobRecord[][]>;
 /** Puts back jobs claimed for a waiter that can no longer receive them. */
 export type UnclaimFn = (endpointId: string, workerId: string, jobs: JobRecord[]) => Promise<void>;
 
@@ -122,30 +132,51 @@ class WaitingTakes implements TakeQueue {
     if (queue && queue.length === 0) this.queues.delete(endpointId);
   }
 
-  /** Claims for the waiter at the head; true when it got jobs (or they went back), so the next waiter may try. */
-  private async serve(endpointId: string, waiter: TakeWaiter): Promise<boolean> {
-    waiter.claiming = true;
-    let jobs: JobRecord[];
+  /**
+   * Claims for the waiters at the head in one call and settles those that got jobs (or gave up
+   * meanwhile); true when every one of them got all it asked for, so the store may hold more.
+   */
+  private async serve(endpointId: string): Promise<boolean> {
+    const queue = this.queues.get(endpointId);
+    if (!queue || queue.length === 0) return false;
+    const batch: TakeWaiter[] = [];
+    let wanted = 0;
+    for (const w of queue) {
+      if (batch.length === MAX_TAKERS || (batch.length > 0 && wanted + w.limit > MAX_CLAIM)) break;
+      batch.push(w);
+      wanted += w.limit;
+    }
+    for (const w of batch) w.claiming = true;
+    let claimed: JobRecord[][];
     try {
-      jobs = await this.options.claim(endpointId, waiter.workerId, waiter.limit);
+      claimed = await this.options.claim(endpointId, batch.map((w) => ({ workerId: w.workerId, limit: w.limit })));
     } catch (err) {
-      this.remove(endpointId, waiter);
-      waiter.settle([]);
+      for (const w of batch) {
+        w.claiming = false;
+        this.remove(endpointId, w);
+        w.settle([]);
+      }
       throw err;
-    } finally {
-      waiter.claiming = false;
     }
-    if (jobs.length > 0 && waiter.signal.aborted) {
-      this.remove(endpointId, waiter);
-      waiter.settle([]);
-      await this.options.unclaim(endpointId, waiter.workerId, jobs);
-      return true; // the jobs are back in the queue: try the next waiter
-    }
-    if (jobs.length > 0 || waiter.expired) {
-      this.remove(endpointId, waiter);
-      waiter.settle(jobs);
-    }
-    return jobs.length > 0;
+    let got = 0;
+    const unclaims: Promise<void>[] = [];
+    batch.forEach((w, i) => {
+      w.claiming = false;
+      const jobs = claimed[i] ?? [];
+      got += jobs.length;
+      if (jobs.length > 0 && w.signal.aborted) {
+        // The client went away during the claim: its jobs go back to the queue.
+        this.remove(endpointId, w);
+        w.settle([]);
+        unclaims.push(this.options.unclaim(endpointId, w.workerId, jobs));
+      } else if (jobs.length > 0 || w.expired) {
+        this.remove(endpointId, w);
+        w.settle(jobs);
+      }
+    });
+    await Promise.all(unclaims);
+    // Jobs that went back must reach the waiters still queued: claim again.
+    return got === wanted || unclaims.length > 0;
   }
 
   private async pump(endpointId: string): Promise<void> {
@@ -157,10 +188,7 @@ class WaitingTakes implements TakeQueue {
     try {
       do {
         this.again.delete(endpointId);
-        for (;;) {
-          const head = this.queues.get(endpointId)?.[0];
-          if (!head || !(await this.serve(endpointId, head))) break;
-        }
+        while (await this.serve(endpointId));
       } while (this.again.has(endpointId));
     } catch (err) {
       this.options.onError(err);

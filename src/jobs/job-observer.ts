@@ -30,10 +30,10 @@ export interface JobObserver {
 export function observeTransitions(inner: JobTransitions, observer: JobObserver): JobTransitions {
   return {
     submit: (job) => inner.submit(job).then(() => observer.submitted(job)),
-    claim: (endpointId, workerId, limit) =>
-      inner.claim(endpointId, workerId, limit).then((jobs) => {
-        if (jobs.length > 0) observer.started(jobs);
-        return jobs;
+    claim: (endpointId, takers) =>
+      inner.claim(endpointId, takers).then((perTaker) => {
+        for (const jobs of perTaker) if (jobs.length > 0) observer.started(jobs);
+        return perTaker;
       }),
     returnUntaken: (endpointId, workerId, ids) => inner.returnUntaken(endpointId, workerId, ids),
     returnLost: (endpointId, workerId, ids) =>

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Notifier } from '../model/events.js';
 import { withoutNul } from '../model/json.js';
-import type { JobRecord, UsageRecord } from '../model/records.js';
+import type { JobRecord, Taker, UsageRecord } from '../model/records.js';
 import type { JobStore, UsageStore, WorkerStore } from '../store/store.js';
 
 /** What a new job is made from: the validated request, the endpoint's limits and the clock. */
@@ -75,8 +75,12 @@ export interface WorkerWrite {
 export interface JobTransitions {
   /** A new job (see initialJob) → IN_QUEUE. */
   submit(job: JobRecord): Promise<void>;
-  /** Up to `limit` queued jobs of the endpoint → IN_PROGRESS under `workerId`, in queue order. */
-  claim(endpointId: string, workerId: string, limit: number): Promise<JobRecord[]>;
+  /**
+   * Queued jobs of the endpoint → IN_PROGRESS for several waiting takers in one store call:
+   * each taker gets up to its `limit`, in queue order, the first taker first. Returns each
+   * taker's jobs, by the takers' positions.
+   */
+  claim(endpointId: string, takers: readonly Taker[]): Promise<JobRecord[][]>;
   /** Jobs claimed for a worker that never received them → back in the queue, the attempt uncounted. */
   returnUntaken(endpointId: string, workerId: string, ids: string[]): Promise<string[]>;
   /**
@@ -122,8 +126,15 @@ class Transitions implements JobTransitions {
     this.deps.notifier.publish({ type: 'jobs-available', endpointId: job.endpointId });
   }
 
-  claim(endpointId: string, workerId: string, limit: number): Promise<JobRecord[]> {
-    return this.deps.store.claimJobs({ endpointId, workerId, limit, now: this.deps.now() });
+  async claim(endpointId: string, takers: readonly Taker[]): Promise<JobRecord[][]> {
+    const claimed = await this.deps.store.claimJobsFor({ endpointId, takers, now: this.deps.now() });
+    // The store hands out in taker order: the first takers[0].limit jobs are takers[0]'s, and so on.
+    let at = 0;
+    return takers.map((t) => {
+      const mine = claimed.slice(at, at + t.limit);
+      at += mine.length;
+      return mine;
+    });
   }
 
   async returnUntaken(endpointId: string, workerId: string, ids: string[]): Promise<string[]> {

@@ -123,3 +123,9 @@ export interface KeyRecord {
   endpoints: string[] | null;
   createdAt: number;
 }
+
+/** A worker's waiting take: who gets the jobs, and how many at most. */
+export interface Taker {
+  workerId: string;
+  limit: number;
+}

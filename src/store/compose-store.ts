@@ -31,6 +31,7 @@ export function composeStore(parts: StoreParts): Store {
     insertJob: (job) => jobs.insertJob(job),
     getJob: (id) => jobs.getJob(id),
     claimJobs: (args) => jobs.claimJobs(args),
+    claimJobsFor: (args) => jobs.claimJobsFor(args),
     finishJob: (args) => jobs.finishJob(args),
     setProgress: (args) => jobs.setProgress(args),
     cancelJob: (args) => jobs.cancelJob(args),

@@ -1,6 +1,6 @@
 import type { Notifier } from '../model/events.js';
 import type { JobStatus } from '../model/job-states.js';
-import type { EndpointRecord, JobCounts, JobRecord, KeyRecord, QueueStats, Scope, UsageRecord, WorkerRecord } from '../model/records.js';
+import type { EndpointRecord, JobCounts, JobRecord, KeyRecord, QueueStats, Scope, Taker, UsageRecord, WorkerRecord } from '../model/records.js';
 import type { MinuteStore } from './minute-store.js';
 
 /**
@@ -42,6 +42,14 @@ export interface JobStore {
    * Returns the claimed jobs in queue order.
    */
   claimJobs(args: { endpointId: string; workerId: string; limit: number; now: number }): Promise<JobRecord[]>;
+
+  /**
+   * claimJobs for several waiting takers at once, in one store round trip: up to the sum of
+   * their limits, the jobs in queue order, the first `takers[0].limit` for takers[0], the next
+   * for takers[1], and so on (a short queue leaves the last takers with fewer or none). Returns
+   * the claimed jobs in queue order, each with its taker's workerId.
+   */
+  claimJobsFor(args: { endpointId: string; takers: readonly Taker[]; now: number }): Promise<JobRecord[]>;
 
   /**
    * IN_PROGRESS (held by `workerId`) → COMPLETED or FAILED. Sets outputJson / error,

@@ -296,6 +296,37 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect(taken.map((j) => j.id)).toEqual([edge.id]);
       });
 
+      it('claims for several takers in one call: queue order, the first taker first, a short queue leaving the last with none', async () => {
+        const queued: string[] = [];
+        for (let i = 0; i < 5; i++) queued.push((await insert({ now: T0 + i })).id);
+        await insert({ endpointId: 'other', now: T0 - 100 });
+        const now = T0 + 1000;
+        const takers = [{ workerId: 'w1', limit: 2 }, { workerId: 'w2', limit: 1 }, { workerId: 'w3', limit: 3 }, { workerId: 'w4', limit: 1 }];
+        const claimed = await store.claimJobsFor({ endpointId: 'ep', takers, now });
+        expect(claimed.map((j) => [j.id, j.workerId])).toEqual([
+          [queued[0], 'w1'], [queued[1], 'w1'], [queued[2], 'w2'], [queued[3], 'w3'], [queued[4], 'w3'],
+        ]);
+        for (const job of claimed) {
+          expect(job).toMatchObject({ status: 'IN_PROGRESS', startedAt: now, attempts: 1, deadlineAt: now + job.executionTimeoutMs });
+          expect(await store.getJob(job.id)).toEqual(job);
+        }
+        expect(await store.claimJobsFor({ endpointId: 'ep', takers, now })).toEqual([]);
+        expect(await store.claimJobsFor({ endpointId: 'ep', takers: [], now })).toEqual([]);
+      });
+
+      it('never hands the same job to two takers of concurrent multi-taker claims', async () => {
+        const ids: string[] = [];
+        for (let i = 0; i < 30; i++) ids.push((await insert()).id);
+        const now = T0 + 1000;
+        const results = await Promise.all(
+          [0, 1, 2].map((g) => store.claimJobsFor({ endpointId: 'ep', takers: [{ workerId: `g${g}a`, limit: 4 }, { workerId: `g${g}b`, limit: 7 }], now })),
+        );
+        const claimed = results.flat().map((j) => j.id);
+        expect(new Set(claimed).size).toBe(claimed.length);
+        expect([...claimed].sort()).toEqual([...ids].sort());
+        for (const job of results.flat()) expect((await get(job.id)).workerId).toBe(job.workerId);
+      });
+
       it('never hands the same job to two workers', async () => {
         const ids: string[] = [];
         for (let i = 0; i < 20; i++) ids.push((await insert()).id);

@@ -187,7 +187,7 @@ describe('the follow loop', () => {
     notifier.subscribe((event) => event.type === 'job-updated' && waiters.wake(event.jobId));
     const job = initialJob({ id: uniqueId('job'), endpointId: 'ep', inputJson: '{}', webhook: null, s3Config: null, executionTimeoutMs: 60_000, lowPriority: false, ttlMs: 60_000, retentionMs: 60_000, maxAttempts: 1, sync: false, keyId: null, now: Date.now() });
     await transitions.submit(job);
-    await transitions.claim('ep', 'w1', 1);
+    await transitions.claim('ep', [{ workerId: 'w1', limit: 1 }]);
     // The worker's chunk lands while the follower's first drain is in flight.
     let first = true;
     const racing = new Proxy(store, {

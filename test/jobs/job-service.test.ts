@@ -54,7 +54,7 @@ describe('job service state machine', () => {
 
   const submit = (body: unknown = { input: { n: 1 } }, sync = false) =>
     app.jobs.submit(endpoint, parseSubmitBody(body, endpoint.executionTimeoutMs), { sync, keyId: null });
-  const take = (workerId = 'w1', limit = 1) => app.transitions.claim('ep', workerId, limit);
+  const take = async (workerId = 'w1', limit = 1) => (await app.transitions.claim('ep', [{ workerId, limit }]))[0]!;
 
   it('runs a job through queue, progress and completion', async () => {
     const job = await submit();
@@ -141,7 +141,7 @@ describe('job service state machine', () => {
 
   it('cancels queued and running jobs, and only those', async () => {
     const running = await submit();
-    await app.transitions.claim('ep', 'w1', 1);
+    await app.transitions.claim('ep', [{ workerId: 'w1', limit: 1 }]);
     const queued = await submit();
     expect((await app.jobs.cancel('ep', queued.id)).ok).toBe(true);
     expect((await app.jobs.cancel('ep', running.id)).ok).toBe(true);

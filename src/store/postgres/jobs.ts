@@ -15,12 +15,16 @@ const SEQ = JOB_COLUMN_COUNT;
 const REQUEUED = JOB_COLUMN_COUNT;
 
 // `jobs j` in an UPDATE … FROM returns its columns qualified: the other relation has an id too.
+// $2 holds a worker id per job to claim, in taker order ($4 of them): the n-th job in queue
+// order goes to $2[n]. Window functions cannot sit beside FOR UPDATE, so rows are numbered
+// after they are locked.
 const CLAIM_JOBS_SQL = `WITH next AS (
-     SELECT id FROM jobs WHERE endpoint_id = $1 AND status = 'IN_QUEUE' AND deadline_at > $3
-     ORDER BY queued_at, seq LIMIT $4 FOR UPDATE SKIP LOCKED)
-   UPDATE jobs j SET status = 'IN_PROGRESS', worker_id = $2, started_at = $3, attempts = attempts + 1,
+     SELECT id, queued_at, seq FROM jobs WHERE endpoint_id = $1 AND status = 'IN_QUEUE' AND deadline_at > $3
+     ORDER BY queued_at, seq LIMIT $4 FOR UPDATE SKIP LOCKED),
+   numbered AS (SELECT id, row_number() OVER (ORDER BY queued_at, seq) AS n FROM next)
+   UPDATE jobs j SET status = 'IN_PROGRESS', worker_id = ($2::text[])[numbered.n], started_at = $3, attempts = attempts + 1,
      deadline_at = $3 + execution_timeout_ms, output_json = NULL, error = NULL
-   FROM next WHERE j.id = next.id RETURNING ${jobColumnList('j')}, j.seq`;
+   FROM numbered WHERE j.id = numbered.id RETURNING ${jobColumnList('j')}, j.seq`;
 const SET_PROGRESS_SQL = `UPDATE jobs SET output_json = $4 WHERE id = $1 AND status = 'IN_PROGRESS' AND worker_id = $2
      AND ($3::text IS NULL OR endpoint_id = $3) RETURNING 1`;
 const CANCEL_JOB_SQL = `UPDATE jobs SET status = 'CANCELLED', ${finishedColumns('$2')}
@@ -115,8 +119,15 @@ export class PgJobStore implements JobStore {
     return this.batches.reads.run(id);
   }
 
-  async claimJobs({ endpointId, workerId, limit, now }: Args<'claimJobs'>): Promise<JobRecord[]> {
-    return (await this.db.queryArrays(CLAIM_JOBS_SQL, [endpointId, workerId, now, limit])).sort(byQueueOrder).map(toJob);
+  claimJobs({ endpointId, workerId, limit, now }: Args<'claimJobs'>): Promise<JobRecord[]> {
+    return this.claimJobsFor({ endpointId, takers: [{ workerId, limit }], now });
+  }
+
+  async claimJobsFor({ endpointId, takers, now }: Args<'claimJobsFor'>): Promise<JobRecord[]> {
+    const owners: string[] = [];
+    for (const t of takers) for (let i = 0; i < t.limit; i++) owners.push(t.workerId);
+    if (owners.length === 0) return [];
+    return (await this.db.queryArrays(CLAIM_JOBS_SQL, [endpointId, owners, now, owners.length])).sort(byQueueOrder).map(toJob);
   }
 
   finishJob(args: FinishArgs): Promise<JobRecord | undefined> {

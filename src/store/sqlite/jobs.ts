@@ -149,9 +149,21 @@ export class SqliteJobStore implements JobStore {
   }
 
   claimJobs({ endpointId, workerId, limit, now }: Args<'claimJobs'>): Promise<JobRecord[]> {
-    return this.c.write(() =>
-      (this.jq(CLAIM_JOBS_SQL).all({ endpointId, workerId, now, limit }) as unknown[][]).sort(byQueueOrder).map(toJob),
-    );
+    return this.claimJobsFor({ endpointId, takers: [{ workerId, limit }], now });
+  }
+
+  /** One claim statement per taker, all in one write (one commit); stops when the queue runs short. */
+  claimJobsFor({ endpointId, takers, now }: Args<'claimJobsFor'>): Promise<JobRecord[]> {
+    return this.c.write(() => {
+      const claimed: JobRecord[] = [];
+      for (const { workerId, limit } of takers) {
+        if (limit <= 0) continue;
+        const rows = (this.jq(CLAIM_JOBS_SQL).all({ endpointId, workerId, now, limit }) as unknown[][]).sort(byQueueOrder);
+        for (const row of rows) claimed.push(toJob(row));
+        if (rows.length < limit) break;
+      }
+      return claimed;
+    });
   }
 
   finishJob({ id, workerId, endpointId, status, outputJson, error, now }: Args<'finishJob'>): Promise<JobRecord | undefined> {
