@@ -13,6 +13,8 @@
  *   --rounds N         runs of the whole matrix; the table gives the median (default 3)
  *   --backlog L        backlog sizes, comma-separated (default 10000,100000): the first runs in
  *                      every round, larger ones in the first round only (e.g. --backlog 10000,1000000)
+ *   --drain-limit S    stop a backlog drain after S seconds (default 300) and report the rate so far,
+ *                      marked "capped" (pg-boss drains a 1M queue at ~100 jobs/s: hours otherwise)
  *   --systems L        subset of gantry-sqlite,gantry-pg,bullmq,pg-boss,graphile-worker,node-http
  *   --scenarios L      subset of submit,e2e1,e2eBatch,backlog,runsync,status
  *   --profile DIR      run the Gantry gateways under --cpu-prof into DIR/<system>
@@ -43,6 +45,7 @@ const { values: flags } = parseArgs({
     seconds: { type: 'string' },
     rounds: { type: 'string' },
     backlog: { type: 'string' },
+    'drain-limit': { type: 'string', default: '300' },
     systems: { type: 'string', default: ALL_SYSTEMS.join(',') },
     scenarios: { type: 'string', default: ALL_SCENARIOS.join(',') },
     profile: { type: 'string' },
@@ -75,7 +78,9 @@ if (!(Number.isInteger(ROUNDS) && ROUNDS >= 1 && ROUNDS <= 9)) fail('--rounds mu
 if (!BACKLOGS.every((n) => Number.isInteger(n) && n >= 100 && n <= 10_000_000)) fail('--backlog must be integers from 100 to 10,000,000');
 for (const s of SYSTEMS) if (!ALL_SYSTEMS.includes(s)) fail(`unknown system ${s} (expected ${ALL_SYSTEMS.join(', ')})`);
 for (const s of SCENARIOS) if (!ALL_SCENARIOS.includes(s)) fail(`unknown scenario ${s} (expected ${ALL_SCENARIOS.join(', ')})`);
-const OPTS = { seconds: SECONDS, warmup: flags.quick ? 0.3 : 1, waitSeconds: flags.quick ? 1 : 3 };
+const DRAIN_LIMIT = Number(flags['drain-limit']);
+if (!(DRAIN_LIMIT >= 10 && DRAIN_LIMIT <= 86_400)) fail('--drain-limit must be seconds from 10 to 86400');
+const OPTS = { seconds: SECONDS, warmup: flags.quick ? 0.3 : 1, waitSeconds: flags.quick ? 1 : 3, drainLimitSeconds: DRAIN_LIMIT };
 
 const log = (m) => process.stderr.write(`${m}\n`);
 
@@ -177,7 +182,7 @@ async function main() {
     rssByBacklog[name] = {};
     for (const n of BACKLOGS) {
       const d = perRound[0][name].details[`backlog${n}`];
-      if (d) rssByBacklog[name][n] = { start: d.rss[0]?.[1], filled: d.rssFilledMiB, max: d.rssMaxMiB, end: d.rssEndMiB };
+      if (d) rssByBacklog[name][n] = { start: d.rss[0]?.[1], filled: d.rssFilledMiB, max: d.rssMaxMiB, end: d.rssEndMiB, ...(d.capped ? { capped: { drained: d.drained, total: d.total, seconds: d.drainSeconds } } : {}) };
     }
   }
   const cpus = os.cpus();

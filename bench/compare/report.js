@@ -155,6 +155,12 @@ export function renderMarkdown(result, svgName) {
     md.push(...rssLines);
     md.push('');
   }
+  for (const s of result.systems) {
+    for (const n of result.backlogs) {
+      const c = result.rssByBacklog[s.name]?.[n]?.capped;
+      if (c) md.push(`Drain capped: ${s.name} drained ${c.drained.toLocaleString('en-US')} of ${c.total.toLocaleString('en-US')} jobs in the ${c.seconds} s limit (\`--drain-limit\`); its drain figure is the rate over that time.`, '');
+    }
+  }
   if (svgName) md.push(`![throughput beside the peers](${svgName})`);
   return md.join('\n');
 }

@@ -115,12 +115,14 @@ export async function backlog(sys, o, n, log) {
     let done = 0;
     const td = performance.now();
     const workers = sys.workers('backlog', { batch: sys.supportsBatch ? 50 : 1, concurrency: sys.supportsBatch ? (sys.batchConcurrency ?? 4) : 32, onDone: (k) => (done += k) });
-    // Ends when all are done, or when nothing moved for 15 s (a stall is reported, not hidden).
+    // Ends when all are done, when nothing moved for 15 s (a stall is reported, not hidden), or
+    // at the drain limit (the rate so far is reported, marked capped).
     let lastLog = td;
     let lastProgress = td;
     let lastDone = 0;
     let tDone = td;
-    while (done < during.ok + n && performance.now() - lastProgress < 15_000) {
+    const limitAt = td + (o.drainLimitSeconds ?? 300) * 1000;
+    while (done < during.ok + n && performance.now() - lastProgress < 15_000 && performance.now() < limitAt) {
       await sleep(20);
       const now = performance.now();
       if (done !== lastDone) {
@@ -133,14 +135,16 @@ export async function backlog(sys, o, n, log) {
         log(`    drained ${done}/${during.ok + n}`);
       }
     }
-    const stalled = done < during.ok + n;
+    const capped = done < during.ok + n && performance.now() >= limitAt;
+    const stalled = done < during.ok + n && !capped;
     const drainSeconds = ((stalled ? tDone : performance.now()) - td) / 1000;
+    if (capped) log(`    drain capped at ${o.drainLimitSeconds ?? 300} s: ${done}/${during.ok + n} drained`);
     await workers.stop();
     const rssValues = rss.map(([, v]) => v).filter(Number.isFinite);
     return {
       figures: { [`drain${n}`]: done / drainSeconds, [`submitWaiting${n}`]: during.perSecond },
       details: {
-        [`backlog${n}`]: { n, fillRate: round(fillRate), drained: done, total: during.ok + n, submitErrorsWhileWaiting: during.errors, stalled, workerErrors: sys.workerErrors ?? 0, lastWorkerError: sys.lastWorkerError, drainSeconds: round(drainSeconds, 2), rssFilledMiB: rssFilled, rssMaxMiB: Math.max(...rssValues), rssEndMiB: rssMiB(sys.pid), rss: rss.filter((_, i) => i % 4 === 0) },
+        [`backlog${n}`]: { n, fillRate: round(fillRate), drained: done, total: during.ok + n, submitErrorsWhileWaiting: during.errors, stalled, capped, workerErrors: sys.workerErrors ?? 0, lastWorkerError: sys.lastWorkerError, drainSeconds: round(drainSeconds, 2), rssFilledMiB: rssFilled, rssMaxMiB: Math.max(...rssValues), rssEndMiB: rssMiB(sys.pid), rss: rss.filter((_, i) => i % 4 === 0) },
       },
     };
   } finally {
