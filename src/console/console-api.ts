@@ -7,6 +7,7 @@ import { sendJson } from '../http/respond.js';
 import { AppError, invalidParameter } from '../model/errors.js';
 import { isObject } from '../model/json.js';
 import { sendCharts } from './charts-route.js';
+import { sendJobPage } from './job-page-route.js';
 import type { MinuteRecorder } from './minute-recorder.js';
 import { csrfMatches, SESSION_DEFAULTS, type ConsoleSession, type SessionTable } from './sessions.js';
 
@@ -53,7 +54,10 @@ function checkCsrf(req: IncomingMessage, session: ConsoleSession): void {
  * - `session`: POST `{key}` signs in with an admin key (sets the HttpOnly session cookie,
  *   answers the CSRF token), GET answers the CSRF token of the current session, DELETE signs out;
  * - `admin/...`: the admin API (/admin/v1/...) with the session's key;
- * - `v2/{endpoint}/{operation}/{job?}`: the client API with the session's key (the test editor).
+ * - `v2/{endpoint}/{operation}/{job?}`: the client API with the session's key (the test editor;
+ *   `stream/{job}` with `Accept: text/event-stream` is how it follows a job live);
+ * - `jobs/{endpoint}/{job}`: the job page's buffered chunks (not drained) and webhook attempts;
+ * - `charts/{endpoint}`: the per-minute aggregates.
  * Every call but sign-in needs the session; every call but GET also its CSRF token.
  */
 export async function handleConsoleApi(deps: ConsoleApiDeps, req: IncomingMessage, res: ServerResponse, segments: string[], query: URLSearchParams): Promise<void> {
@@ -69,6 +73,9 @@ export async function handleConsoleApi(deps: ConsoleApiDeps, req: IncomingMessag
   const [endpointId, operation, jobId, extra] = rest;
   if (first === 'charts' && endpointId !== undefined && operation === undefined && (req.method ?? 'GET') === 'GET') {
     return sendCharts({ minutes: deps.minutes, endpoints: deps.http.endpoints, now: deps.now }, res, endpointId, query);
+  }
+  if (first === 'jobs' && endpointId !== undefined && operation !== undefined && jobId === undefined) {
+    return sendJobPage(deps.http, req, res, endpointId, operation, query);
   }
   if (first === 'v2' && endpointId !== undefined && operation !== undefined && isClientOperation(operation) && extra === undefined) {
     return handleClientRoute(deps.http, { req, res, endpointId, operation, jobId, query, signal: clientGone(req, res) });

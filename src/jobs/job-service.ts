@@ -5,7 +5,7 @@ import type { EndpointRecord, JobCounts, JobRecord } from '../model/records.js';
 import type { PoolView } from './pool-view.js';
 import { checkOutboundUrl, type OutboundPolicy } from '../security/outbound.js';
 import type { SecretBox } from '../security/secret-box.js';
-import type { JobStore, WorkerStore } from '../store/store.js';
+import type { JobStore, WebhookAttempt, WorkerStore } from '../store/store.js';
 import type { EndpointService } from './endpoint-service.js';
 import { uuidv7 } from './job-ids.js';
 import type { SubmitRequest } from './policy.js';
@@ -24,6 +24,17 @@ const CALLED_OFF = new Error('stream read ended');
 export interface StreamRead {
   job: JobRecord;
   chunks: string[];
+}
+
+/** A job with what the console's job page shows beside it (read only: nothing is drained). */
+export interface JobInspection {
+  job: JobRecord;
+  /** The first buffered stream chunks (JSON text), oldest first, still there for the client to read. */
+  chunks: string[];
+  /** How many chunks are buffered in all. */
+  totalChunks: number;
+  /** The recorded webhook delivery attempts, oldest first. */
+  webhookAttempts: WebhookAttempt[];
 }
 
 /** /health's answer: job counts and workers by state (RunPod's names). */
@@ -60,11 +71,17 @@ export interface JobService {
   health(endpointId: string): Promise<EndpointHealth>;
   /** Most recent jobs of the endpoint, newest first. */
   listRequests(endpointId: string, limit: number): Promise<JobRecord[]>;
+  /**
+   * The job with its first buffered chunks (not drained; bounded as store.peekStream) and its
+   * webhook attempts; undefined when it is not a job of this endpoint.
+   */
+  inspect(endpointId: string, id: string, chunks: { limit: number; maxChars: number }): Promise<JobInspection | undefined>;
 }
 
 /** What the job service uses. */
 export interface JobServiceDeps {
-  store: Pick<JobStore, 'getJob' | 'drainStream' | 'countJobs' | 'queueStats' | 'listJobs'> & Pick<WorkerStore, 'listWorkers'>;
+  store: Pick<JobStore, 'getJob' | 'drainStream' | 'peekStream' | 'listWebhookAttempts' | 'countJobs' | 'queueStats' | 'listJobs'> &
+    Pick<WorkerStore, 'listWorkers'>;
   transitions: JobTransitions;
   endpoints: Pick<EndpointService, 'hooksOf'>;
   gauge: QueueGauge;
@@ -227,5 +244,12 @@ class Jobs implements JobService {
 
   listRequests(endpointId: string, limit: number): Promise<JobRecord[]> {
     return this.deps.store.listJobs({ endpointId, limit });
+  }
+
+  async inspect(endpointId: string, id: string, bounds: { limit: number; maxChars: number }): Promise<JobInspection | undefined> {
+    const job = await this.getJob(endpointId, id);
+    if (!job) return undefined;
+    const [stream, webhookAttempts] = await Promise.all([this.deps.store.peekStream({ id, ...bounds }), this.deps.store.listWebhookAttempts(id)]);
+    return { job, chunks: stream.chunks, totalChunks: stream.total, webhookAttempts };
   }
 }

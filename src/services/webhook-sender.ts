@@ -29,7 +29,9 @@ export const WEBHOOK_CONCURRENCY = 32;
  * (nextAt pushed past the call's timeout) so a second pass never sends it twice at once.
  * Delivery is at-least-once; receivers can de-duplicate on the `webhook-id` header (job id
  * and retry count: the same for every attempt). Endpoints with a `webhookSecret` get signed
- * calls (signWebhook).
+ * calls (signWebhook). What each attempt met (the HTTP status, or a short error class: see
+ * webhookErrorClass) is recorded with the job by the same write that schedules the next one,
+ * for the console's job page (store.listWebhookAttempts).
  */
 /**
  * Standard Webhooks headers (standardwebhooks.com): `webhook-timestamp` in seconds and
@@ -42,6 +44,28 @@ export function signWebhook(secret: string, id: string, timestamp: number, body:
   const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
   const signature = createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64');
   return { 'webhook-timestamp': String(timestamp), 'webhook-signature': `v1,${signature}` };
+}
+
+const BLOCKED = 'blocked by outbound policy';
+
+/**
+ * What a webhook call that got no answer met, as a short class kept with the attempt (never the
+ * error's message, which may quote the URL): `blocked by outbound policy`, `timeout`,
+ * `refused`, `DNS lookup failed`, `connection reset`, `TLS error` or `network error`.
+ *
+ * @example webhookErrorClass(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' })) === 'refused'
+ */
+export function webhookErrorClass(err: unknown): string {
+  if (err instanceof OutboundRefusedError || (err instanceof AppError && err.code === 'INVALID_PARAMETER')) return BLOCKED;
+  const e = err as { name?: unknown; code?: unknown; cause?: { code?: unknown } } | null;
+  const code = String(e?.code ?? e?.cause?.code ?? '');
+  if (code === 'EOUTBOUND') return BLOCKED;
+  if (e?.name === 'TimeoutError' || e?.name === 'AbortError' || code === 'ABORT_ERR' || code === 'ETIMEDOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') return 'timeout';
+  if (code === 'ECONNREFUSED') return 'refused';
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'DNS lookup failed';
+  if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_SOCKET') return 'connection reset';
+  if (code.startsWith('ERR_TLS') || code.startsWith('ERR_SSL') || code.includes('CERT') || code.includes('SELF_SIGNED')) return 'TLS error';
+  return 'network error';
 }
 
 /** Delivers the webhooks of finished jobs (a singleton on the leader). */
@@ -136,22 +160,25 @@ class Sender implements WebhookSender {
   private async deliver(job: JobRecord): Promise<void> {
     const { clock, config } = this.deps;
     const attempt = job.webhookAttempts + 1;
-    let ok = false;
-    let detail = '';
-    let refused = false;
+    let httpStatus: number | null = null;
+    let error: string | null = null;
     try {
       // Checked again at send time: the policy may have changed since the job was submitted.
       await checkOutboundUrl(this.outbound, job.webhook ?? '', 'webhook', clock.now());
-      const status = await this.post(job);
-      ok = status >= 200 && status < 300;
-      detail = `HTTP ${status}`;
+      httpStatus = await this.post(job);
     } catch (err) {
-      refused = err instanceof OutboundRefusedError || (err instanceof AppError && err.code === 'INVALID_PARAMETER');
-      detail = refused ? 'refused by the outbound policy' : (err as Error).message;
+      error = webhookErrorClass(err);
     }
-    const last = ok || refused || attempt >= WEBHOOK_ATTEMPTS;
-    await this.deps.store.markWebhook({ id: job.id, attempts: attempt, nextAt: last ? null : clock.now() + config.webhookRetryMs });
-    if (!ok) this.deps.logger.warn({ jobId: job.id, endpointId: job.endpointId, attempt, detail, gaveUp: last }, 'webhook delivery failed');
+    const ok = httpStatus !== null && httpStatus >= 200 && httpStatus < 300;
+    const last = ok || error === BLOCKED || attempt >= WEBHOOK_ATTEMPTS;
+    const now = clock.now();
+    await this.deps.store.markWebhook({
+      id: job.id,
+      attempts: attempt,
+      nextAt: last ? null : now + config.webhookRetryMs,
+      attempt: { retries: job.retries, attempt, at: now, httpStatus, error },
+    });
+    if (!ok) this.deps.logger.warn({ jobId: job.id, endpointId: job.endpointId, attempt, detail: error ?? `HTTP ${httpStatus}`, gaveUp: last }, 'webhook delivery failed');
   }
 
   /** POSTs the job object to its webhook (signed when the endpoint has a secret); returns the HTTP status. */

@@ -127,6 +127,14 @@ export interface JobStore {
   /** Removes and returns the buffered stream chunks of a job, oldest first. */
   drainStream(id: string): Promise<string[]>;
 
+  /**
+   * The first buffered stream chunks of a job, oldest first, left in place (the console shows
+   * them; only a client's read drains them): at most `limit`, and none after the chunks read so
+   * far reach `maxChars` characters (the first chunk always comes); with `total`, how many are
+   * buffered in all. No chunks and total 0 for an unknown job.
+   */
+  peekStream(args: { id: string; limit: number; maxChars: number }): Promise<{ chunks: string[]; total: number }>;
+
   /** Job counts of one endpoint for /health (retained jobs only). */
   countJobs(endpointId: string): Promise<JobCounts>;
 
@@ -146,8 +154,36 @@ export interface JobStore {
   /** Terminal jobs whose webhook delivery is due (webhookNextAt <= now), oldest first. */
   dueWebhooks(args: { now: number; limit: number }): Promise<JobRecord[]>;
 
-  /** Records a delivery attempt: nextAt null means done (delivered or given up). */
-  markWebhook(args: { id: string; attempts: number; nextAt: number | null }): Promise<void>;
+  /**
+   * Sets the job's delivery state: `attempts` made, the next one due at `nextAt` (null: done,
+   * delivered or given up). With `attempt`, also records what that attempt met, in the same
+   * write, keeping the job's last WEBHOOK_ATTEMPTS_KEPT records (older ones are deleted).
+   * Without it (the sender's lease before a call) nothing is recorded. Records go with the job.
+   */
+  markWebhook(args: { id: string; attempts: number; nextAt: number | null; attempt?: WebhookAttempt }): Promise<void>;
+
+  /** The recorded delivery attempts of a job, oldest first (at most WEBHOOK_ATTEMPTS_KEPT). */
+  listWebhookAttempts(id: string): Promise<WebhookAttempt[]>;
+}
+
+/** How many webhook attempt records a job keeps: its latest ones, across retries of the job. */
+export const WEBHOOK_ATTEMPTS_KEPT = 10;
+
+/**
+ * What one webhook delivery attempt met. Never the receiver's body or the webhook URL: a status
+ * or a short error class is all that is kept.
+ */
+export interface WebhookAttempt {
+  /** The job's `retries` when the attempt was made: which outcome of the job it delivered (webhook-id `{job}.{retries}`). */
+  retries: number;
+  /** 1, 2, 3 … within that delivery. */
+  attempt: number;
+  /** When the attempt ended (epoch ms). */
+  at: number;
+  /** The receiver's HTTP status, or null when none came. */
+  httpStatus: number | null;
+  /** Without an answer: a short class (`timeout`, `refused`, `blocked by outbound policy`, …); null otherwise. */
+  error: string | null;
 }
 
 /** The workers table: which worker ids were heard from when, and how they feel. */

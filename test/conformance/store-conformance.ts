@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Store } from '../../src/store/store.js';
+import { WEBHOOK_ATTEMPTS_KEPT, type Store, type WebhookAttempt } from '../../src/store/store.js';
 import { initialJob, type NewJobArgs } from '../../src/jobs/transitions.js';
 import { JOB_STATUSES, type JobStatus } from '../../src/model/job-states.js';
 import type { EndpointRecord, JobRecord, KeyRecord } from '../../src/model/records.js';
@@ -770,6 +770,47 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
       });
     });
 
+    describe('peekStream', () => {
+      const peek = (id: string, limit = 10, maxChars = 1_000_000) => store.peekStream({ id, limit, maxChars });
+
+      it('reads buffered chunks in order without removing them, up to the limit', async () => {
+        const job = await running('w1');
+        expect(await peek(job.id)).toEqual({ chunks: [], total: 0 });
+        await store.appendStream({ id: job.id, workerId: 'w1', chunks: ['"a"', '{"b":1}'] });
+        await store.appendStream({ id: job.id, workerId: 'w1', chunks: ['3'] });
+        expect(await peek(job.id)).toEqual({ chunks: ['"a"', '{"b":1}', '3'], total: 3 });
+        expect(await peek(job.id, 2)).toEqual({ chunks: ['"a"', '{"b":1}'], total: 3 });
+        // Still there for the client: a drain gets every chunk, then nothing is left to peek.
+        expect(await store.drainStream(job.id)).toEqual(['"a"', '{"b":1}', '3']);
+        expect(await peek(job.id)).toEqual({ chunks: [], total: 0 });
+        await store.appendStream({ id: job.id, workerId: 'w1', chunks: ['4'] });
+        await store.finishJob({ id: job.id, workerId: 'w1', status: 'COMPLETED', outputJson: null, error: null, now: T0 + 2000 });
+        expect(await peek(job.id)).toEqual({ chunks: ['4'], total: 1 });
+        expect(await peek('nope')).toEqual({ chunks: [], total: 0 });
+      });
+
+      it('stops once the chunks read reach maxChars, the first one always read', async () => {
+        const job = await running('w1');
+        await store.appendStream({ id: job.id, workerId: 'w1', chunks: ['"aaaa"', '"bb"', '"c"', '"dddddd"'] });
+        // Lengths 6, 4, 3, 8: before each chunk 0, 6, 10, 13 characters were read.
+        expect(await peek(job.id, 10, 1)).toEqual({ chunks: ['"aaaa"'], total: 4 });
+        expect(await peek(job.id, 10, 10)).toEqual({ chunks: ['"aaaa"', '"bb"'], total: 4 });
+        expect(await peek(job.id, 10, 11)).toEqual({ chunks: ['"aaaa"', '"bb"', '"c"'], total: 4 });
+        expect(await peek(job.id, 2, 1000)).toEqual({ chunks: ['"aaaa"', '"bb"'], total: 4 });
+        expect((await peek(job.id, 10, 1000)).chunks).toHaveLength(4);
+      });
+
+      it('reads only the job asked for', async () => {
+        const a = await running('w1');
+        const b = await running('w2');
+        await store.appendStream({ id: a.id, workerId: 'w1', chunks: ['"a1"'] });
+        await store.appendStream({ id: b.id, workerId: 'w2', chunks: ['"b1"'] });
+        await store.appendStream({ id: a.id, workerId: 'w1', chunks: ['"a2"'] });
+        expect(await peek(a.id)).toEqual({ chunks: ['"a1"', '"a2"'], total: 2 });
+        expect(await peek(b.id)).toEqual({ chunks: ['"b1"'], total: 1 });
+      });
+    });
+
     describe('countJobs / listJobs / jobStates', () => {
       it('counts the retained jobs of one endpoint by state', async () => {
         expect(await store.countJobs('ep')).toEqual({ inQueue: 0, inProgress: 0, completed: 0, failed: 0, cancelled: 0, timedOut: 0, retried: 0 });
@@ -929,6 +970,74 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect(await get(a.id)).toMatchObject({ webhookAttempts: 1, webhookNextAt: null });
         expect((await store.dueWebhooks({ now: T0 + 99_999, limit: 10 })).map((j) => j.id)).toEqual([b.id]);
         expect((await get(live.id)).webhookNextAt).toBeNull();
+      });
+    });
+
+    describe('webhook attempts', () => {
+      const attempt = (n: number, over: Partial<WebhookAttempt> = {}): WebhookAttempt => ({ retries: 0, attempt: n, at: T0 + n * 1000, httpStatus: 500, error: null, ...over });
+
+      it('records an attempt with the delivery state in one call, and the lease records nothing', async () => {
+        const job = await insert({ webhook: 'https://hook.example/a' });
+        await store.cancelJob({ id: job.id, now: T0 + 100 });
+        expect(await store.listWebhookAttempts(job.id)).toEqual([]);
+        await store.markWebhook({ id: job.id, attempts: 0, nextAt: T0 + 40_000 });
+        expect(await store.listWebhookAttempts(job.id)).toEqual([]);
+        await store.markWebhook({ id: job.id, attempts: 1, nextAt: T0 + 5000, attempt: attempt(1, { httpStatus: null, error: 'timeout' }) });
+        expect(await get(job.id)).toMatchObject({ webhookAttempts: 1, webhookNextAt: T0 + 5000 });
+        await store.markWebhook({ id: job.id, attempts: 2, nextAt: T0 + 9000, attempt: attempt(2, { httpStatus: 503 }) });
+        await store.markWebhook({ id: job.id, attempts: 3, nextAt: null, attempt: attempt(3, { httpStatus: 204 }) });
+        expect(await get(job.id)).toMatchObject({ webhookAttempts: 3, webhookNextAt: null });
+        expect(await store.listWebhookAttempts(job.id)).toEqual([
+          { retries: 0, attempt: 1, at: T0 + 1000, httpStatus: null, error: 'timeout' },
+          { retries: 0, attempt: 2, at: T0 + 2000, httpStatus: 503, error: null },
+          { retries: 0, attempt: 3, at: T0 + 3000, httpStatus: 204, error: null },
+        ]);
+        expect(await store.listWebhookAttempts('nope')).toEqual([]);
+      });
+
+      it(`keeps the newest ${WEBHOOK_ATTEMPTS_KEPT} records of a job, across its retries, and each job its own`, async () => {
+        const job = await insert({ webhook: 'https://hook.example/a' });
+        const other = await insert({ webhook: 'https://hook.example/b' });
+        await store.cancelJob({ id: other.id, now: T0 + 100 });
+        await store.markWebhook({ id: other.id, attempts: 1, nextAt: null, attempt: attempt(1, { httpStatus: 200 }) });
+        const total = WEBHOOK_ATTEMPTS_KEPT + 4;
+        for (let n = 1; n <= total; n++) {
+          await store.markWebhook({ id: job.id, attempts: n, nextAt: null, attempt: attempt(n, { retries: Math.floor((n - 1) / 3) }) });
+        }
+        const kept = await store.listWebhookAttempts(job.id);
+        expect(kept.map((a) => a.attempt)).toEqual(Array.from({ length: WEBHOOK_ATTEMPTS_KEPT }, (_, i) => total - WEBHOOK_ATTEMPTS_KEPT + 1 + i));
+        expect(kept[kept.length - 1]).toMatchObject({ retries: Math.floor((total - 1) / 3) });
+        expect(await store.listWebhookAttempts(other.id)).toHaveLength(1);
+      });
+
+      it('keeps the records through a retry of the job', async () => {
+        const job = await running('w1', { webhook: 'https://hook.example/' });
+        await store.finishJob({ id: job.id, workerId: 'w1', status: 'FAILED', outputJson: null, error: 'x', now: T0 + 2000 });
+        await store.markWebhook({ id: job.id, attempts: 1, nextAt: null, attempt: attempt(1, { httpStatus: 200 }) });
+        const retried = await store.retryJob({ id: job.id, now: T0 + 3000 });
+        expect(retried).toMatchObject({ webhookAttempts: 0, webhookNextAt: null, retries: 1 });
+        expect(await store.listWebhookAttempts(job.id)).toHaveLength(1);
+      });
+
+      it('records nothing for an unknown job, and the records go with the job (retention, endpoint deletion)', async () => {
+        await store.markWebhook({ id: 'nope', attempts: 1, nextAt: null, attempt: attempt(1) });
+        expect(await store.listWebhookAttempts('nope')).toEqual([]);
+
+        const expiring = await insert({ retentionMs: 1000, webhook: 'https://hook.example/' });
+        await store.cancelJob({ id: expiring.id, now: T0 + 2000 });
+        await store.markWebhook({ id: expiring.id, attempts: 1, nextAt: null, attempt: attempt(1, { httpStatus: 200 }) });
+        expect(await store.deleteExpired({ now: T0 + 3000, limit: 10 })).toBe(1);
+        expect(await store.listWebhookAttempts(expiring.id)).toEqual([]);
+
+        await store.createEndpoint(endpoint('gone'));
+        const ofEndpoint = await insert({ endpointId: 'gone', webhook: 'https://hook.example/' });
+        await store.cancelJob({ id: ofEndpoint.id, now: T0 + 2000 });
+        await store.markWebhook({ id: ofEndpoint.id, attempts: 1, nextAt: null, attempt: attempt(1, { httpStatus: 200 }) });
+        expect(await store.deleteEndpoint('gone')).toBe(true);
+        expect(await store.listWebhookAttempts(ofEndpoint.id)).toEqual([]);
+        // A job later given the same id starts with no records.
+        await store.insertJob({ ...ofEndpoint, status: 'IN_QUEUE' });
+        expect(await store.listWebhookAttempts(ofEndpoint.id)).toEqual([]);
       });
     });
 

@@ -12,6 +12,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IMAGE_DEFAULTS } from '../../src/config/image-config.js';
 import { eventually, startTestGantry, type TestGantry } from '../helpers/gantry.js';
+import { clientFor, startReceiver, workerFor } from '../http/http-helpers.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -216,4 +217,132 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the console in headle
     const res = await page.evaluate(async () => (await fetch('/console/api/admin/keys')).status);
     expect(res).toBe(401);
   });
+});
+
+// The job page (buffered stream chunks, webhook attempts) and the test editor following a job
+// live over server-sent events, against a gateway of their own whose worker is simulated over
+// HTTP by the test: each chunk is posted only after the page showed the one before, so "shown
+// before the job ended" needs no timing.
+describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the job page and the live test editor in headless Chromium', () => {
+  const SEP = 'stream-ui';
+  let g: TestGantry;
+  let b: Browser;
+  let p: Page;
+  let worker: ReturnType<typeof workerFor>;
+  const pageProblems: string[] = [];
+  /** The console API calls the page made for jobs of SEP: path and Accept header. */
+  const calls: { path: string; accept: string }[] = [];
+
+  beforeAll(async () => {
+    if (!existsSync(join(ROOT, 'dist/console/app.js'))) throw new Error('run `npm run build` first');
+    g = await startTestGantry({ webhookRetryMs: 50, outboundAllow: ['127.0.0.1'] });
+    await g.createEndpoint(SEP);
+    worker = workerFor(g, SEP, await g.createKey(['worker']));
+    b = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'] });
+    p = await b.newPage({ viewport: { width: 1280, height: 800 } });
+    p.on('console', (m) => {
+      if (m.type() === 'error') pageProblems.push(m.text());
+    });
+    p.on('request', (r) => {
+      const path = new URL(r.url()).pathname;
+      if (path.startsWith(`/console/api/v2/${SEP}/`)) calls.push({ path, accept: r.headers().accept ?? '' });
+    });
+    await p.goto(`${g.url}/console/`);
+    await p.getByLabel('Admin API key').fill(g.adminKey);
+    await p.keyboard.press('Enter');
+    await p.getByRole('heading', { name: 'Endpoints' }).waitFor();
+  }, 60_000);
+  afterAll(async () => {
+    await b?.close();
+    await g?.close();
+  }, 30_000);
+
+  const result = () => p.locator('[aria-label="Result"]');
+
+  /** Sends a run from the test editor and has the simulated worker take it; returns the job id. */
+  async function sendRun(): Promise<string> {
+    await p.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Test editor', exact: true }).click();
+    await p.getByLabel('Endpoint').selectOption(SEP);
+    await p.getByLabel('Request body (JSON)').fill(JSON.stringify({ input: { stream: true } }));
+    calls.length = 0;
+    await p.getByRole('button', { name: 'Send as run', exact: true }).click();
+    const job = await worker.takeJob(20_000);
+    return job.id as string;
+  }
+
+  it('the test editor shows stream chunks as they come, before the job ends, over server-sent events', async () => {
+    const id = await sendRun();
+    for (const chunk of ['alpha', 'beta', 'gamma']) {
+      expect((await worker.streamChunk(id, chunk)).status).toBe(200);
+      await result().locator('ol.chunks').getByText(JSON.stringify(chunk)).waitFor({ timeout: 15_000 });
+      // The job has not ended: the worker has not sent its result yet.
+      expect(await result().getByText('IN_PROGRESS').count()).toBeGreaterThan(0);
+      expect(await result().getByText('COMPLETED').count()).toBe(0);
+    }
+    expect(await result().locator('ol.chunks li').allTextContents()).toEqual(['"alpha"', '"beta"', '"gamma"']);
+    await shot2('test-editor-stream');
+    expect((await worker.done(id, { output: 'all done' })).status).toBe(200);
+    await result().getByText('COMPLETED').waitFor({ timeout: 15_000 });
+    expect(await result().getByLabel('Output').textContent()).toContain('all done');
+    // Followed by one event stream, not by polling the job.
+    expect(calls.filter((c) => c.path === `/console/api/v2/${SEP}/stream/${id}` && c.accept.includes('text/event-stream'))).toHaveLength(1);
+    expect(calls.filter((c) => c.path.includes(`/status/${id}`))).toEqual([]);
+  }, 60_000);
+
+  it('falls back to polling when the event stream fails', async () => {
+    await p.route(`**/console/api/v2/${SEP}/stream/**`, (route) =>
+      (route.request().headers().accept ?? '').includes('text/event-stream') ? route.fulfill({ status: 503, contentType: 'application/json', body: '{"error":"down"}' }) : route.continue(),
+    );
+    try {
+      const id = await sendRun();
+      expect((await worker.streamChunk(id, 'polled')).status).toBe(200);
+      await result().locator('ol.chunks').getByText('"polled"').waitFor({ timeout: 15_000 });
+      expect((await worker.done(id, { output: 'done by polling' })).status).toBe(200);
+      await result().getByText('COMPLETED').waitFor({ timeout: 15_000 });
+      expect(await result().getByLabel('Output').textContent()).toContain('done by polling');
+      expect(calls.some((c) => c.path.includes(`/status/${id}`))).toBe(true);
+    } finally {
+      await p.unroute(`**/console/api/v2/${SEP}/stream/**`);
+    }
+  }, 60_000);
+
+  it("shows a job's buffered chunks (left for the client) and its webhook attempts on its page", async () => {
+    const hook = await startReceiver([500, 503]);
+    try {
+      const runKey = await g.createKey(['run']);
+      const client = clientFor(g, SEP, runKey);
+      const id = await client.submit({ input: {}, webhook: `${hook.url}?token=sekrit` });
+      expect((await worker.takeJob(20_000)).id).toBe(id);
+      expect((await worker.streamChunk(id, 'kept-1')).status).toBe(200);
+      expect((await worker.streamChunk(id, { kept: 2 })).status).toBe(200);
+      await p.goto(`${g.url}/console/#/job/${SEP}/${id}`);
+      const chunks = p.locator('ol.chunks');
+      await chunks.getByText('"kept-1"').waitFor();
+      expect(await chunks.locator('li').allTextContents()).toEqual(['"kept-1"', '{"kept":2}']);
+      expect(await p.getByText('Sent when the job ends').count()).toBe(1);
+      expect((await worker.done(id, { output: 'hooked' })).status).toBe(200);
+      // Three attempts: 500, 503, then 200 (delivered); the page follows until the delivery ends.
+      await p.getByText('Delivered', { exact: true }).waitFor({ timeout: 15_000 });
+      const rows = p.getByRole('table', { name: 'Webhook' }).locator('tbody tr');
+      await expect.poll(() => rows.count()).toBe(3);
+      const results = await rows.evaluateAll((trs) => trs.map((tr) => tr.lastElementChild?.textContent ?? ''));
+      expect(results).toEqual(['HTTP 500', 'HTTP 503', 'HTTP 200 — delivered']);
+      expect(hook.calls).toHaveLength(3);
+      expect(await p.content()).not.toContain('sekrit');
+      await shot2('job-webhook');
+      // The page's reads left the chunks for the client.
+      expect((await client.stream(id, '?wait=0')).json.stream).toEqual([{ output: 'kept-1' }, { output: { kept: 2 } }]);
+    } finally {
+      await hook.close();
+    }
+  }, 60_000);
+
+  it('breaks no CSP rule', () => {
+    expect(pageProblems.filter((m) => /Content Security Policy/i.test(m))).toEqual([]);
+  });
+
+  async function shot2(name: string): Promise<void> {
+    mkdirSync(SHOTS, { recursive: true });
+    await p.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+  }
 });

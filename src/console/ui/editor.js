@@ -1,10 +1,13 @@
+/* global EventSource */
 import { useState } from 'preact/hooks';
 import { api, seg } from './api.js';
 import { EndpointPicker, ErrorBox, useEndpoints } from './common.js';
-import { JobDetails } from './jobs.js';
+import { JobDetails, StreamChunks } from './jobs.js';
 import { html } from './html.js';
 
 const LIVE = new Set(['IN_QUEUE', 'IN_PROGRESS']);
+/** The editor shows the latest chunks of a stream, no more. */
+const MAX_CHUNKS = 200;
 
 /** A sample body for an endpoint: a prompt for the image endpoints, a plain object otherwise. */
 function sampleFor(endpoint) {
@@ -14,12 +17,43 @@ function sampleFor(endpoint) {
 
 const wait = (msDelay) => new Promise((resolve) => setTimeout(resolve, msDelay));
 
-/** Polls the job until it is finished, telling `onJob` each state. */
-async function follow(endpointId, id, onJob) {
+/**
+ * Follows the job live through the stream route as server-sent events (the session cookie goes
+ * along; no key): `status` events while it is live, one message per chunk, `done` with the
+ * finished job. Resolves true at `done`, false when the stream failed before it (the caller
+ * then polls). Chunks this reads are drained, as for any reader of the stream.
+ */
+function followLive(endpointId, id, onJob, onChunk) {
+  return new Promise((resolve) => {
+    const events = new EventSource(streamUrl(endpointId, id));
+    const end = (ok) => {
+      events.close();
+      resolve(ok);
+    };
+    events.addEventListener('status', (e) => onJob(JSON.parse(e.data)));
+    events.addEventListener('message', (e) => onChunk(JSON.parse(e.data).output));
+    events.addEventListener('done', (e) => {
+      onJob(JSON.parse(e.data));
+      end(true);
+    });
+    // Any error (refused, cut off): no reconnect here; polling takes over.
+    events.addEventListener('error', () => end(false));
+  });
+}
+
+/** The console API's stream route of a job (what an EventSource opens). */
+export const streamUrl = (endpointId, id) => `/console/api/v2/${seg(endpointId)}/stream/${seg(id)}`;
+
+/** The fallback: polls the stream route (JSON, chunks drained) and the status until the job is finished. */
+async function poll(endpointId, id, onJob, onChunk) {
   for (;;) {
-    const job = await api(`v2/${seg(endpointId)}/status/${seg(id)}`);
-    onJob(job);
-    if (!LIVE.has(job.status)) return;
+    const read = await api(`v2/${seg(endpointId)}/stream/${seg(id)}?wait=0`);
+    for (const item of read.stream) onChunk(item.output);
+    if (!LIVE.has(read.status)) {
+      onJob(await api(`v2/${seg(endpointId)}/status/${seg(id)}`));
+      return;
+    }
+    onJob({ id, status: read.status });
     await wait(500);
   }
 }
@@ -30,6 +64,7 @@ export function EditorPage() {
   const [endpointId, setEndpointId] = useState('');
   const [body, setBody] = useState(JSON.stringify(sampleFor(null), null, 2));
   const [job, setJob] = useState(null);
+  const [chunks, setChunks] = useState([]);
   const [error, setError] = useState(null);
   const [busy, setBusy] = useState(false);
   const pick = (id) => {
@@ -39,6 +74,7 @@ export function EditorPage() {
   const send = async (mode) => {
     setError(null);
     setJob(null);
+    setChunks([]);
     let parsed;
     try {
       parsed = JSON.parse(body);
@@ -50,7 +86,10 @@ export function EditorPage() {
     try {
       const first = await api(`v2/${seg(endpointId)}/${mode}`, { method: 'POST', body: parsed });
       setJob(first);
-      if (LIVE.has(first.status)) await follow(endpointId, first.id, setJob);
+      if (LIVE.has(first.status)) {
+        const onChunk = (chunk) => setChunks((shown) => [...shown, chunk].slice(-MAX_CHUNKS));
+        if (!(await followLive(endpointId, first.id, setJob, onChunk))) await poll(endpointId, first.id, setJob, onChunk);
+      }
     } catch (err) {
       setError(err);
     } finally {
@@ -66,6 +105,7 @@ export function EditorPage() {
       <button class="secondary" disabled=${!endpointId || busy} onClick=${() => send('runsync')}>Send as runsync</button>
       ${busy ? html`<span role="status">Waiting for the result…</span>` : ''}</div>
     <${ErrorBox} error=${listError || error} />
-    ${job ? html`<div class="card" aria-label="Result"><h2>Job <a href=${`#/job/${seg(endpointId)}/${seg(job.id)}`}>${job.id}</a></h2><${JobDetails} job=${job} /></div>` : ''}
+    ${job ? html`<div class="card" aria-label="Result"><h2>Job <a href=${`#/job/${seg(endpointId)}/${seg(job.id)}`}>${job.id}</a></h2><${JobDetails} job=${job} />
+      ${chunks.length > 0 ? html`<${StreamChunks} stream=${{ chunks, total: chunks.length }} title="Stream" note=${false} />` : ''}</div>` : ''}
   </section>`;
 }

@@ -36,14 +36,21 @@ export function JobsPage({ endpointId }) {
   </section>`;
 }
 
-/** One job: status, times, input while live, output or error, images inline; cancel and retry. */
+/** One job: status, times, input while live, output or error, images inline, buffered stream chunks, webhook attempts; cancel and retry. */
 export function JobPage({ endpointId, jobId }) {
   const [job, setJob] = useState(null);
+  const [extras, setExtras] = useState(null);
   const [error, setError] = useState(null);
   const [notice, setNotice] = useState('');
   const path = `${seg(endpointId)}/${seg(jobId)}`;
-  const load = () => api(`v2/${seg(endpointId)}/status/${seg(jobId)}`).then(setJob, setError);
-  usePoll(load, 1000, !job || LIVE.has(job.status), [path, job && job.status]);
+  const load = () =>
+    Promise.all([api(`v2/${seg(endpointId)}/status/${seg(jobId)}`), api(`jobs/${path}`)]).then(([j, x]) => {
+      setJob(j);
+      setExtras(x);
+    }, setError);
+  // Re-read while the job runs, and after it while its webhook delivery is still under way.
+  const pending = extras && extras.webhook && (extras.webhook.outcome === 'pending' || extras.webhook.outcome === 'waiting');
+  usePoll(load, 1000, !job || LIVE.has(job.status) || Boolean(pending), [path, job && job.status, pending]);
   const act = async (action) => {
     setError(null);
     try {
@@ -61,7 +68,37 @@ export function JobPage({ endpointId, jobId }) {
     ${job ? html`<${JobDetails} job=${job} />
       <div class="row"><button onClick=${() => act('cancel')} disabled=${!LIVE.has(job.status)}>Cancel job</button>
         <button class="secondary" onClick=${() => act('retry')} disabled=${job.status !== 'FAILED' && job.status !== 'TIMED_OUT'}>Retry job</button></div>` : html`<p>Loading…</p>`}
+    ${extras ? html`<${StreamChunks} stream=${extras.stream} /><${WebhookAttempts} webhook=${extras.webhook} />` : ''}
   </section>`;
+}
+
+/** The chunks still buffered for the job's stream (shown, not taken: a client reading the stream still gets them). */
+export function StreamChunks({ stream, title = 'Stream (buffered chunks)', note = true }) {
+  const chunks = stream.chunks || [];
+  return html`<h2 id="h-stream">${title}</h2>
+    ${note ? html`<p class="muted">Chunks the worker streamed that no client has read yet; a client's read of the stream removes them.</p>` : ''}
+    ${chunks.length === 0 ? html`<p>No buffered chunks.</p>` : html`<ol class="chunks" aria-labelledby="h-stream">${chunks.map((c, i) => html`<li key=${i}><code>${JSON.stringify(c)}</code></li>`)}</ol>`}
+    ${stream.total > chunks.length ? html`<p class="muted">${stream.total - chunks.length} more buffered, not shown.</p>` : ''}`;
+}
+
+const OUTCOMES = {
+  waiting: 'Sent when the job ends',
+  pending: 'Attempt due',
+  delivered: 'Delivered',
+  failed: 'Failed (no more attempts)',
+  unrecorded: 'Ended (attempts not recorded)',
+};
+
+/** The job's webhook delivery: where to (origin only), the outcome, the next attempt, each attempt's status or error class. */
+function WebhookAttempts({ webhook }) {
+  if (!webhook) return html`<h2>Webhook</h2><p>No webhook.</p>`;
+  return html`<h2 id="h-webhook">Webhook</h2>
+    <dl class="facts"><dt>Receiver</dt><dd>${webhook.target}</dd>
+      <dt>Outcome</dt><dd>${OUTCOMES[webhook.outcome] || webhook.outcome}</dd>
+      <dt>Next attempt</dt><dd>${webhook.nextAt ? when(webhook.nextAt) : '—'}</dd></dl>
+    ${webhook.attempts.length === 0 ? html`<p>No attempt yet.</p>` : html`<table aria-labelledby="h-webhook"><thead><tr><th scope="col">Attempt</th><th scope="col">Time</th><th scope="col">Result</th></tr></thead>
+      <tbody>${webhook.attempts.map((a) => html`<tr key=${`${a.retries}-${a.attempt}`}><td>${a.attempt}${a.retries > 0 ? ` (after retry ${a.retries})` : ''}</td><td>${when(a.at)}</td>
+        <td>${a.httpStatus !== null ? `HTTP ${a.httpStatus}` : a.error}${a.delivered ? ' — delivered' : ''}</td></tr>`)}</tbody></table>`}`;
 }
 
 /** A job's fields as the status route answers them. */

@@ -3,7 +3,7 @@ import type { JobCounts, JobRecord, QueueStats } from '../../model/records.js';
 import { COL, JOB_COLUMN_COUNT, JOB_COLUMNS, jobColumnList, toJob } from '../job-columns.js';
 import { tallyJobCounts, toQueueStats, type HeldRow, type QueuedRow } from '../job-counts.js';
 import { finishedColumns, LIVE_STATUS_LIST, RETRYABLE_STATUS_LIST, TERMINAL_STATUS_LIST } from '../job-sql.js';
-import type { JobStore } from '../store.js';
+import { WEBHOOK_ATTEMPTS_KEPT, type JobStore, type WebhookAttempt } from '../store.js';
 import type { PgConnection } from './connection.js';
 import { createJobBatches, type FinishArgs, type JobBatches } from './job-batches.js';
 
@@ -78,6 +78,21 @@ const HELD_STATS_SQL = `SELECT worker_id, COUNT(*) AS n FROM jobs WHERE endpoint
 const LIST_JOBS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE endpoint_id = $1 ORDER BY created_at DESC, seq DESC LIMIT $2`;
 const DUE_WEBHOOKS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE webhook_next_at <= $1 AND status IN ${TERMINAL_STATUS_LIST}
    ORDER BY webhook_next_at, seq LIMIT $2`;
+// The running total stops the read at maxChars, so a long stream of large chunks is not all read.
+const PEEK_STREAM_SQL = `SELECT chunk FROM (SELECT seq, chunk, SUM(length(chunk)) OVER (ORDER BY seq) - length(chunk) AS before
+     FROM job_stream WHERE job_id = $1 ORDER BY seq LIMIT $2) AS head WHERE before < $3 ORDER BY seq`;
+// One statement: the job's delivery state, the attempt's record, and the records past the
+// newest WEBHOOK_ATTEMPTS_KEPT deleted. Every part sees the snapshot from before the insert,
+// so the delete keeps KEPT - 1 old records beside the new one.
+const RECORD_ATTEMPT_SQL = `WITH job AS (
+     UPDATE jobs SET webhook_attempts = $2, webhook_next_at = $3 WHERE id = $1 RETURNING id),
+   ins AS (INSERT INTO webhook_attempts (job_id, retries, attempt, at, http_status, error)
+     SELECT id, $4::integer, $5::integer, $6::bigint, $7::integer, $8::text FROM job),
+   old AS (SELECT seq FROM webhook_attempts WHERE job_id = $1 AND EXISTS (SELECT 1 FROM job)
+     ORDER BY seq DESC OFFSET ${WEBHOOK_ATTEMPTS_KEPT - 1})
+   DELETE FROM webhook_attempts WHERE job_id = $1 AND seq IN (SELECT seq FROM old)`;
+const LIST_ATTEMPTS_SQL = `SELECT retries, attempt, at, http_status AS "httpStatus", error FROM webhook_attempts
+   WHERE job_id = $1 ORDER BY seq`;
 
 /** Restores queue order (queued_at, then seq) among claimed rows: RETURNING has no set order. */
 function byQueueOrder(a: unknown[], b: unknown[]): number {
@@ -189,6 +204,14 @@ export class PgJobStore implements JobStore {
       .map((row) => row.chunk);
   }
 
+  async peekStream({ id, limit, maxChars }: Args<'peekStream'>): Promise<{ chunks: string[]; total: number }> {
+    const [rows, count] = await Promise.all([
+      this.db.query<{ chunk: string }>(PEEK_STREAM_SQL, [id, limit, maxChars]),
+      this.db.query<{ n: number }>('SELECT COUNT(*) AS n FROM job_stream WHERE job_id = $1', [id]),
+    ]);
+    return { chunks: rows.map((row) => row.chunk), total: count[0]?.n ?? 0 };
+  }
+
   async countJobs(endpointId: string): Promise<JobCounts> {
     return tallyJobCounts(await this.db.query<{ status: JobStatus; n: number; retried: number }>(COUNT_JOBS_SQL, [endpointId]));
   }
@@ -217,7 +240,16 @@ export class PgJobStore implements JobStore {
     return this.jobs(DUE_WEBHOOKS_SQL, [now, limit]);
   }
 
-  async markWebhook({ id, attempts, nextAt }: Args<'markWebhook'>): Promise<void> {
-    await this.db.query('UPDATE jobs SET webhook_attempts = $2, webhook_next_at = $3 WHERE id = $1', [id, attempts, nextAt]);
+  async markWebhook({ id, attempts, nextAt, attempt }: Args<'markWebhook'>): Promise<void> {
+    if (attempt === undefined) {
+      await this.db.query('UPDATE jobs SET webhook_attempts = $2, webhook_next_at = $3 WHERE id = $1', [id, attempts, nextAt]);
+      return;
+    }
+    const { retries, attempt: n, at, httpStatus, error } = attempt;
+    await this.db.query(RECORD_ATTEMPT_SQL, [id, attempts, nextAt, retries, n, at, httpStatus, error]);
+  }
+
+  listWebhookAttempts(id: string): Promise<WebhookAttempt[]> {
+    return this.db.query<{ retries: number; attempt: number; at: number; httpStatus: number | null; error: string | null }>(LIST_ATTEMPTS_SQL, [id]);
   }
 }

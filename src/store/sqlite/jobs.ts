@@ -3,7 +3,7 @@ import type { JobCounts, JobRecord, QueueStats } from '../../model/records.js';
 import { COL, JOB_COLUMN_COUNT, JOB_COLUMNS, toJob } from '../job-columns.js';
 import { tallyJobCounts, toQueueStats, type HeldRow, type QueuedRow } from '../job-counts.js';
 import { finishedColumns, LIVE_STATUS_LIST, RETRYABLE_STATUS_LIST, TERMINAL_STATUS_LIST } from '../job-sql.js';
-import type { JobStore } from '../store.js';
+import { WEBHOOK_ATTEMPTS_KEPT, type JobStore, type WebhookAttempt } from '../store.js';
 import { placeholders, type SqliteConnection } from './connection.js';
 
 type Args<M extends keyof JobStore> = Parameters<JobStore[M]>[0];
@@ -74,6 +74,18 @@ const HELD_STATS_SQL = `SELECT worker_id, COUNT(*) AS n FROM jobs
 const LIST_JOBS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE endpoint_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?`;
 const DUE_WEBHOOKS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE webhook_next_at <= ? AND status IN ${TERMINAL_STATUS_LIST}
    ORDER BY webhook_next_at, rowid LIMIT ?`;
+// The running total stops the read at maxChars, so a long stream of large chunks is not all read.
+const PEEK_STREAM_SQL = `SELECT chunk FROM (SELECT seq, chunk, SUM(length(chunk)) OVER (ORDER BY seq) - length(chunk) AS before
+     FROM job_stream WHERE job_id = @id ORDER BY seq LIMIT @limit) WHERE before < @maxChars ORDER BY seq`;
+const COUNT_STREAM_SQL = 'SELECT COUNT(*) AS n FROM job_stream WHERE job_id = ?';
+const MARK_WEBHOOK_SQL = 'UPDATE jobs SET webhook_attempts = ?, webhook_next_at = ? WHERE id = ?';
+const INSERT_ATTEMPT_SQL = `INSERT INTO webhook_attempts (job_id, seq, retries, attempt, at, http_status, error)
+   VALUES (@id, COALESCE((SELECT MAX(seq) FROM webhook_attempts WHERE job_id = @id), 0) + 1, @retries, @attempt, @at, @httpStatus, @error)`;
+// Keeps the job's newest WEBHOOK_ATTEMPTS_KEPT records.
+const PRUNE_ATTEMPTS_SQL = `DELETE FROM webhook_attempts WHERE job_id = @id AND seq <= COALESCE(
+     (SELECT seq FROM webhook_attempts WHERE job_id = @id ORDER BY seq DESC LIMIT 1 OFFSET @kept), 0)`;
+const LIST_ATTEMPTS_SQL = `SELECT retries, attempt, at, http_status AS httpStatus, error FROM webhook_attempts
+   WHERE job_id = ? ORDER BY seq`;
 
 /**
  * A job's parameters in column order (INSERT_JOB_SQL), booleans as 0/1: every field, as given.
@@ -257,6 +269,13 @@ export class SqliteJobStore implements JobStore {
     );
   }
 
+  peekStream({ id, limit, maxChars }: Args<'peekStream'>): Promise<{ chunks: string[]; total: number }> {
+    return this.c.read(() => ({
+      chunks: (this.c.q(PEEK_STREAM_SQL).all({ id, limit, maxChars }) as { chunk: string }[]).map((row) => row.chunk),
+      total: (this.c.q(COUNT_STREAM_SQL).get(id) as { n: number }).n,
+    }));
+  }
+
   countJobs(endpointId: string): Promise<JobCounts> {
     return this.c.read(() =>
       tallyJobCounts(this.c.q(COUNT_JOBS_SQL).all(endpointId) as { status: JobStatus; n: number; retried: number }[]),
@@ -292,9 +311,23 @@ export class SqliteJobStore implements JobStore {
     return this.c.read(() => this.jobs(DUE_WEBHOOKS_SQL, now, limit));
   }
 
-  markWebhook({ id, attempts, nextAt }: Args<'markWebhook'>): Promise<void> {
-    return this.c.write(() => {
-      this.c.q('UPDATE jobs SET webhook_attempts = ?, webhook_next_at = ? WHERE id = ?').run(attempts, nextAt, id);
-    });
+  markWebhook({ id, attempts, nextAt, attempt }: Args<'markWebhook'>): Promise<void> {
+    if (attempt === undefined) {
+      return this.c.write(() => {
+        this.c.q(MARK_WEBHOOK_SQL).run(attempts, nextAt, id);
+      });
+    }
+    return this.c.write(
+      this.c.db.transaction(() => {
+        // A job deleted meanwhile has no row to hang the record on.
+        if (this.c.q(MARK_WEBHOOK_SQL).run(attempts, nextAt, id).changes === 0) return;
+        this.c.q(INSERT_ATTEMPT_SQL).run({ id, ...attempt });
+        this.c.q(PRUNE_ATTEMPTS_SQL).run({ id, kept: WEBHOOK_ATTEMPTS_KEPT });
+      }),
+    );
+  }
+
+  listWebhookAttempts(id: string): Promise<WebhookAttempt[]> {
+    return this.c.read(() => this.c.q(LIST_ATTEMPTS_SQL).all(id) as WebhookAttempt[]);
   }
 }

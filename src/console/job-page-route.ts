@@ -1,0 +1,91 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { authorize } from '../http/auth.js';
+import { queryInteger } from '../http/query.js';
+import { sendJsonText } from '../http/respond.js';
+import type { EndpointService } from '../jobs/endpoint-service.js';
+import type { JobService } from '../jobs/job-service.js';
+import { AppError } from '../model/errors.js';
+import { isTerminal } from '../model/job-states.js';
+import type { JobRecord } from '../model/records.js';
+import type { KeyService } from '../security/keys.js';
+import type { WebhookAttempt } from '../store/store.js';
+
+/** What the job page route uses: the job service's read-only inspection, endpoints, the session's key check. */
+export interface JobPageDeps {
+  jobs: Pick<JobService, 'inspect'>;
+  endpoints: Pick<EndpointService, 'get'>;
+  keys: Pick<KeyService, 'authorize'>;
+}
+
+/**
+ * Chunks shown by default, the most a call may ask for (`?chunks=`), and the characters after
+ * which no further chunk is read (a chunk may be 1 MB: the answer stays a few MB at most).
+ */
+export const JOB_PAGE_CHUNKS = { fallback: 100, max: 500, maxChars: 1_000_000 };
+
+/**
+ * Where a job's webhook delivery stands: `waiting` (the job has not ended), `pending` (an
+ * attempt is due at nextAt, or being made), `delivered`, `failed` (every attempt failed, or
+ * the outbound policy blocked it), `unrecorded` (ended before attempts were recorded).
+ */
+export type WebhookOutcome = 'waiting' | 'pending' | 'delivered' | 'failed' | 'unrecorded';
+
+/** The webhook part of the answer: the receiver's origin only (a path or query may hold a token). */
+export function webhookSummary(job: JobRecord, attempts: WebhookAttempt[]) {
+  if (job.webhook === null) return null;
+  const current = attempts.filter((a) => a.retries === job.retries);
+  const last = current[current.length - 1];
+  let outcome: WebhookOutcome;
+  if (!isTerminal(job.status)) outcome = 'waiting';
+  else if (job.webhookNextAt !== null) outcome = 'pending';
+  else if (last === undefined) outcome = 'unrecorded';
+  else outcome = isDelivered(last) ? 'delivered' : 'failed';
+  return {
+    target: originOf(job.webhook),
+    outcome,
+    attemptsMade: job.webhookAttempts,
+    nextAt: job.webhookNextAt === null ? null : new Date(job.webhookNextAt).toISOString(),
+    attempts: attempts.map((a) => ({
+      retries: a.retries,
+      attempt: a.attempt,
+      at: new Date(a.at).toISOString(),
+      httpStatus: a.httpStatus,
+      error: a.error,
+      delivered: isDelivered(a),
+    })),
+  };
+}
+
+const isDelivered = (a: WebhookAttempt): boolean => a.httpStatus !== null && a.httpStatus >= 200 && a.httpStatus < 300;
+
+function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return '(not a URL)';
+  }
+}
+
+/**
+ * `GET /console/api/jobs/{endpoint}/{job}?chunks=N` (docs/console.md, "Job page"): what the
+ * job page shows beside `/status`: the job's buffered stream chunks, read without draining them
+ * (a client reading the stream still gets every one), at most N (1-500, default 100) and
+ * about 1 MB, with `total`, how many are buffered; and its webhook delivery: the receiver's origin, the outcome,
+ * the next attempt's time and the recorded attempts (status or error class, never a body).
+ */
+export async function sendJobPage(deps: JobPageDeps, req: IncomingMessage, res: ServerResponse, endpointId: string, jobId: string, query: URLSearchParams): Promise<void> {
+  const method = req.method ?? 'GET';
+  if (method !== 'GET') throw new AppError(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here (use GET)`, undefined, { allow: 'GET' });
+  const limit = queryInteger('chunks', query.get('chunks'), JOB_PAGE_CHUNKS.fallback, 1, JOB_PAGE_CHUNKS.max);
+  await authorize(deps.keys, req, 'read', endpointId);
+  if (!(await deps.endpoints.get(endpointId))) throw new AppError(404, 'ENDPOINT_NOT_FOUND', `Endpoint ${endpointId} not found`);
+  const found = await deps.jobs.inspect(endpointId, jobId, { limit, maxChars: JOB_PAGE_CHUNKS.maxChars });
+  if (!found) throw new AppError(404, 'JOB_NOT_FOUND', `Job ${jobId} not found`, { id: jobId });
+  const { job, chunks, totalChunks, webhookAttempts } = found;
+  // Chunks are JSON text as the worker sent them: concatenated, never parsed here.
+  const text =
+    `{"id":${JSON.stringify(job.id)},"status":"${job.status}",` +
+    `"stream":{"chunks":[${chunks.join(',')}],"total":${totalChunks}},` +
+    `"webhook":${JSON.stringify(webhookSummary(job, webhookAttempts))}}`;
+  sendJsonText(res, 200, text);
+}

@@ -1,0 +1,75 @@
+// The console API's job route (GET /console/api/jobs/{endpoint}/{job}) over real HTTP: a
+// running job's buffered stream chunks are shown without being taken from the client (a stream
+// read afterwards still gets every one), bounded by ?chunks=, refused without a session and on
+// bad input naming the field. The job's worker is simulated over HTTP.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestGantry, type TestGantry } from '../helpers/gantry.js';
+import { clientFor, uniqueId, workerFor } from '../http/http-helpers.js';
+
+let t: TestGantry;
+let cookie: string;
+
+beforeAll(async () => {
+  t = await startTestGantry();
+  const res = await fetch(`${t.url}/console/api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ key: t.adminKey }) });
+  expect(res.status).toBe(200);
+  cookie = (res.headers.get('set-cookie') ?? '').split(';')[0]!;
+});
+afterAll(async () => {
+  await t.close();
+});
+
+async function jobPage(path: string, withSession = true): Promise<{ status: number; json: Record<string, unknown> }> {
+  const res = await fetch(`${t.url}/console/api/jobs/${path}`, { headers: withSession ? { cookie } : {} });
+  return { status: res.status, json: (await res.json()) as Record<string, unknown> };
+}
+
+describe('the job page route', () => {
+  it("shows a running job's buffered chunks without draining them, bounded by ?chunks=", async () => {
+    const ep = uniqueId('stream');
+    await t.createEndpoint(ep);
+    const c = clientFor(t, ep, await t.createKey(['run']));
+    const w = workerFor(t, ep, await t.createKey(['worker']));
+    const id = await c.submit({ input: {} });
+    expect((await w.takeJob()).id).toBe(id);
+    expect((await w.streamChunk(id, 'one')).status).toBe(200);
+    expect((await w.streamChunk(id, { two: 2 })).status).toBe(200);
+    expect((await w.streamChunk(id, [3])).status).toBe(200);
+
+    const first = await jobPage(`${ep}/${id}`);
+    expect(first.status).toBe(200);
+    expect(first.json).toEqual({ id, status: 'IN_PROGRESS', stream: { chunks: ['one', { two: 2 }, [3]], total: 3 }, webhook: null });
+    // Read twice: still all there.
+    expect((await jobPage(`${ep}/${id}`)).json.stream).toEqual({ chunks: ['one', { two: 2 }, [3]], total: 3 });
+    expect((await jobPage(`${ep}/${id}?chunks=2`)).json.stream).toEqual({ chunks: ['one', { two: 2 }], total: 3 });
+
+    // The client's own read of the stream still gets every chunk; then none is buffered.
+    const read = await c.stream(id, '?wait=0');
+    expect(read.json).toMatchObject({ id, status: 'IN_PROGRESS', stream: [{ output: 'one' }, { output: { two: 2 } }, { output: [3] }] });
+    expect((await jobPage(`${ep}/${id}`)).json.stream).toEqual({ chunks: [], total: 0 });
+
+    expect((await w.streamChunk(id, 'last')).status).toBe(200);
+    expect((await w.done(id, { output: 'finished' })).status).toBe(200);
+    expect((await jobPage(`${ep}/${id}`)).json).toMatchObject({ status: 'COMPLETED', stream: { chunks: ['last'], total: 1 } });
+  });
+
+  it('refuses without a session, on a bad ?chunks= naming the field, and for unknown endpoints and jobs', async () => {
+    const ep = uniqueId('refusals');
+    await t.createEndpoint(ep);
+    const id = await clientFor(t, ep, await t.createKey(['run'])).submit({ input: {} });
+    expect((await jobPage(`${ep}/${id}`, false)).status).toBe(401);
+    for (const bad of ['0', '501', 'x']) {
+      const r = await jobPage(`${ep}/${id}?chunks=${bad}`);
+      expect(r.status, bad).toBe(400);
+      expect(r.json).toMatchObject({ code: 'INVALID_PARAMETER', field: 'chunks' });
+    }
+    expect((await jobPage(`${ep}/nope`)).json).toMatchObject({ code: 'JOB_NOT_FOUND' });
+    expect((await jobPage(`nope-${ep}/${id}`)).json).toMatchObject({ code: 'ENDPOINT_NOT_FOUND' });
+    // A job of another endpoint is not found under this one.
+    const other = uniqueId('other');
+    await t.createEndpoint(other);
+    expect((await jobPage(`${other}/${id}`)).status).toBe(404);
+    const post = await fetch(`${t.url}/console/api/jobs/${ep}/${id}`, { method: 'POST', headers: { cookie } });
+    expect(post.status).toBe(403); // no CSRF token: refused before the method is looked at
+  });
+});
