@@ -217,3 +217,56 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the console in headle
     expect(res).toBe(401);
   });
 });
+
+// A gateway with GANTRY_CONSOLE_PASSWORD: the sign-in page offers the password (and still an
+// API key), refuses a wrong one, signs in with the right one, and the page never holds it.
+describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('console password sign-in in headless Chromium', () => {
+  const PASSWORD = 'a console password for the browser';
+  let g: TestGantry;
+  let b: Browser;
+  let p: Page;
+  const faults: string[] = [];
+  beforeAll(async () => {
+    if (!existsSync(join(ROOT, 'dist/console/app.js'))) throw new Error('run `npm run build` first');
+    g = await startTestGantry({ consolePassword: PASSWORD });
+    b = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'] });
+    p = await b.newPage({ viewport: { width: 1280, height: 800 } });
+    p.on('pageerror', (err) => faults.push(err.message));
+  }, 60_000);
+  afterAll(async () => {
+    await b?.close();
+    await g?.close();
+  }, 30_000);
+
+  it('signs in with the password, refusing a wrong one first; an API key stays possible', async () => {
+    await p.goto(`${g.url}/console/`);
+    const field = p.getByLabel('Console password', { exact: true });
+    await field.waitFor();
+    expect(await p.getByRole('radio', { name: 'Password' }).isChecked()).toBe(true);
+    await field.fill('not the password at all');
+    await p.getByRole('button', { name: 'Sign in' }).click();
+    await p.getByRole('alert').getByText('Wrong console password').waitFor();
+    // Switching to an API key and back, by keyboard.
+    await p.getByRole('radio', { name: 'API key' }).check();
+    await p.getByLabel('Admin API key', { exact: true }).waitFor();
+    await p.getByRole('radio', { name: 'Password' }).check();
+    await p.getByLabel('Console password', { exact: true }).focus();
+    await p.keyboard.type(PASSWORD);
+    await p.keyboard.press('Enter');
+    await p.getByRole('heading', { name: 'Endpoints' }).waitFor();
+    await p.getByRole('button', { name: 'Sign out' }).waitFor();
+    // The session acts as admin: the keys page lists the password's own key.
+    await p.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'API keys', exact: true }).click();
+    await p.getByRole('cell', { name: 'admin (console password)', exact: true }).waitFor();
+    const stored = await p.evaluate<string>('JSON.stringify({ html: document.documentElement.outerHTML, local: { ...localStorage }, session: { ...sessionStorage }, cookie: document.cookie })');
+    expect(stored).not.toContain(PASSWORD);
+    expect(stored).not.toContain('gk_console_');
+    expect(faults).toEqual([]);
+
+    await p.getByRole('button', { name: 'Sign out' }).click();
+    await p.getByRole('radio', { name: 'API key' }).check();
+    await p.getByLabel('Admin API key', { exact: true }).fill(g.adminKey);
+    await p.getByRole('button', { name: 'Sign in' }).click();
+    await p.getByRole('heading', { name: 'Endpoints' }).waitFor();
+  }, 60_000);
+});
