@@ -62,72 +62,96 @@ export function consolePasswordKey(secretKey: Buffer, password: string): string 
  * const key = await guard.verify(req.socket.remoteAddress ?? '', { password: 'correct horse battery' }, Date.now());
  */
 export function createSignInGuard(options: SignInGuardOptions): SignInGuard {
-  const { keys, password, secretKey, logger } = options;
-  const limits = options.limits ?? SIGN_IN_LIMITS;
-  if (password !== null && secretKey === null) throw new Error('a console password needs the gateway secret key');
-  // Only digests are compared: equal lengths for timingSafeEqual, whatever was typed.
-  const expected = password === null ? null : sha256(password);
-  const passwordKey = password === null || secretKey === null ? null : consolePasswordKey(secretKey, password);
-  const keySpec = { name: CONSOLE_PASSWORD_KEY_NAME, scopes: ['admin' as const], endpoints: null };
-  // Failures per address: counted from the first failure of the window (the entry's own time).
-  const failures = new TtlCache<string, { count: number; since: number }>({ ttlMs: limits.windowMs, maxEntries: limits.maxClients });
+  return new Guard(options);
+}
 
-  function throttle(address: string, now: number): void {
-    const hit = failures.get(address, now)?.value;
-    if (!hit || hit.count < limits.maxFailures) return;
-    const retryS = Math.max(1, Math.ceil((hit.since + limits.windowMs - now) / 1000));
+class Guard implements SignInGuard {
+  readonly passwordSignIn: boolean;
+  private readonly limits: SignInLimits;
+  /** SHA-256 of the password: only digests are compared, of equal length whatever was typed. */
+  private readonly expected: Buffer | null;
+  private readonly passwordKey: string | null;
+  private readonly keySpec = { name: CONSOLE_PASSWORD_KEY_NAME, scopes: ['admin' as const], endpoints: null };
+  /** Failures per address, counted from the first failure of the window (the entry's own time). */
+  private readonly failures: TtlCache<string, { count: number; since: number }>;
+
+  constructor(private readonly options: SignInGuardOptions) {
+    const { password, secretKey } = options;
+    if (password !== null && secretKey === null) throw new Error('a console password needs the gateway secret key');
+    this.passwordSignIn = password !== null;
+    this.limits = options.limits ?? SIGN_IN_LIMITS;
+    this.expected = password === null ? null : sha256(password);
+    this.passwordKey = password === null || secretKey === null ? null : consolePasswordKey(secretKey, password);
+    this.failures = new TtlCache({ ttlMs: this.limits.windowMs, maxEntries: this.limits.maxClients });
+  }
+
+  async verify(address: string, body: unknown, now: number): Promise<string> {
+    const presented = this.parse(body);
+    this.throttle(address, now);
+    if ('password' in presented) {
+      if (this.expected === null || !timingSafeEqual(sha256(presented.password), this.expected)) {
+        this.failed(address, now, 'password');
+        throw new AppError(401, 'UNAUTHORIZED', 'Wrong console password');
+      }
+      this.failures.delete(address);
+      return this.sessionKeyForPassword();
+    }
+    try {
+      await this.options.keys.authorize(presented.key, 'admin');
+    } catch (err) {
+      if (err instanceof AppError && err.status === 401) this.failed(address, now, 'key');
+      throw err;
+    }
+    this.failures.delete(address);
+    return presented.key;
+  }
+
+  async prepare(): Promise<void> {
+    if (this.passwordKey !== null) await this.options.keys.install(this.keySpec, this.passwordKey, [CONSOLE_PASSWORD_KEY_NAME]);
+    else await this.options.keys.revokeNamed(/^admin \(console password\)$/);
+  }
+
+  /** The sign-in body: `{key}` or `{password}`, one of them; 400 naming the field otherwise. */
+  private parse(body: unknown): { key: string } | { password: string } {
+    const keyProblem = `must be an admin API key${this.passwordSignIn ? ' (or send password)' : ''}`;
+    if (!isObject(body)) throw invalidParameter('key', keyProblem);
+    const fields = this.passwordSignIn ? 'key or password' : 'key';
+    for (const k of Object.keys(body)) if (k !== 'key' && k !== 'password') throw invalidParameter(k, `is not a known field (expected ${fields})`);
+    if (body.key !== undefined && body.password !== undefined) throw invalidParameter('password', 'cannot be sent with key: sign in with one of them');
+    if (body.password !== undefined) {
+      if (typeof body.password !== 'string' || body.password === '') throw invalidParameter('password', 'must be a non-empty string');
+      if (!this.passwordSignIn) throw invalidParameter('password', 'is not accepted: no console password is set on this gateway (GANTRY_CONSOLE_PASSWORD)');
+      return { password: body.password };
+    }
+    if (typeof body.key !== 'string' || body.key === '') throw invalidParameter('key', keyProblem);
+    return { key: body.key };
+  }
+
+  /** 429 with Retry-After once the address has failed `maxFailures` times in the window. */
+  private throttle(address: string, now: number): void {
+    const hit = this.failures.get(address, now)?.value;
+    if (!hit || hit.count < this.limits.maxFailures) return;
+    const retryS = Math.max(1, Math.ceil((hit.since + this.limits.windowMs - now) / 1000));
     throw new AppError(429, 'TOO_MANY_SIGN_INS', `Too many failed sign-ins from this address: try again in ${retryS} s`, undefined, { 'retry-after': String(retryS) });
   }
 
-  function failed(address: string, now: number, how: 'key' | 'password'): void {
-    const hit = failures.get(address, now)?.value;
+  /** Counts a failure of the address; the log line names the address, never what was typed. */
+  private failed(address: string, now: number, how: 'key' | 'password'): void {
+    const hit = this.failures.get(address, now)?.value;
     if (hit) hit.count += 1;
-    else failures.set(address, { count: 1, since: now }, now);
-    logger.warn({ address, method: how, failures: hit?.count ?? 1 }, 'console sign-in refused');
+    else this.failures.set(address, { count: 1, since: now }, now);
+    this.options.logger.warn({ address, method: how, failures: hit?.count ?? 1 }, 'console sign-in refused');
   }
 
   /** The password's key, installed again if someone revoked it (a revocation ends the sessions, not the password). */
-  async function sessionKeyForPassword(key: string): Promise<string> {
+  private async sessionKeyForPassword(): Promise<string> {
+    const key = this.passwordKey;
+    if (key === null) throw new AppError(401, 'UNAUTHORIZED', 'Wrong console password');
     try {
-      await keys.authorize(key, 'admin');
+      await this.options.keys.authorize(key, 'admin');
     } catch {
-      await keys.install(keySpec, key, [CONSOLE_PASSWORD_KEY_NAME]);
+      await this.options.keys.install(this.keySpec, key, [CONSOLE_PASSWORD_KEY_NAME]);
     }
     return key;
   }
-
-  return {
-    passwordSignIn: password !== null,
-    async verify(address, body, now) {
-      const fields = password === null ? 'key' : 'key or password';
-      if (!isObject(body)) throw invalidParameter('key', `must be an admin API key${password === null ? '' : ' (or send password)'}`);
-      for (const k of Object.keys(body)) if (k !== 'key' && k !== 'password') throw invalidParameter(k, `is not a known field (expected ${fields})`);
-      if (body.key !== undefined && body.password !== undefined) throw invalidParameter('password', 'cannot be sent with key: sign in with one of them');
-      if (body.password !== undefined) {
-        if (typeof body.password !== 'string' || body.password === '') throw invalidParameter('password', 'must be a non-empty string');
-        if (expected === null || passwordKey === null) throw invalidParameter('password', 'is not accepted: no console password is set on this gateway (GANTRY_CONSOLE_PASSWORD)');
-        throttle(address, now);
-        if (!timingSafeEqual(sha256(body.password), expected)) {
-          failed(address, now, 'password');
-          throw new AppError(401, 'UNAUTHORIZED', 'Wrong console password');
-        }
-        failures.delete(address);
-        return sessionKeyForPassword(passwordKey);
-      }
-      if (typeof body.key !== 'string' || body.key === '') throw invalidParameter('key', `must be an admin API key${password === null ? '' : ' (or send password)'}`);
-      throttle(address, now);
-      try {
-        await keys.authorize(body.key, 'admin');
-      } catch (err) {
-        if (err instanceof AppError && err.status === 401) failed(address, now, 'key');
-        throw err;
-      }
-      failures.delete(address);
-      return body.key;
-    },
-    async prepare() {
-      if (passwordKey !== null) await keys.install(keySpec, passwordKey, [CONSOLE_PASSWORD_KEY_NAME]);
-      else await keys.revokeNamed(/^admin \(console password\)$/);
-    },
-  };
 }
