@@ -267,6 +267,8 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('console password sign
     await p.getByRole('radio', { name: 'API key' }).check();
     await p.getByLabel('Admin API key', { exact: true }).fill(g.adminKey);
     await p.getByRole('button', { name: 'Sign in' }).click();
-    await p.getByRole('heading', { name: 'Endpoints' }).waitFor();
+    // Back on the page it was on (the API keys), signed in with the key.
+    await p.getByRole('heading', { name: 'API keys' }).waitFor();
+    await p.getByRole('button', { name: 'Sign out' }).waitFor();
   }, 60_000);
 });
