@@ -271,4 +271,23 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('console password sign
     await p.getByRole('heading', { name: 'API keys' }).waitFor();
     await p.getByRole('button', { name: 'Sign out' }).waitFor();
   }, 60_000);
+
+  it('lists a stopped worker on the Workers page and shows its log', async () => {
+    const admin = (method: string, path: string, body: unknown) =>
+      fetch(`${g.url}/admin/v1/${path}`, { method, headers: { authorization: `Bearer ${g.adminKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect((await admin('POST', 'endpoints', { id: 'rolled', workersMin: 1, workersMax: 1, worker: { command: 'echo stopped-ui-marker && exec sleep 600' } })).status).toBe(200);
+    const workers = async () => ((await (await fetch(`${g.url}/admin/v1/endpoints/rolled/workers`, { headers: { authorization: `Bearer ${g.adminKey}` } })).json()) as { workers: { id: string; state: string; startedAt: string | null }[] }).workers;
+    const first = await eventually(async () => (await workers()).find((w) => w.startedAt !== null), 20_000, 'the first worker');
+    // A new command rolls the pool: the first worker is stopped, its log kept.
+    expect((await admin('PATCH', 'endpoints/rolled', { worker: { command: 'exec sleep 600' } })).status).toBe(200);
+    await eventually(async () => ((await workers()).some((w) => w.id === first.id && w.state === 'stopped') ? true : undefined), 20_000, 'the first worker to stop');
+    await p.goto(`${g.url}/console/#/workers/rolled`);
+    const table = p.getByRole('table', { name: 'Stopped lately' });
+    await table.getByRole('row', { name: new RegExp(first.id) }).getByText("the endpoint's worker settings changed").waitFor();
+    await table.getByRole('button', { name: `Show the log of ${first.id}` }).click();
+    const log = p.getByLabel(`Log of ${first.id}`);
+    await log.getByText(/:\d\d stopped-ui-marker\s*$/).waitFor();
+    await log.getByText(/stopped \(the endpoint's worker settings changed\)/).waitFor();
+    expect(faults).toEqual([]);
+  }, 60_000);
 });

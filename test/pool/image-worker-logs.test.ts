@@ -38,7 +38,7 @@ describe('logs of the built-in image workers', () => {
       const worker = await eventually(async () => {
         const list = (await api('GET', `/admin/v1/endpoints/${ep}/workers`)).json.workers as Json[];
         return list.find((w) => w.managed === true && w.state === 'idle');
-      }, 120_000, `the ${ep} worker to be ready`);
+      }, 30_000, `the ${ep} worker to be ready`);
       const log = await api('GET', `/admin/v1/endpoints/${ep}/workers/${worker.id as string}/logs?lines=200`);
       expect(log.status).toBe(200);
       const lines = (log.json.lines as { stream: string; line: string }[]).map((l) => `${l.stream}: ${l.line}`);

@@ -38,7 +38,7 @@ const listing = async (t: TestGantry, ep: string): Promise<Worker[]> => (await a
 const logLines = async (t: TestGantry, ep: string, id: string): Promise<string[]> =>
   ((await api(t, 'GET', `/admin/v1/endpoints/${ep}/workers/${id}/logs?lines=500`)).lines as { stream: string; line: string }[]).map((l) => `${l.stream}: ${l.line}`);
 const stoppedOne = (t: TestGantry, ep: string, id?: string): Promise<Worker> =>
-  eventually(async () => (await listing(t, ep)).find((w) => w.state === 'stopped' && (id === undefined || w.id === id)), 30_000, `a stopped worker of ${ep}`);
+  eventually(async () => (await listing(t, ep)).find((w) => w.state === 'stopped' && (id === undefined || w.id === id)), 15_000, `a stopped worker of ${ep}`);
 
 describe('logs of stopped pool workers', () => {
   let t: TestGantry;
