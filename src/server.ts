@@ -94,7 +94,7 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   const fileSigningKey = deriveFileSigningKey(secretKey);
   const images = await setUpImageFeature({ config, endpoints: gateway.endpoints, routes: gateway.routes, builtIns: gateway.builtIns, fileSigningKey, logger, now: clock.now });
   setUpOpenAiFeature({ routes: gateway.routes, ...gateway.http });
-  setUpConsole({ routes: gateway.routes, http: gateway.http, publicUrl: config.publicUrl, now: clock.now, minutes });
+  await setUpConsole({ routes: gateway.routes, http: gateway.http, publicUrl: config.publicUrl, now: clock.now, minutes, consolePassword: config.consolePassword, secretKey });
   minutes.start({ store, endpoints: gateway.endpoints, logger });
   metrics?.serve({ config: metricsConfig, routes: gateway.routes, keys: gateway.keys, endpoints: gateway.endpoints, jobs: gateway.jobs, isLeader: () => leader.isLeader() });
   const readiness = createReadiness({ store, logger });

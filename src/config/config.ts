@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { DOCKER_DEFAULTS, dockerInstance, loadDockerConfig, type DockerConfig } from './docker-config.js';
 import { IMAGE_DEFAULTS, loadImageConfig, type ImageConfig } from './image-config.js';
 
@@ -15,6 +16,8 @@ export interface GantryConfig {
   dataDir: string;
   /** Admin key to install on start (GANTRY_ADMIN_KEY); when absent and no admin key exists one is generated and printed once. */
   adminKey: string | null;
+  /** A password that signs in to the console as admin (GANTRY_CONSOLE_PASSWORD, or the file GANTRY_CONSOLE_PASSWORD_FILE names); null: admin keys only. */
+  consolePassword: string | null;
   /** Base URL that workers started by Gantry and links in responses use (GANTRY_PUBLIC_URL). */
   publicUrl: string | null;
   /** pino level (GANTRY_LOG_LEVEL): fatal, error, warn, info, debug, trace, silent. */
@@ -48,6 +51,10 @@ export interface GantryConfig {
   workerStopGraceMs: number;
   /** First wait before a crashed pool worker is started again; doubles per failure up to 60 s (GANTRY_WORKER_RESTART_BACKOFF_MS). */
   workerRestartBackoffMs: number;
+  /** How many stopped pool workers each endpoint remembers with their logs (GANTRY_STOPPED_WORKERS_KEPT); 0: none. */
+  stoppedWorkersKept: number;
+  /** How long a stopped pool worker and its log are remembered (GANTRY_STOPPED_WORKERS_KEPT_MS); 0: not at all. */
+  stoppedWorkersKeptMs: number;
   /** A request body not fully received this long after its headers is refused with 408 (GANTRY_BODY_READ_TIMEOUT_MS). */
   bodyReadTimeoutMs: number;
   /** Total bytes of request bodies being read at once, over all requests; past it 503 with Retry-After (GANTRY_BODY_BYTES_IN_FLIGHT). */
@@ -65,6 +72,7 @@ export const DEFAULTS: GantryConfig = {
   host: '0.0.0.0',
   dataDir: './data',
   adminKey: null,
+  consolePassword: null,
   publicUrl: null,
   logLevel: 'info',
   rateLimits: true,
@@ -82,6 +90,8 @@ export const DEFAULTS: GantryConfig = {
   autoscalerIntervalMs: 500,
   workerStopGraceMs: 30_000,
   workerRestartBackoffMs: 1_000,
+  stoppedWorkersKept: 20,
+  stoppedWorkersKeptMs: 30 * 60_000,
   bodyReadTimeoutMs: 30_000,
   bodyBytesInFlight: 512_000_000,
   maxConnections: 10_000,
@@ -104,10 +114,40 @@ const INT_VARS: [keyof GantryConfig, string, number, number][] = [
   ['autoscalerIntervalMs', 'GANTRY_AUTOSCALER_INTERVAL_MS', 10, 60_000],
   ['workerStopGraceMs', 'GANTRY_WORKER_STOP_GRACE_MS', 0, 3_600_000],
   ['workerRestartBackoffMs', 'GANTRY_WORKER_RESTART_BACKOFF_MS', 10, 600_000],
+  ['stoppedWorkersKept', 'GANTRY_STOPPED_WORKERS_KEPT', 0, 1_000],
+  ['stoppedWorkersKeptMs', 'GANTRY_STOPPED_WORKERS_KEPT_MS', 0, 7 * 86_400_000],
   ['bodyReadTimeoutMs', 'GANTRY_BODY_READ_TIMEOUT_MS', 100, 600_000],
   ['bodyBytesInFlight', 'GANTRY_BODY_BYTES_IN_FLIGHT', 20_000_000, 1e12],
   ['maxConnections', 'GANTRY_MAX_CONNECTIONS', 1, 1_000_000],
 ];
+
+/** The shortest console password accepted. */
+export const MIN_CONSOLE_PASSWORD_CHARS = 12;
+
+/**
+ * GANTRY_CONSOLE_PASSWORD, or the contents of the file GANTRY_CONSOLE_PASSWORD_FILE (one
+ * trailing newline dropped), for a secret kept out of the environment. Errors never quote it.
+ */
+function loadConsolePassword(env: NodeJS.ProcessEnv): string | null {
+  const direct = env.GANTRY_CONSOLE_PASSWORD;
+  const file = env.GANTRY_CONSOLE_PASSWORD_FILE;
+  if (direct && file) throw new Error('Invalid GANTRY_CONSOLE_PASSWORD_FILE: set either GANTRY_CONSOLE_PASSWORD or GANTRY_CONSOLE_PASSWORD_FILE, not both');
+  let password: string;
+  let name: string;
+  if (direct) {
+    password = direct;
+    name = 'GANTRY_CONSOLE_PASSWORD';
+  } else if (file) {
+    name = 'GANTRY_CONSOLE_PASSWORD_FILE';
+    try {
+      password = readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+    } catch (err) {
+      throw new Error(`Invalid GANTRY_CONSOLE_PASSWORD_FILE=${JSON.stringify(file)}: cannot read it (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+  } else return null;
+  if ([...password].length < MIN_CONSOLE_PASSWORD_CHARS) throw new Error(`Invalid ${name}: use at least ${MIN_CONSOLE_PASSWORD_CHARS} characters`);
+  return password;
+}
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -130,6 +170,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     if (env.GANTRY_ADMIN_KEY.length < 16) throw new Error('Invalid GANTRY_ADMIN_KEY: use at least 16 characters');
     config.adminKey = env.GANTRY_ADMIN_KEY;
   }
+  config.consolePassword = loadConsolePassword(env);
   if (env.GANTRY_PUBLIC_URL) {
     try {
       new URL(env.GANTRY_PUBLIC_URL);

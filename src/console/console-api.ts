@@ -4,12 +4,12 @@ import { MB, readJsonBody } from '../http/body.js';
 import { handleClientRoute, isClientOperation } from '../http/client-routes.js';
 import type { HttpServices } from '../http/server.js';
 import { sendJson } from '../http/respond.js';
-import { AppError, invalidParameter } from '../model/errors.js';
-import { isObject } from '../model/json.js';
+import { AppError } from '../model/errors.js';
 import { sendCharts } from './charts-route.js';
 import { sendJobPage } from './job-page-route.js';
 import type { MinuteRecorder } from './minute-recorder.js';
 import { csrfMatches, SESSION_DEFAULTS, type ConsoleSession, type SessionTable } from './sessions.js';
+import type { SignInGuard } from './sign-in.js';
 
 /** The session cookie's name; its path is /console, so no other route ever receives it. */
 export const SESSION_COOKIE = 'gantry_console';
@@ -18,6 +18,8 @@ export const SESSION_COOKIE = 'gantry_console';
 export interface ConsoleApiDeps {
   http: HttpServices;
   sessions: SessionTable;
+  /** Checks sign-ins (admin key or console password) and counts failures per address. */
+  signIns: SignInGuard;
   /** Whether the cookie gets `Secure` (TLS in front of the gateway: GANTRY_PUBLIC_URL is https). */
   secureCookie: boolean;
   /** The per-minute aggregates behind the charts. */
@@ -40,7 +42,7 @@ function sessionCookie(deps: ConsoleApiDeps, value: string, maxAgeS: number): st
   return `${SESSION_COOKIE}=${value}; Path=/console; HttpOnly; SameSite=Strict; Max-Age=${maxAgeS}${deps.secureCookie ? '; Secure' : ''}`;
 }
 
-const unauthorized = (): AppError => new AppError(401, 'UNAUTHORIZED', 'Not signed in to the console (POST /console/api/session with an admin key)');
+const unauthorized = (): AppError => new AppError(401, 'UNAUTHORIZED', 'Not signed in to the console (POST /console/api/session with an admin key or the console password)');
 
 /** A state-changing call must carry the session's CSRF token in `X-CSRF-Token`. */
 function checkCsrf(req: IncomingMessage, session: ConsoleSession): void {
@@ -51,8 +53,9 @@ function checkCsrf(req: IncomingMessage, session: ConsoleSession): void {
 
 /**
  * `/console/api/...` (docs/console.md):
- * - `session`: POST `{key}` signs in with an admin key (sets the HttpOnly session cookie,
- *   answers the CSRF token), GET answers the CSRF token of the current session, DELETE signs out;
+ * - `session`: POST `{key}` or `{password}` signs in with an admin key or the console password
+ *   (sets the HttpOnly session cookie, answers the CSRF token), GET answers the CSRF token of
+ *   the current session (401 with `passwordSignIn` without one), DELETE signs out;
  * - `admin/...`: the admin API (/admin/v1/...) with the session's key;
  * - `v2/{endpoint}/{operation}/{job?}`: the client API with the session's key (the test editor;
  *   `stream/{job}` with `Accept: text/event-stream` is how it follows a job live);
@@ -88,7 +91,8 @@ async function sessionRoute(deps: ConsoleApiDeps, req: IncomingMessage, res: Ser
   const id = cookieOf(req, SESSION_COOKIE);
   if (method === 'POST') return signIn(deps, req, res);
   const session = deps.sessions.get(id, deps.now());
-  if (!session) throw unauthorized();
+  // The sign-in page learns here whether to offer the console password.
+  if (!session) throw new AppError(401, 'UNAUTHORIZED', unauthorized().message, { passwordSignIn: deps.signIns.passwordSignIn });
   if (method === 'GET') return sendJson(res, 200, { signedIn: true, csrfToken: session.csrf });
   if (method === 'DELETE') {
     checkCsrf(req, session);
@@ -100,19 +104,18 @@ async function sessionRoute(deps: ConsoleApiDeps, req: IncomingMessage, res: Ser
 
 /**
  * Sign-in: the body must be JSON (`Content-Type: application/json`, which a cross-site form
- * cannot send without a CORS preflight this gateway never grants) holding an admin key.
+ * cannot send without a CORS preflight this gateway never grants) holding an admin key or the
+ * console password (sign-in.ts checks it and counts failures per client address).
  */
 async function signIn(deps: ConsoleApiDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
   if (!(req.headers['content-type'] ?? '').startsWith('application/json')) {
     throw new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Sign in with a JSON body: Content-Type: application/json');
   }
   const body = await readJsonBody(req, MB / 100);
-  if (!isObject(body) || typeof body.key !== 'string' || body.key === '') throw invalidParameter('key', 'must be an admin API key');
-  for (const k of Object.keys(body)) if (k !== 'key') throw invalidParameter(k, 'is not a known field (expected key)');
-  await deps.http.keys.authorize(body.key, 'admin');
+  const key = await deps.signIns.verify(req.socket.remoteAddress ?? 'unknown', body, deps.now());
   // A new sign-in from this browser ends its previous session (no session outlives its cookie).
   deps.sessions.close(cookieOf(req, SESSION_COOKIE));
-  const { id, session } = deps.sessions.open(body.key, deps.now());
+  const { id, session } = deps.sessions.open(key, deps.now());
   sendJson(res, 200, { signedIn: true, csrfToken: session.csrf }, { 'set-cookie': sessionCookie(deps, id, Math.floor(SESSION_DEFAULTS.maxAgeMs / 1000)) });
 }
 

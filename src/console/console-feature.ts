@@ -9,6 +9,7 @@ import { openApiDocument } from './openapi.js';
 import { sendJsonText } from '../http/respond.js';
 import type { MinuteRecorder } from './minute-recorder.js';
 import { createSessionTable, SESSION_DEFAULTS, type SessionLimits } from './sessions.js';
+import { createSignInGuard } from './sign-in.js';
 
 /** What the console plugs into: the route table and the services the admin and client routes use. */
 export interface ConsoleFeatureDeps {
@@ -22,6 +23,10 @@ export interface ConsoleFeatureDeps {
   /** Where the built bundle is (default: dist/console of this package). */
   assetsDir?: string;
   sessions?: SessionLimits;
+  /** The console password (GANTRY_CONSOLE_PASSWORD); null or absent: sign-in with admin keys only. */
+  consolePassword?: string | null;
+  /** The gateway's secret key, from which the password sessions' admin key is derived (needed with a password). */
+  secretKey?: Buffer;
   /** The package version, for /openapi.json's info. */
   version?: string;
 }
@@ -32,12 +37,20 @@ export interface ConsoleFeatureDeps {
  * at /console/api (session cookie + CSRF token, then the admin and client routes), and `GET /`
  * redirecting to /console/; and the API's OpenAPI description at /openapi.json.
  *
- * @example setUpConsole({ routes: gateway.routes, http: gateway.http, publicUrl: null, now: Date.now });
+ * @example await setUpConsole({ routes: gateway.routes, http: gateway.http, publicUrl: null, now: Date.now, minutes, consolePassword: null });
  */
-export function setUpConsole(deps: ConsoleFeatureDeps): void {
+export async function setUpConsole(deps: ConsoleFeatureDeps): Promise<void> {
   const assets = loadAssets(deps.assetsDir ?? defaultAssetsDir());
   const sessions = createSessionTable(deps.sessions ?? SESSION_DEFAULTS);
-  const api = { http: deps.http, sessions, secureCookie: (deps.publicUrl ?? '').startsWith('https://'), minutes: deps.minutes, now: deps.now };
+  const signIns = createSignInGuard({
+    keys: deps.http.keys,
+    password: deps.consolePassword ?? null,
+    secretKey: deps.secretKey ?? null,
+    logger: deps.http.logger,
+  });
+  // The password's admin key is installed, or an earlier password's revoked, before the gateway serves.
+  await signIns.prepare();
+  const api = { http: deps.http, sessions, signIns, secureCookie: (deps.publicUrl ?? '').startsWith('https://'), minutes: deps.minutes, now: deps.now };
   deps.routes.add('', async (req, res, target) => {
     if (target.segments.length > 0) throw new AppError(404, 'NOT_FOUND', 'No such route');
     res.writeHead(302, { location: '/console/' });

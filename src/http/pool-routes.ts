@@ -14,7 +14,7 @@ export const MAX_LOG_LINES = 10_000;
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
 function renderPoolWorker(w: PoolWorkerInfo) {
-  return { ...w, managed: true, startedAt: iso(w.startedAt), readyAt: iso(w.readyAt), restartAt: iso(w.restartAt) };
+  return { ...w, managed: true, startedAt: iso(w.startedAt), readyAt: iso(w.readyAt), restartAt: iso(w.restartAt), stoppedAt: iso(w.stoppedAt) };
 }
 
 /** A Docker host as the worker listing shows it, with how many of this endpoint's workers run there. */
@@ -35,11 +35,12 @@ export interface PoolRouteDeps {
  * The workers of an endpoint, under /admin/v1/endpoints/{id}/workers (admin key, checked by
  * the caller):
  * - `GET .../workers`: pool workers (state, pid or Docker host and container, startedAt,
- *   readyAt, jobs, restarts, reason), workers connected by hand (`managed: false`, as the
- *   store sees them), and the Docker hosts (state, GPUs in use, workers: all and this
+ *   readyAt, jobs, restarts, reason, lastExit), workers connected by hand (`managed: false`,
+ *   as the store sees them), the pool workers that stopped lately (state `stopped`, stoppedAt,
+ *   most recent first), and the Docker hosts (state, GPUs in use, workers: all and this
  *   endpoint's);
  * - `GET .../workers/{workerId}/logs?lines=N`: the last N (default 100) output lines of a
- *   pool worker.
+ *   pool worker, running or stopped lately.
  */
 export async function handlePoolRoute(deps: PoolRouteDeps, req: IncomingMessage, res: ServerResponse, endpointId: string, rest: string[]): Promise<void> {
   if ((req.method ?? 'GET') !== 'GET') throw new AppError(405, 'METHOD_NOT_ALLOWED', `${req.method} is not allowed here`);
@@ -49,7 +50,9 @@ export async function handlePoolRoute(deps: PoolRouteDeps, req: IncomingMessage,
 
   if (workerId === undefined) {
     const pool = deps.pool.workers(endpointId);
-    const inPool = new Set((pool ?? []).map((w) => w.id));
+    const stopped = deps.pool.stoppedWorkers(endpointId) ?? [];
+    // A stopped pool worker's store row outlives it for a while: it is not a worker run by hand.
+    const inPool = new Set([...(pool ?? []), ...stopped].map((w) => w.id));
     const now = deps.now();
     const [rows, stats] = await Promise.all([deps.workerRows.listWorkers(endpointId), deps.workerRows.queueStats({ endpointId, now })]);
     const byHand = rows
@@ -71,7 +74,7 @@ export async function handlePoolRoute(deps: PoolRouteDeps, req: IncomingMessage,
       endpointId,
       // Whether this gateway runs the pool (with several gateways only the leader does).
       pool: deps.pool.running(),
-      workers: [...(pool ?? []).map(renderPoolWorker), ...byHand],
+      workers: [...(pool ?? []).map(renderPoolWorker), ...byHand, ...stopped.map(renderPoolWorker)],
       hosts: (deps.pool.hosts() ?? []).map((h) => renderHost(h, pool ?? [])),
     });
   }

@@ -13,9 +13,10 @@ export interface LogLine {
  * States of a pool worker as the admin API shows them. /health folds them into RunPod's
  * counts: initializing, idle, running, throttled (wanted over workersMax, or waiting for a
  * host with room: no Docker host has the GPUs it asks for) and unhealthy; `draining` workers
- * still count as idle or running there.
+ * still count as idle or running there. `stopped` workers are gone (their log is kept for a
+ * while) and count nowhere.
  */
-export type PoolWorkerState = 'initializing' | 'idle' | 'running' | 'draining' | 'throttled' | 'unhealthy';
+export type PoolWorkerState = 'initializing' | 'idle' | 'running' | 'draining' | 'throttled' | 'unhealthy' | 'stopped';
 
 /** One pool worker as `GET /admin/v1/endpoints/{id}/workers` lists it. */
 export interface PoolWorkerInfo {
@@ -39,6 +40,10 @@ export interface PoolWorkerInfo {
   reason: string | null;
   /** When a worker waiting after a crash is started again (epoch ms). */
   restartAt: number | null;
+  /** How its last process ended (`exited with code 3`, `killed by SIGKILL`); null while its first one runs. */
+  lastExit: string | null;
+  /** When it stopped for good (epoch ms); null unless `stopped`. */
+  stoppedAt: number | null;
 }
 
 /** One Docker host of the worker pool: its health and load (the admin API's hosts view). */
@@ -81,7 +86,9 @@ export interface PoolView {
   health(endpointId: string): PoolHealth | undefined;
   /** Undefined when this gateway runs no pool for the endpoint. */
   workers(endpointId: string): PoolWorkerInfo[] | undefined;
-  /** The last `lines` log lines of a pool worker; undefined when there is no such worker. */
+  /** The workers that stopped lately (state `stopped`), their log still kept; most recent first. Undefined like `workers`. */
+  stoppedWorkers(endpointId: string): PoolWorkerInfo[] | undefined;
+  /** The last `lines` log lines of a pool worker, running or stopped lately; undefined when there is no such worker. */
   logs(endpointId: string, workerId: string, lines: number): LogLine[] | undefined;
   /** The Docker hosts workers run on (empty with no Docker driver); undefined while this gateway runs no pool. */
   hosts(): PoolHostInfo[] | undefined;

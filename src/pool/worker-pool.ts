@@ -6,6 +6,7 @@ import type { JobTransitions } from '../jobs/transitions.js';
 import type { QueueStats, WorkerRecord } from '../model/records.js';
 import type { KeyService } from '../security/keys.js';
 import { NoCapacityError, type AnyStartSpec, type WorkerDriver, type WorkerExit, type WorkerHandle } from './driver.js';
+import { createStoppedWorkers, STOPPED_WORKER_DEFAULTS, type StoppedWorkerLimits, type StoppedWorkers } from './stopped-workers.js';
 import { runpodWorkerEnv } from './worker-env.js';
 import { createWorkerLog, type WorkerLog } from './worker-log.js';
 
@@ -42,6 +43,8 @@ export interface WorkerPoolOptions {
   restartBackoffMs: number;
   /** Lines kept per worker log. */
   logLines: number;
+  /** How many stopped workers (with their logs) are remembered, and how long (default: 20, 30 minutes). */
+  stoppedWorkers?: StoppedWorkerLimits;
   /** How often workers ping (RUNPOD_PING_INTERVAL). */
   pingIntervalMs: number;
   logger: Logger;
@@ -66,6 +69,8 @@ interface Slot {
   failures: number;
   restartAt: number | null;
   reason: string | null;
+  /** How its last process ended (describeExit), kept across restarts. */
+  lastExit: string | null;
   stopping: boolean;
   /** A store row says the worker reported itself unhealthy (ping status=unhealthy). */
   selfUnhealthy: string | null;
@@ -113,6 +118,9 @@ export interface WorkerPool {
   setThrottled(n: number): void;
   health(): PoolHealth;
   workers(): PoolWorkerInfo[];
+  /** Workers gone lately (state `stopped`), their logs kept for a while: most recent first. */
+  stoppedWorkers(): PoolWorkerInfo[];
+  /** The last `lines` lines of a worker's log, running or stopped lately. */
   logs(workerId: string, lines: number): LogLine[] | undefined;
   /** Drains every worker and waits for them to exit (their keys are revoked as they go). */
   close(why: string): Promise<void>;
@@ -127,6 +135,7 @@ class Pool implements WorkerPool {
   readonly endpointId: string;
   private readonly log: Logger;
   private readonly slots = new Map<string, Slot>();
+  private readonly stopped: StoppedWorkers;
   private spec = '';
   private settings: WorkerSettings = { command: '' };
   private throttled = 0;
@@ -135,6 +144,7 @@ class Pool implements WorkerPool {
   constructor(private readonly options: WorkerPoolOptions) {
     this.endpointId = options.endpointId;
     this.log = options.logger.child({ endpointId: options.endpointId, driver: options.driver.kind });
+    this.stopped = createStoppedWorkers(options.stoppedWorkers ?? STOPPED_WORKER_DEFAULTS, options.now);
   }
 
   configure(settings: WorkerSettings): number {
@@ -223,23 +233,15 @@ class Pool implements WorkerPool {
   }
 
   workers(): PoolWorkerInfo[] {
-    return [...this.slots.values()].map((slot) => ({
-      id: slot.id,
-      state: stateOf(slot),
-      pid: slot.handle?.pid ?? null,
-      host: slot.handle?.host ?? null,
-      container: slot.handle?.container ?? null,
-      startedAt: slot.startedAt,
-      readyAt: slot.readyAt,
-      jobs: slot.held,
-      restarts: slot.restarts,
-      reason: slot.selfUnhealthy ?? slot.reason,
-      restartAt: slot.handle ? null : slot.restartAt,
-    }));
+    return [...this.slots.values()].map((slot) => infoOf(slot, slot.handle));
+  }
+
+  stoppedWorkers(): PoolWorkerInfo[] {
+    return this.stopped.list();
   }
 
   logs(workerId: string, lines: number): LogLine[] | undefined {
-    return this.slots.get(workerId)?.log.tail(lines);
+    return this.slots.get(workerId)?.log.tail(lines) ?? this.stopped.logs(workerId, lines);
   }
 
   async close(why: string): Promise<void> {
@@ -275,8 +277,15 @@ class Pool implements WorkerPool {
 
   /** Forgets a slot that will not run again, with its key. */
   private forget(slot: Slot): void {
-    this.slots.delete(slot.id);
+    this.retire(slot, null);
     void this.revokeKey(slot);
+  }
+
+  /** Takes a slot that will not run again out of the pool; its log stays readable among the stopped workers. */
+  private retire(slot: Slot, last: WorkerHandle | null): void {
+    this.slots.delete(slot.id);
+    slot.log.note(`stopped${slot.reason ? ` (${slot.reason})` : ''}`);
+    this.stopped.add({ ...infoOf(slot, last), state: 'stopped', jobs: 0, restartAt: null, stoppedAt: this.options.now() }, slot.log);
   }
 
   /** What the driver is asked to start: a container (the settings name an image) or a local command. */
@@ -305,6 +314,7 @@ class Pool implements WorkerPool {
       failures: 0,
       restartAt: null,
       reason: null,
+      lastExit: null,
       stopping: false,
       selfUnhealthy: null,
       waitingForRoom: false,
@@ -369,7 +379,8 @@ class Pool implements WorkerPool {
     slot.log.flush();
     slot.handle = null;
     const ranMs = this.options.now() - (slot.startedAt ?? this.options.now());
-    slot.log.note(`exited: ${describeExit(exit)} after ${(ranMs / 1000).toFixed(1)} s`);
+    slot.lastExit = describeExit(exit);
+    slot.log.note(`exited: ${slot.lastExit} after ${(ranMs / 1000).toFixed(1)} s`);
     try {
       await this.releaseJobs(slot.id);
     } catch (err) {
@@ -380,7 +391,9 @@ class Pool implements WorkerPool {
     const clean = exit.code === 0 && slot.readyAt !== null;
     if (slot.stopping || this.closed || clean || slot.spec !== this.spec) {
       this.log.info({ workerId: slot.id, pid: handle.pid, host: handle.host, exit }, 'pool worker exited');
-      this.slots.delete(slot.id);
+      // Stopping, closing and a settings change all went through stop(), which set the reason.
+      if (!slot.stopping) slot.reason = 'exited by itself after serving (code 0)';
+      this.retire(slot, handle);
     } else {
       if (ranMs >= STABLE_MS) slot.failures = 0;
       this.crashed(slot, exit);
@@ -402,6 +415,7 @@ class Pool implements WorkerPool {
       .filter((l) => l.stream !== 'gantry' && l.line.trim() !== '')
       .slice(-REASON_LINES)
       .map((l) => l.line.trim());
+    slot.lastExit = describeExit(exit);
     const times = `${slot.failures} time${slot.failures > 1 ? 's' : ''} in a row`;
     slot.reason = `${describeExit(exit)} (${times})${output.length > 0 ? `: ${output.join(' | ')}` : ''}`;
     slot.log.note(`restarting in ${(wait / 1000).toFixed(1)} s`);
@@ -415,6 +429,25 @@ class Pool implements WorkerPool {
       this.log.warn({ workerId, requeued: released.requeued.map((j) => j.id), failed: released.failed.map((j) => j.id) }, 'pool worker ended holding jobs');
     }
   }
+}
+
+/** The listing's view of a slot; `handle` is its current process, or for a stopped one its last. */
+function infoOf(slot: Slot, handle: WorkerHandle | null): PoolWorkerInfo {
+  return {
+    id: slot.id,
+    state: stateOf(slot),
+    pid: handle?.pid ?? null,
+    host: handle?.host ?? null,
+    container: handle?.container ?? null,
+    startedAt: slot.startedAt,
+    readyAt: slot.readyAt,
+    jobs: slot.held,
+    restarts: slot.restarts,
+    reason: slot.selfUnhealthy ?? slot.reason,
+    restartAt: slot.handle ? null : slot.restartAt,
+    lastExit: slot.lastExit,
+    stoppedAt: null,
+  };
 }
 
 function stateOf(slot: Slot): PoolWorkerState {

@@ -110,7 +110,7 @@ export interface Endpoint {
 /** A worker of an endpoint as `GET /admin/v1/endpoints/{id}/workers` lists it. */
 export interface EndpointWorker {
   id: string;
-  /** initializing, idle, running, draining or unhealthy. */
+  /** initializing, idle, running, draining, throttled, unhealthy, or stopped (gone; its log is kept for a while). */
   state: string;
   /** true: started by Gantry's worker pool; false: connected by hand. */
   managed: boolean;
@@ -126,6 +126,9 @@ export interface EndpointWorker {
   readyAt?: string | null;
   restarts?: number;
   restartAt?: string | null;
+  /** Pool workers: how the last process ended, and when a stopped one stopped. */
+  lastExit?: string | null;
+  stoppedAt?: string | null;
   /** Workers connected by hand only. */
   lastSeenAt?: string;
 }

@@ -94,7 +94,7 @@ export interface AutoscalerDeps {
   builtIns: ReadonlyMap<string, WorkerSettings>;
   /** Base URL of the gateway as workers reach it: config.publicUrl, else the gateway's own URL (known once it listens). */
   baseUrl(): string;
-  config: Pick<GantryConfig, 'autoscalerIntervalMs' | 'workerStopGraceMs' | 'workerRestartBackoffMs' | 'workerLostMs'>;
+  config: Pick<GantryConfig, 'autoscalerIntervalMs' | 'workerStopGraceMs' | 'workerRestartBackoffMs' | 'workerLostMs' | 'stoppedWorkersKept' | 'stoppedWorkersKeptMs'>;
   /** Lines kept per worker log (default 500). */
   logLines?: number;
   logger: Logger;
@@ -152,6 +152,7 @@ class Scaler implements Autoscaler {
       running: () => this.active,
       health: (endpointId) => this.pools.get(endpointId)?.health(),
       workers: (endpointId) => this.pools.get(endpointId)?.workers(),
+      stoppedWorkers: (endpointId) => this.pools.get(endpointId)?.stoppedWorkers(),
       logs: (endpointId, workerId, lines) => this.pools.get(endpointId)?.logs(workerId, lines),
       hosts: () => (this.active ? (this.deps.driver.hosts?.() ?? []) : undefined),
     };
@@ -219,6 +220,7 @@ class Scaler implements Autoscaler {
       graceMs: config.workerStopGraceMs,
       restartBackoffMs: config.workerRestartBackoffMs,
       logLines: this.deps.logLines ?? 500,
+      stoppedWorkers: { max: config.stoppedWorkersKept, keepMs: config.stoppedWorkersKeptMs },
       pingIntervalMs: Math.max(1_000, Math.min(10_000, Math.floor(config.workerLostMs / 3))),
       logger: this.deps.logger,
       now: this.deps.clock.now,

@@ -346,3 +346,77 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the job page and the 
     await p.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
   }
 });
+
+// A gateway with GANTRY_CONSOLE_PASSWORD: the sign-in page offers the password (and still an
+// API key), refuses a wrong one, signs in with the right one, and the page never holds it.
+describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('console password sign-in in headless Chromium', () => {
+  const PASSWORD = 'a console password for the browser';
+  let g: TestGantry;
+  let b: Browser;
+  let p: Page;
+  const faults: string[] = [];
+  beforeAll(async () => {
+    if (!existsSync(join(ROOT, 'dist/console/app.js'))) throw new Error('run `npm run build` first');
+    g = await startTestGantry({ consolePassword: PASSWORD });
+    b = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'] });
+    p = await b.newPage({ viewport: { width: 1280, height: 800 } });
+    p.on('pageerror', (err) => faults.push(err.message));
+  }, 60_000);
+  afterAll(async () => {
+    await b?.close();
+    await g?.close();
+  }, 30_000);
+
+  it('signs in with the password, refusing a wrong one first; an API key stays possible', async () => {
+    await p.goto(`${g.url}/console/`);
+    const field = p.getByLabel('Console password', { exact: true });
+    await field.waitFor();
+    expect(await p.getByRole('radio', { name: 'Password' }).isChecked()).toBe(true);
+    await field.fill('not the password at all');
+    await p.getByRole('button', { name: 'Sign in' }).click();
+    await p.getByRole('alert').getByText('Wrong console password').waitFor();
+    // Switching to an API key and back, by keyboard.
+    await p.getByRole('radio', { name: 'API key' }).check();
+    await p.getByLabel('Admin API key', { exact: true }).waitFor();
+    await p.getByRole('radio', { name: 'Password' }).check();
+    await p.getByLabel('Console password', { exact: true }).focus();
+    await p.keyboard.type(PASSWORD);
+    await p.keyboard.press('Enter');
+    await p.getByRole('heading', { name: 'Endpoints' }).waitFor();
+    await p.getByRole('button', { name: 'Sign out' }).waitFor();
+    // The session acts as admin: the keys page lists the password's own key.
+    await p.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'API keys', exact: true }).click();
+    await p.getByRole('cell', { name: 'admin (console password)', exact: true }).waitFor();
+    const stored = await p.evaluate<string>('JSON.stringify({ html: document.documentElement.outerHTML, local: { ...localStorage }, session: { ...sessionStorage }, cookie: document.cookie })');
+    expect(stored).not.toContain(PASSWORD);
+    expect(stored).not.toContain('gk_console_');
+    expect(faults).toEqual([]);
+
+    await p.getByRole('button', { name: 'Sign out' }).click();
+    await p.getByRole('radio', { name: 'API key' }).check();
+    await p.getByLabel('Admin API key', { exact: true }).fill(g.adminKey);
+    await p.getByRole('button', { name: 'Sign in' }).click();
+    // Back on the page it was on (the API keys), signed in with the key.
+    await p.getByRole('heading', { name: 'API keys' }).waitFor();
+    await p.getByRole('button', { name: 'Sign out' }).waitFor();
+  }, 60_000);
+
+  it('lists a stopped worker on the Workers page and shows its log', async () => {
+    const admin = (method: string, path: string, body: unknown) =>
+      fetch(`${g.url}/admin/v1/${path}`, { method, headers: { authorization: `Bearer ${g.adminKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect((await admin('POST', 'endpoints', { id: 'rolled', workersMin: 1, workersMax: 1, worker: { command: 'echo stopped-ui-marker && exec sleep 600' } })).status).toBe(200);
+    const workers = async () => ((await (await fetch(`${g.url}/admin/v1/endpoints/rolled/workers`, { headers: { authorization: `Bearer ${g.adminKey}` } })).json()) as { workers: { id: string; state: string; startedAt: string | null }[] }).workers;
+    const first = await eventually(async () => (await workers()).find((w) => w.startedAt !== null), 20_000, 'the first worker');
+    // A new command rolls the pool: the first worker is stopped, its log kept.
+    expect((await admin('PATCH', 'endpoints/rolled', { worker: { command: 'exec sleep 600' } })).status).toBe(200);
+    await eventually(async () => ((await workers()).some((w) => w.id === first.id && w.state === 'stopped') ? true : undefined), 20_000, 'the first worker to stop');
+    await p.goto(`${g.url}/console/#/workers/rolled`);
+    const table = p.getByRole('table', { name: 'Stopped lately' });
+    await table.getByRole('row', { name: new RegExp(first.id) }).getByText("the endpoint's worker settings changed").waitFor();
+    await table.getByRole('button', { name: `Show the log of ${first.id}` }).click();
+    const log = p.getByLabel(`Log of ${first.id}`);
+    await log.getByText(/:\d\d stopped-ui-marker\s*$/).waitFor();
+    await log.getByText(/stopped \(the endpoint's worker settings changed\)/).waitFor();
+    expect(faults).toEqual([]);
+  }, 60_000);
+});

@@ -82,7 +82,7 @@ describe('autoscaler with real worker processes', () => {
     expect(new Set(jobs.map((j) => j.workerId)).size).toBeLessThanOrEqual(3);
     expect(throttled).toBeGreaterThan(0); // 8 wanted (REQUEST_COUNT 1), 3 allowed
 
-    await eventually(async () => ((await poolWorkers('burst')).length === 0 ? true : undefined), 15_000, 'idle workers to stop');
+    await eventually(async () => ((await poolWorkers('burst')).every((w) => w.state === 'stopped') ? true : undefined), 15_000, 'idle workers to stop');
     expect(await health('burst')).toEqual({ idle: 0, initializing: 0, ready: 0, running: 0, throttled: 0, unhealthy: 0 });
   });
 

@@ -47,24 +47,33 @@ function page(route) {
 
 const routeOf = () => location.hash.replace(/^#\/?/, '').split('/').filter(Boolean);
 
-/** Sign-in with an admin key: the key goes to the server once and is not kept in the page. */
-function SignIn({ onSignedIn }) {
+/**
+ * Sign-in with an admin key, or with the console password where the gateway has one
+ * (GANTRY_CONSOLE_PASSWORD): what is typed goes to the server once and is not kept in the page.
+ */
+function SignIn({ onSignedIn, passwordSignIn }) {
   const [error, setError] = useState(null);
+  const [withPassword, setWithPassword] = useState(passwordSignIn);
+  const field = withPassword ? 'password' : 'key';
   const submit = async (event) => {
     event.preventDefault();
     const form = event.currentTarget;
     try {
-      const r = await api('session', { method: 'POST', body: { key: form.key.value } });
+      const r = await api('session', { method: 'POST', body: { [field]: form.secret.value } });
       form.reset();
       onSignedIn(r.csrfToken);
     } catch (err) {
       setError(err);
     }
   };
+  const choose = (password) => (setWithPassword(password), setError(null));
   return html`<main class="signin"><form class="card" onSubmit=${submit} aria-labelledby="h-signin">
     <h1 id="h-signin">Gantry console</h1>
-    <label for="signin-key">Admin API key</label>
-    <input id="signin-key" name="key" type="password" autocomplete="current-password" required autofocus />
+    ${passwordSignIn ? html`<fieldset class="choice"><legend>Sign in with</legend>
+      <label class="inline"><input type="radio" name="method" checked=${withPassword} onChange=${() => choose(true)} /> Password</label>
+      <label class="inline"><input type="radio" name="method" checked=${!withPassword} onChange=${() => choose(false)} /> API key</label></fieldset>` : ''}
+    <label for="signin-secret">${withPassword ? 'Console password' : 'Admin API key'}</label>
+    <input id="signin-secret" key=${field} name="secret" type="password" autocomplete="current-password" required autofocus />
     <${ErrorBox} error=${error} />
     <button type="submit">Sign in</button></form></main>`;
 }
@@ -72,17 +81,21 @@ function SignIn({ onSignedIn }) {
 /** The console: sign-in, then the navigation and the page of the current hash route. */
 function App() {
   const [signedIn, setSignedIn] = useState(null);
+  const [passwordSignIn, setPasswordSignIn] = useState(false);
   const [route, setRoute] = useState(routeOf());
   const signedOut = () => (setSession(null), setSignedIn(false));
   const signedInWith = (token) => (setSession(token, signedOut), setSignedIn(true));
   useEffect(() => {
-    api('session').then((r) => signedInWith(r.csrfToken), signedOut);
+    api('session').then(
+      (r) => signedInWith(r.csrfToken),
+      (err) => (setPasswordSignIn(Boolean(err.body && err.body.passwordSignIn)), signedOut()),
+    );
     const onHash = () => setRoute(routeOf());
     window.addEventListener('hashchange', onHash);
     return () => window.removeEventListener('hashchange', onHash);
   }, []);
   if (signedIn === null) return html`<p class="loading">Loading…</p>`;
-  if (!signedIn) return html`<${SignIn} onSignedIn=${signedInWith} />`;
+  if (!signedIn) return html`<${SignIn} onSignedIn=${signedInWith} passwordSignIn=${passwordSignIn} />`;
   const signOut = () => api('session', { method: 'DELETE' }).finally(signedOut);
   const current = route[0] || 'endpoints';
   return html`<a class="skip" href="#main">Skip to content</a>

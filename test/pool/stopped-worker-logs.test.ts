@@ -1,0 +1,138 @@
+// The logs of pool workers that are gone: a worker scaled down after its idle timeout, and a
+// crash-looping one stopped in its backoff, are listed as `stopped` (stop time, reason, how the
+// last process ended) and their logs stay readable through the same route, within the bounds
+// GANTRY_STOPPED_WORKERS_KEPT (count per endpoint) and GANTRY_STOPPED_WORKERS_KEPT_MS (age).
+// Real gateway, real worker processes over HTTP. Needs `npm run build` (the echo worker runs dist/).
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createOffsetClock } from '../helpers/clock.js';
+import { eventually, startTestGantry, type TestGantry } from '../helpers/gantry.js';
+
+type Json = Record<string, unknown>;
+interface Worker { id: string; state: string; managed: boolean; reason: string | null; lastExit: string | null; stoppedAt: string | null; startedAt: string | null; restarts: number; jobs: number }
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const CLI = join(ROOT, 'dist/src/cli/main.js');
+const ECHO = `echo "marker of $RUNPOD_POD_ID" && exec node ${JSON.stringify(CLI)} worker ${JSON.stringify(join(ROOT, 'dist/examples/echo-worker.js'))}`;
+const CRASH = `node -e "console.error('boom: stopped-crash'); process.exit(3)"`;
+const SETTINGS = { autoscalerIntervalMs: 50, workerStopGraceMs: 5_000, workerRestartBackoffMs: 300 };
+
+async function call(t: TestGantry, method: string, path: string, body?: unknown): Promise<{ status: number; json: Json }> {
+  const res = await fetch(`${t.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${t.adminKey}`, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, json: (await res.json()) as Json };
+}
+
+async function api(t: TestGantry, method: string, path: string, body?: unknown): Promise<Json> {
+  const r = await call(t, method, path, body);
+  if (r.status !== 200) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.json)}`);
+  return r.json;
+}
+
+const listing = async (t: TestGantry, ep: string): Promise<Worker[]> => (await api(t, 'GET', `/admin/v1/endpoints/${ep}/workers`)).workers as Worker[];
+const logLines = async (t: TestGantry, ep: string, id: string): Promise<string[]> =>
+  ((await api(t, 'GET', `/admin/v1/endpoints/${ep}/workers/${id}/logs?lines=500`)).lines as { stream: string; line: string }[]).map((l) => `${l.stream}: ${l.line}`);
+const stoppedOne = (t: TestGantry, ep: string, id?: string): Promise<Worker> =>
+  eventually(async () => (await listing(t, ep)).find((w) => w.state === 'stopped' && (id === undefined || w.id === id)), 15_000, `a stopped worker of ${ep}`);
+
+describe('logs of stopped pool workers', () => {
+  let t: TestGantry;
+  beforeAll(async () => {
+    if (!existsSync(CLI)) throw new Error('run `npm run build` first: the pool workers run dist/src/cli/main.js');
+    t = await startTestGantry(SETTINGS);
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('a worker scaled down after its idle timeout is listed as stopped, and its log stays readable', async () => {
+    await t.createEndpoint('idle', { workersMax: 1, idleTimeout: 1, worker: { command: ECHO } });
+    const id = (await api(t, 'POST', '/v2/idle/run', { input: { hello: 'stopped' } })).id as string;
+    const job = await eventually(async () => {
+      const j = await api(t, 'GET', `/v2/idle/status/${id}`);
+      return j.status === 'COMPLETED' ? j : undefined;
+    }, 30_000, 'the job');
+    const workerId = job.workerId as string;
+
+    const stopped = await stoppedOne(t, 'idle', workerId);
+    expect(stopped).toMatchObject({ id: workerId, state: 'stopped', managed: true, jobs: 0 });
+    expect(stopped.reason).toMatch(/^scaled down \(idle for 1 s/);
+    expect(stopped.lastExit).toMatch(/^(exited with code \d+|killed by SIG\w+)$/);
+    expect(Date.parse(stopped.stoppedAt ?? '')).toBeGreaterThanOrEqual(Date.parse(stopped.startedAt ?? ''));
+    // Gone is gone: not counted by /health, not listed again as a worker connected by hand.
+    expect((await listing(t, 'idle')).filter((w) => w.id === workerId)).toHaveLength(1);
+    expect((await api(t, 'GET', '/v2/idle/health')).workers).toMatchObject({ idle: 0, running: 0, initializing: 0, unhealthy: 0 });
+
+    const lines = await logLines(t, 'idle', workerId);
+    expect(lines).toContain(`stdout: marker of ${workerId}`);
+    expect(lines.some((l) => l.startsWith('gantry: stopping (scaled down'))).toBe(true);
+    expect(lines.some((l) => l.startsWith('gantry: exited: '))).toBe(true);
+    expect(lines.at(-1)).toMatch(/^gantry: stopped \(scaled down/);
+  }, 60_000);
+
+  it('a crash-looping worker stopped in its backoff keeps its crash output readable', async () => {
+    await t.createEndpoint('crashed', { workersMax: 1, idleTimeout: 1, worker: { command: CRASH } });
+    const id = (await api(t, 'POST', '/v2/crashed/run', { input: { x: 1 } })).id as string;
+    const crashed = await eventually(async () => (await listing(t, 'crashed')).find((w) => w.state !== 'stopped' && w.restarts >= 1), 30_000, 'a crash');
+    // With the queue empty the waiting worker is idle, and stopped after idleTimeout.
+    await api(t, 'POST', `/v2/crashed/cancel/${id}`);
+    const stopped = await stoppedOne(t, 'crashed', crashed.id);
+    expect(stopped.reason).toMatch(/^scaled down/);
+    expect(stopped.lastExit).toBe('exited with code 3');
+    expect(stopped.restarts).toBeGreaterThanOrEqual(1);
+    const lines = await logLines(t, 'crashed', crashed.id);
+    expect(lines).toContain('stderr: boom: stopped-crash');
+    expect(lines.some((l) => /^gantry: exited: exited with code 3/.test(l))).toBe(true);
+  }, 60_000);
+
+  it('an unknown worker still answers 404', async () => {
+    const r = await call(t, 'GET', '/admin/v1/endpoints/idle/workers/idle-00000000/logs');
+    expect(r.status).toBe(404);
+    expect(r.json.code).toBe('WORKER_NOT_FOUND');
+  });
+});
+
+describe('the bounds on stopped workers', () => {
+  const clock = createOffsetClock();
+  let t: TestGantry;
+  beforeAll(async () => {
+    t = await startTestGantry({ ...SETTINGS, stoppedWorkersKept: 2, stoppedWorkersKeptMs: 60_000 }, { clock });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('keeps the last N stopped workers of an endpoint, forgets the oldest, and forgets all after their time', async () => {
+    // Each new worker command rolls the pool: the running worker is stopped, a new one starts.
+    const command = (n: number): string => `echo "generation ${n}" && exec sleep 600`;
+    await t.createEndpoint('churn', { workersMin: 1, workersMax: 1, worker: { command: command(0) } });
+    const gone: string[] = [];
+    for (let n = 1; n <= 3; n++) {
+      const running = await eventually(async () => {
+        const w = (await listing(t, 'churn')).find((x) => x.state !== 'stopped' && x.startedAt !== null);
+        return w && (await logLines(t, 'churn', w.id)).includes(`stdout: generation ${n - 1}`) ? w : undefined;
+      }, 20_000, `generation ${n - 1} to run`);
+      await api(t, 'PATCH', '/admin/v1/endpoints/churn', { worker: { command: command(n) } });
+      await stoppedOne(t, 'churn', running.id);
+      gone.push(running.id);
+    }
+    // Three stopped, two kept: the newest first; the oldest's log is gone.
+    const stopped = (await listing(t, 'churn')).filter((w) => w.state === 'stopped');
+    expect(stopped.map((w) => w.id)).toEqual([gone[2], gone[1]]);
+    expect(stopped[0]?.reason).toBe("the endpoint's worker settings changed");
+    expect(await logLines(t, 'churn', gone[1]!)).toContain('stdout: generation 1');
+    const forgotten = await call(t, 'GET', `/admin/v1/endpoints/churn/workers/${gone[0]}/logs`);
+    expect(forgotten.status).toBe(404);
+
+    // Past GANTRY_STOPPED_WORKERS_KEPT_MS, none is left.
+    await clock.ahead(60_001, async () => {
+      expect((await listing(t, 'churn')).filter((w) => w.state === 'stopped')).toEqual([]);
+      expect((await call(t, 'GET', `/admin/v1/endpoints/churn/workers/${gone[2]}/logs`)).status).toBe(404);
+    });
+  }, 90_000);
+});
