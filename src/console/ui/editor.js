@@ -1,5 +1,5 @@
-/* global EventSource */
-import { useState } from 'preact/hooks';
+/* global EventSource, AbortController */
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, seg } from './api.js';
 import { EndpointPicker, ErrorBox, useEndpoints } from './common.js';
 import { JobDetails, StreamChunks } from './jobs.js';
@@ -23,13 +23,15 @@ const wait = (msDelay) => new Promise((resolve) => setTimeout(resolve, msDelay))
  * finished job. Resolves true at `done`, false when the stream failed before it (the caller
  * then polls). Chunks this reads are drained, as for any reader of the stream.
  */
-function followLive(endpointId, id, onJob, onChunk) {
+function followLive(endpointId, id, onJob, onChunk, signal) {
   return new Promise((resolve) => {
     const events = new EventSource(streamUrl(endpointId, id));
     const end = (ok) => {
       events.close();
       resolve(ok);
     };
+    // Leaving the page stops following: the stream is closed, nothing polls.
+    signal.addEventListener('abort', () => end(true), { once: true });
     events.addEventListener('status', (e) => onJob(JSON.parse(e.data)));
     events.addEventListener('message', (e) => onChunk(JSON.parse(e.data).output));
     events.addEventListener('done', (e) => {
@@ -45,8 +47,8 @@ function followLive(endpointId, id, onJob, onChunk) {
 export const streamUrl = (endpointId, id) => `/console/api/v2/${seg(endpointId)}/stream/${seg(id)}`;
 
 /** The fallback: polls the stream route (JSON, chunks drained) and the status until the job is finished. */
-async function poll(endpointId, id, onJob, onChunk) {
-  for (;;) {
+async function poll(endpointId, id, onJob, onChunk, signal) {
+  while (!signal.aborted) {
     const read = await api(`v2/${seg(endpointId)}/stream/${seg(id)}?wait=0`);
     for (const item of read.stream) onChunk(item.output);
     if (!LIVE.has(read.status)) {
@@ -67,6 +69,8 @@ export function EditorPage() {
   const [chunks, setChunks] = useState([]);
   const [error, setError] = useState(null);
   const [busy, setBusy] = useState(false);
+  const following = useRef(null);
+  useEffect(() => () => following.current?.abort(), []);
   const pick = (id) => {
     setEndpointId(id);
     setBody(JSON.stringify(sampleFor((endpoints || []).find((e) => e.id === id)), null, 2));
@@ -88,7 +92,9 @@ export function EditorPage() {
       setJob(first);
       if (LIVE.has(first.status)) {
         const onChunk = (chunk) => setChunks((shown) => [...shown, chunk].slice(-MAX_CHUNKS));
-        if (!(await followLive(endpointId, first.id, setJob, onChunk))) await poll(endpointId, first.id, setJob, onChunk);
+        following.current?.abort();
+        const { signal } = (following.current = new AbortController());
+        if (!(await followLive(endpointId, first.id, setJob, onChunk, signal))) await poll(endpointId, first.id, setJob, onChunk, signal);
       }
     } catch (err) {
       setError(err);
