@@ -3,7 +3,8 @@
 // methods, paths and query strings, header names and the values that matter, and bodies, with
 // ids, keys, timings, platform strings and tracebacks replaced by placeholders. Used to keep
 // the real runpod-python 1.12's traffic as a fixture (test/e2e/fixtures/runpod-python-traffic.json)
-// and to check the stand-in (fixtures/runpod_like_worker.py) against it.
+// and to check the stand-in (fixtures/runpod_like_worker.py) against it. GANTRY_TRAFFIC_DUMP=1
+// prints every request and answer status as the proxy sees them.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
