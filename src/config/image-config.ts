@@ -12,7 +12,8 @@ export type Provider = 'cpu' | 'cuda';
 
 /**
  * Where an image worker runs its graphs: the CPU, or one CUDA device by index. `cuda:N` counts
- * the devices the worker process can see (CUDA_VISIBLE_DEVICES, when the pool sets it).
+ * the devices the worker process can see: the pool assigns no GPUs to process workers, which
+ * inherit the gateway's CUDA_VISIBLE_DEVICES (src/pool/worker-env.ts, docs/models.md).
  */
 export interface ImageDevice {
   provider: Provider;

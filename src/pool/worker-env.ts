@@ -23,12 +23,18 @@ export function runpodWorkerEnv(o: { gatewayUrl: string; endpointId: string; wor
 
 /**
  * What a worker process inherits from the gateway's environment: an allow-list (the search
- * path, home and user, locale and time zone, the temp folder, the dynamic library path), never
- * the rest — the gateway's environment holds its secrets (GANTRY_S3_*, PGPASSWORD, AWS_*,
- * DATABASE_URL, ...). Everything else a worker needs comes from its endpoint's `worker.env`
- * and the RUNPOD_* set (docs/security.md).
+ * path, home and user, locale and time zone, the temp folder, the dynamic library path, and
+ * which GPUs the process may see: CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES,
+ * CUDA_DEVICE_ORDER), never the rest — the gateway's environment holds its secrets
+ * (GANTRY_S3_*, PGPASSWORD, AWS_*, DATABASE_URL, ...). Everything else a worker needs comes
+ * from its endpoint's `worker.env` and the RUNPOD_* set (docs/security.md). The pool assigns no
+ * GPUs to process workers: an operator who starts the gateway with CUDA_VISIBLE_DEVICES=2,3
+ * restricts every process worker (image workers included) to those two (docs/models.md).
  */
-const INHERITED = new Set(['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LANGUAGE', 'TZ', 'TMPDIR', 'LD_LIBRARY_PATH']);
+const INHERITED = new Set([
+  'PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LANGUAGE', 'TZ', 'TMPDIR', 'LD_LIBRARY_PATH',
+  'CUDA_VISIBLE_DEVICES', 'NVIDIA_VISIBLE_DEVICES', 'CUDA_DEVICE_ORDER',
+]);
 
 /**
  * The allow-listed part of `base` (INHERITED and LC_*).
