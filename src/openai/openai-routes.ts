@@ -49,10 +49,11 @@ async function serve(deps: OpenAiRouteDeps, req: IncomingMessage, res: ServerRes
   const principal = await authorize(deps.keys, req, 'run', target.endpointId);
   const endpoint = await deps.endpoints.get(target.endpointId);
   if (!endpoint) throw new AppError(404, 'ENDPOINT_NOT_FOUND', `Endpoint ${target.endpointId} not found`);
+  // The body first: a slow upload must not hold one of the endpoint's concurrency slots.
+  const body = route === MODELS_ROUTE ? null : await readJsonBody(req, OPENAI_BODY_LIMIT);
   // Streams count among the concurrent requests for as long as they are open.
   const leave = deps.rateLimiter.enter(endpoint.id, 'openai', { overrides: endpoint.rateLimitsJson });
   try {
-    const body = route === MODELS_ROUTE ? null : await readJsonBody(req, OPENAI_BODY_LIMIT);
     const { request, stream } = openAiJob(route, body, endpoint.executionTimeoutMs);
     const job = await deps.jobs.submit(endpoint, request, { sync: true, keyId: principal.keyId });
     // The job id, for /status and /cancel (the official clients show it as the request id).
