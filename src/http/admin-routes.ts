@@ -17,6 +17,18 @@ export interface AdminRouteDeps extends PoolRouteDeps, UsageRouteDeps {
   endpoints: EndpointService;
 }
 
+/**
+ * C0 control characters and DEL. Admin text is stored as it is (PostgreSQL's `text` rejects NUL,
+ * which was a 500) and shown in the console and CLI tables, so names carry none of them.
+ */
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/** Refuses a name with control characters (400 naming `field`); see CONTROL. */
+function refuseControl(field: string, value: unknown): void {
+  if (typeof value === 'string' && CONTROL.test(value)) throw invalidParameter(field, 'must not contain control characters (U+0000-U+001F, U+007F)');
+}
+
 /** Validates `{name, scopes, endpoints?}` of POST /admin/v1/keys. */
 function parseKeyBody(body: unknown): KeySpec {
   if (!isObject(body)) throw new AppError(400, 'INVALID_BODY', 'Invalid request body: expected a JSON object');
@@ -24,13 +36,14 @@ function parseKeyBody(body: unknown): KeySpec {
     if (!['name', 'scopes', 'endpoints'].includes(k)) throw invalidParameter(k, 'is not a known field (expected name, scopes, endpoints)');
   }
   if (typeof body.name !== 'string' || body.name.trim() === '' || body.name.length > 128) throw invalidParameter('name', 'must be a string of 1-128 characters');
+  refuseControl('name', body.name);
   if (!Array.isArray(body.scopes) || body.scopes.length === 0) throw invalidParameter('scopes', `must be a non-empty array of ${SCOPES.join(', ')}`);
   for (const s of body.scopes) {
     if (!SCOPES.includes(s as Scope)) throw invalidParameter('scopes', `has unknown scope ${JSON.stringify(s)} (expected ${SCOPES.join(', ')})`);
   }
   let endpoints: string[] | null = null;
   if (body.endpoints !== undefined && body.endpoints !== null) {
-    if (!Array.isArray(body.endpoints) || body.endpoints.some((e) => typeof e !== 'string' || e === '')) {
+    if (!Array.isArray(body.endpoints) || body.endpoints.some((e) => typeof e !== 'string' || e === '' || CONTROL.test(e))) {
       throw invalidParameter('endpoints', 'must be an array of endpoint ids');
     }
     endpoints = [...new Set(body.endpoints as string[])];
@@ -67,17 +80,24 @@ async function keyRoute(keys: KeyService, req: IncomingMessage, res: ServerRespo
   throw methodNotAllowed(method);
 }
 
+/** An endpoint settings body with its free-text `name` checked (the other fields are checked by endpoint-settings.ts). */
+async function readEndpointBody(req: IncomingMessage): Promise<unknown> {
+  const body = await readJsonBody(req, MB);
+  if (isObject(body)) refuseControl('name', body.name);
+  return body;
+}
+
 async function endpointRoute(endpoints: EndpointService, req: IncomingMessage, res: ServerResponse, id: string | undefined): Promise<void> {
   const method = req.method ?? 'GET';
   if (id === undefined) {
-    if (method === 'POST') return sendJson(res, 200, renderEndpoint(await endpoints.create(await readJsonBody(req, MB))));
+    if (method === 'POST') return sendJson(res, 200, renderEndpoint(await endpoints.create(await readEndpointBody(req))));
     if (method === 'GET') return sendJson(res, 200, { endpoints: (await endpoints.list()).map(renderEndpoint) });
     throw methodNotAllowed(method);
   }
   const existing = await endpoints.load(id);
   if (!existing) throw new AppError(404, 'ENDPOINT_NOT_FOUND', `Endpoint ${id} not found`, { id });
   if (method === 'GET') return sendJson(res, 200, renderEndpoint(existing));
-  if (method === 'PATCH') return sendJson(res, 200, renderEndpoint(await endpoints.update(id, await readJsonBody(req, MB))));
+  if (method === 'PATCH') return sendJson(res, 200, renderEndpoint(await endpoints.update(id, await readEndpointBody(req))));
   if (method === 'DELETE') {
     await endpoints.remove(id);
     return sendJson(res, 200, { id, deleted: true });
