@@ -58,11 +58,14 @@ async function serveFile(
     res.end();
     return;
   }
-  await new Promise<void>((resolve) => {
+  // A read error once the answer has begun (an I/O error, a file that cannot be read) cuts the
+  // connection, and is a fault: rejected, the listener logs it as `request failed` with req.url,
+  // whose query was redacted above.
+  await new Promise<void>((resolve, reject) => {
     const stream = handle.fh.createReadStream();
     stream.once('error', (err) => {
-      res.destroy(err);
-      resolve();
+      res.destroy();
+      reject(err);
     });
     res.once('close', () => {
       stream.destroy();

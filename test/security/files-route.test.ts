@@ -1,7 +1,8 @@
 // Issue 9, item 13: a signed /files URL for a directory (or for a file gone before it is read)
 // answers 404 at once instead of never answering, and log lines never carry a /files URL's
-// query string (its `sig` grants access).
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+// query string (its `sig` grants access). Only a fault is logged with its URL, so the redaction
+// is checked on one: a file whose read fails once the answer has begun.
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -11,6 +12,7 @@ import { IMAGE_DEFAULTS } from '../../src/config/image-config.js';
 import { deriveFileSigningKey, fileSignature } from '../../src/images/object-store.js';
 import { loadSecretKey } from '../../src/security/secret-box.js';
 import { startGantry, type Gantry } from '../../src/server.js';
+import { eventually } from '../helpers/gantry.js';
 
 describe('/files', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'gantry-files-'));
@@ -66,6 +68,24 @@ describe('/files', () => {
     const gone = await get(url);
     expect(gone.status).toBe(404);
     await gone.body?.cancel();
+    expect(lines.join('')).not.toMatch(/sig=/);
+  });
+
+  // Only faults are logged with the request's URL (`request failed`, url): the 200, 403 and 404
+  // answers above log none, so this is the case that shows the redaction. /proc/self/mem opens
+  // as a regular file of size 0 whose first read fails with EIO.
+  it.runIf(process.platform === 'linux')('logs a read error as a fault, with the URL but without its signature', async () => {
+    mkdirSync(join(dataDir, 'files', 'image-fast'), { recursive: true });
+    symlinkSync('/proc/self/mem', join(dataDir, 'files', 'image-fast', 'unreadable.png'));
+    const before = lines.length;
+    const url = signed('image-fast/unreadable.png');
+    await get(url)
+      .then((r) => r.arrayBuffer())
+      .catch(() => undefined); // the connection is cut: the answer had begun
+    const failed = await eventually(async () => lines.slice(before).find((l) => l.includes('request failed')), 5_000, 'a `request failed` log line');
+    expect(failed).toContain('/files/image-fast/unreadable.png');
+    expect(failed).toContain('EIO');
+    expect(failed).not.toMatch(/sig=/);
     expect(lines.join('')).not.toMatch(/sig=/);
   });
 });
