@@ -4,7 +4,7 @@ import type { JobService } from '../jobs/job-service.js';
 import { AppError } from '../model/errors.js';
 import { isTerminal } from '../model/job-states.js';
 import type { JobRecord } from '../model/records.js';
-import { jobFailure, workerError } from './openai-errors.js';
+import { jobFailure, NO_RETRY, workerError } from './openai-errors.js';
 
 /** Past the job's own limits (ttl in the queue, then its execution timeout) the reaper has ended it; this is the margin. */
 const REAPER_MARGIN_MS = 60_000;
@@ -27,7 +27,7 @@ export async function sendOpenAiJson(
   const limit = job.ttlMs + job.executionTimeoutMs + REAPER_MARGIN_MS;
   const latest = (await jobs.waitTerminal(endpointId, job.id, limit, signal)) ?? job;
   if (signal.aborted) return latest;
-  if (!isTerminal(latest.status)) throw new AppError(504, 'JOB_NOT_FINISHED', `Job ${job.id} did not finish within its time limits`);
+  if (!isTerminal(latest.status)) throw new AppError(504, 'JOB_NOT_FINISHED', `Job ${job.id} did not finish within its time limits`, undefined, NO_RETRY);
   if (latest.status !== 'COMPLETED') throw jobFailure(latest);
   sendJsonText(res, 200, answerText(latest.outputJson));
   return latest;
@@ -45,7 +45,7 @@ export function answerText(outputJson: string | null): string {
   const error = workerError(value);
   if (error) throw error;
   if (value === null || (Array.isArray(value) && value.length === 0)) {
-    throw new AppError(502, 'EMPTY_OUTPUT', 'The worker finished without output (a streaming worker needs return_aggregate_stream to answer requests without "stream": true)');
+    throw new AppError(502, 'EMPTY_OUTPUT', 'The worker finished without output (a streaming worker needs return_aggregate_stream to answer requests without "stream": true)', undefined, NO_RETRY);
   }
   return value === output && outputJson !== null ? outputJson : JSON.stringify(value);
 }

@@ -10,8 +10,11 @@ export interface OpenAiErrorBody {
   error: { message: string; type: string; param: string | null; code: string };
 }
 
-/** The job ran (or was stopped on purpose): the official clients must not send it again by themselves. */
-const NO_RETRY = { 'x-should-retry': 'false' };
+/**
+ * The job ran, may have run, or was stopped on purpose: the official clients, which retry 408,
+ * 409, 429 and 5xx by themselves unless this header says false, must not send it again.
+ */
+export const NO_RETRY: Readonly<Record<string, string>> = { 'x-should-retry': 'false' };
 
 function typeFor(status: number): string {
   if (status === 401) return 'authentication_error';
@@ -35,9 +38,10 @@ export function openAiErrorBody(err: AppError): OpenAiErrorBody {
 
 /**
  * Answers an error in OpenAI's shape with the AppError's status and headers (Retry-After on
- * 429); anything else is a fault: 500, logged with its stack, no internals shown.
+ * 429) over `headers`; anything else is a fault: 500 with `x-should-retry: false` (a job may
+ * have been created), logged with its stack, no internals shown.
  */
-export function sendOpenAiError(res: ServerResponse, err: unknown, logger: Logger, context: Record<string, unknown>): void {
+export function sendOpenAiError(res: ServerResponse, err: unknown, logger: Logger, context: Record<string, unknown>, headers?: Readonly<Record<string, string>>): void {
   if (res.headersSent) {
     // Mid-stream the status is gone; the stream writer reports errors itself. Cut the stream.
     if (!(err instanceof AppError)) logger.error({ err, ...context }, 'openai stream failed');
@@ -45,11 +49,11 @@ export function sendOpenAiError(res: ServerResponse, err: unknown, logger: Logge
     return;
   }
   if (err instanceof AppError) {
-    sendJson(res, err.status, openAiErrorBody(err), err.headers);
+    sendJson(res, err.status, openAiErrorBody(err), headers ? { ...headers, ...err.headers } : err.headers);
     return;
   }
   logger.error({ err, ...context }, 'openai request failed');
-  sendJson(res, 500, openAiErrorBody(new AppError(500, 'INTERNAL', 'Internal server error')));
+  sendJson(res, 500, openAiErrorBody(new AppError(500, 'INTERNAL', 'Internal server error')), NO_RETRY);
 }
 
 /**

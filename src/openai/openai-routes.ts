@@ -11,7 +11,7 @@ import { isTerminal } from '../model/job-states.js';
 import type { JobRecord } from '../model/records.js';
 import type { KeyService } from '../security/keys.js';
 import { sendOpenAiJson } from './openai-answer.js';
-import { sendOpenAiError } from './openai-errors.js';
+import { NO_RETRY, sendOpenAiError } from './openai-errors.js';
 import { MODELS_ROUTE, OPENAI_BODY_LIMIT, openAiJob, openAiRoute } from './openai-request.js';
 import { sendOpenAiStream } from './openai-stream.js';
 
@@ -36,15 +36,22 @@ type Target = Parameters<EndpointOperationHandler>[2];
  */
 export function createOpenAiRoute(deps: OpenAiRouteDeps): EndpointOperationHandler {
   return async (req, res, target) => {
+    const served: Served = { jobId: undefined };
     try {
-      await serve(deps, req, res, target);
+      await serve(deps, req, res, target, served);
     } catch (err) {
-      sendOpenAiError(res, err, deps.logger, { method: req.method, url: req.url });
+      // Once a job exists no error may make the official clients send the request (a job) again.
+      sendOpenAiError(res, err, deps.logger, { method: req.method, url: req.url, jobId: served.jobId }, served.jobId === undefined ? undefined : NO_RETRY);
     }
   };
 }
 
-async function serve(deps: OpenAiRouteDeps, req: IncomingMessage, res: ServerResponse, target: Target): Promise<void> {
+/** How far a request got: the id of its job once created. */
+interface Served {
+  jobId: string | undefined;
+}
+
+async function serve(deps: OpenAiRouteDeps, req: IncomingMessage, res: ServerResponse, target: Target, served: Served): Promise<void> {
   const route = openAiRoute(req.method ?? 'GET', target.rest);
   const principal = await authorize(deps.keys, req, 'run', target.endpointId);
   const endpoint = await deps.endpoints.get(target.endpointId);
@@ -56,6 +63,7 @@ async function serve(deps: OpenAiRouteDeps, req: IncomingMessage, res: ServerRes
   try {
     const { request, stream } = openAiJob(route, body, endpoint.executionTimeoutMs);
     const job = await deps.jobs.submit(endpoint, request, { sync: true, keyId: principal.keyId });
+    served.jobId = job.id;
     // The job id, for /status and /cancel (the official clients show it as the request id).
     res.setHeader('x-request-id', job.id);
     deps.logger.debug({ endpointId: endpoint.id, jobId: job.id, route, stream }, 'openai request');

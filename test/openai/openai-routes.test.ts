@@ -4,7 +4,7 @@
  * a worker sees, vLLM's chunk shapes (raw SSE text, lists, error objects), and the answers for
  * every way a job can end.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createOffsetClock } from '../helpers/clock.js';
 import { startTestGantry, type TestGantry } from '../helpers/gantry.js';
 import { call, uniqueId, workerFor, type Json, type Worker } from '../http/http-helpers.js';
@@ -122,6 +122,8 @@ describe('OpenAI routes', () => {
     await w.done((await w.takeJob()).id as string, { output: [] });
     const emptyRes = await empty;
     expect(emptyRes.status).toBe(502);
+    // The job ran: the official clients (which retry 5xx by themselves) must not run it again.
+    expect(emptyRes.headers.get('x-should-retry')).toBe('false');
     expect(await emptyRes.json()).toMatchObject({ error: { type: 'server_error', code: 'empty_output' } });
 
     const cancelled = post(id, 'completions', { model: 'm', prompt: 'p' });
@@ -131,6 +133,29 @@ describe('OpenAI routes', () => {
     expect(cancelledRes.status).toBe(409);
     expect(cancelledRes.headers.get('x-should-retry')).toBe('false');
     expect(await cancelledRes.json()).toMatchObject({ error: { code: 'job_cancelled' } });
+  });
+
+  it('tells the clients not to retry every 5xx answered once a job exists: a wait past the limits, a fault', async () => {
+    const { id, w } = await setup();
+    const jobs = t.gantry.gateway.jobs;
+    // The wait reaching the job's limits (ttl + executionTimeout + margin) with the job still live.
+    const wait = vi.spyOn(jobs, 'waitTerminal').mockImplementationOnce(async (endpointId, jobId) => (await jobs.status(endpointId, jobId, null))!);
+    try {
+      const unfinished = await post(id, 'completions', { model: 'm', prompt: 'p' });
+      expect(unfinished.status).toBe(504);
+      expect(unfinished.headers.get('x-should-retry')).toBe('false');
+      expect(await unfinished.json()).toMatchObject({ error: { type: 'server_error', code: 'job_not_finished' } });
+      // A fault after the job was created: 500 INTERNAL, no internals shown.
+      wait.mockRejectedValueOnce(new Error('store connection lost'));
+      const fault = await post(id, 'completions', { model: 'm', prompt: 'p' });
+      expect(fault.status).toBe(500);
+      expect(fault.headers.get('x-should-retry')).toBe('false');
+      expect(await fault.json()).toEqual({ error: { message: 'Internal server error', type: 'server_error', param: null, code: 'internal' } });
+    } finally {
+      wait.mockRestore();
+    }
+    // Both jobs were cancelled (nobody reads their answers): the worker finds none.
+    expect((await w.take()).status).toBe(204);
   });
 
   it('refuses what is not an OpenAI route or not a JSON object', async () => {
