@@ -69,7 +69,7 @@ function rows(data: Float32Array, rowSize: number, indices: number[]): Float32Ar
   return out;
 }
 
-/** A text feed for the active requests, rebuilt only when the set of active requests changes. */
+/** The text rows of the active requests (rows of `hiddenDims` [B, L, D]). */
 function textRows(text: TextConditioning, indices: number[]): { data: Float32Array; dims: number[] } {
   const [, L, D] = text.hiddenDims;
   return { data: rows(text.hidden, L! * D!, indices), dims: [indices.length, L!, D!] };
@@ -90,7 +90,8 @@ export async function unetLoop(ctx: LoopContext, requests: LoopRequest[]): Promi
   const latents = requests.map((r) => gaussianNoise(r.seed, size).map((v) => v * scheduler.initNoiseSigma));
   const results: (Float32Array | GenerationStopped)[] = [...latents];
   let active = requests.map((_, k) => k);
-  let textFeed = null as { key: string; data: Float32Array; dims: number[] } | null;
+  // The encoder_hidden_states tensor is built once per batch, and again only when a request leaves it.
+  let textFeed = null as { key: string; tensor: ReturnType<typeof feed> } | null;
   let calls = 0;
   for (let i = 0; i < scheduler.timesteps.length; i++) {
     active = stillRunning(requests, active, results);
@@ -104,12 +105,15 @@ export async function unetLoop(ctx: LoopContext, requests: LoopRequest[]): Promi
       if (cfg) input.copyWithin((B + j) * size, j * size, (j + 1) * size);
     });
     const key = active.join(',');
-    if (textFeed?.key !== key) textFeed = { key, ...textRows(text, cfg ? [...active, ...active.map((k) => N + k)] : active) };
+    if (textFeed?.key !== key) {
+      const seq = textRows(text, cfg ? [...active, ...active.map((k) => N + k)] : active);
+      textFeed = { key, tensor: feed(ctx.denoiser, 'encoder_hidden_states', 'unet', seq.data, seq.dims) };
+    }
     const tDims = scalarDims(ctx.denoiser, 'timestep', 'unet', batch);
     const out = await runFloat(ctx.denoiser, {
       sample: feed(ctx.denoiser, 'sample', 'unet', input, [batch, C, h, w]),
       timestep: feed(ctx.denoiser, 'timestep', 'unet', new Array<number>(tDims.length === 0 ? 1 : tDims[0]!).fill(scheduler.timesteps[i]!), tDims),
-      encoder_hidden_states: feed(ctx.denoiser, 'encoder_hidden_states', 'unet', textFeed.data, textFeed.dims),
+      encoder_hidden_states: textFeed.tensor,
     }, 'out_sample', 'unet');
     calls++;
     active.forEach((k, j) => {
