@@ -8,9 +8,15 @@ import { createOffsetClock } from '../helpers/clock.js';
 let t: TestGantry;
 let runKey: string;
 let workerKey: string;
+/**
+ * `t`'s clock. A test that needs time to pass (a retention, an execution time) moves it ahead
+ * for one call instead of sleeping; by less than workerLostMs (30 s), so a background reaper
+ * pass that falls inside that call loses no worker.
+ */
+const mainClock = createOffsetClock();
 
 beforeAll(async () => {
-  t = await startTestGantry({ jobTakeWaitMs: 1_000, webhookRetryMs: 50, outboundAllow: ['127.0.0.1'] });
+  t = await startTestGantry({ jobTakeWaitMs: 1_000, webhookRetryMs: 50, outboundAllow: ['127.0.0.1'] }, { clock: mainClock });
   runKey = await t.createKey(['run']);
   workerKey = await t.createKey(['worker']);
 });
@@ -58,8 +64,8 @@ describe('run and runsync', () => {
     const job = await w.takeJob();
     expect(job.id).toMatch(/^sync-/);
     expect(job.input).toEqual({ x: 2 });
-    await new Promise((r) => setTimeout(r, 60)); // measured: executionTime must reflect it in ms
-    expect((await w.done(job.id as string, { output: { doubled: 4 } })).status).toBe(200);
+    // The result arrives 5 s later on the gateway's clock: executionTime must say 5000-odd (ms), not 5 (s).
+    expect((await mainClock.ahead(5_000, () => w.done(job.id as string, { output: { doubled: 4 } }))).status).toBe(200);
     const r = await pending;
     expect(r.status).toBe(200);
     expect(r.json.id).toBe(job.id);
@@ -69,7 +75,8 @@ describe('run and runsync', () => {
     expect(typeof r.json.delayTime).toBe('number');
     expect(typeof r.json.executionTime).toBe('number');
     expect(Number.isInteger(r.json.delayTime)).toBe(true);
-    expect(r.json.executionTime as number).toBeGreaterThanOrEqual(50); // milliseconds, not seconds
+    expect(r.json.executionTime as number).toBeGreaterThanOrEqual(5_000); // milliseconds, not seconds
+    expect(r.json.executionTime as number).toBeLessThan(60_000);
   });
 
   it('runsync ?wait=1000 with no worker answers {id, status} only, after about 1 s', async () => {
@@ -134,11 +141,11 @@ describe('status', () => {
     const { c, w } = await fresh();
     const short = await finished(c, w, { output: 1 });
     const kept = await finished(c, w, { output: 2 });
-    const r = await c.status(short, '?ttl=1');
+    const r = await c.status(short, '?ttl=10000');
     expect(r.status).toBe(200);
     expect(r.json.status).toBe('COMPLETED');
-    await new Promise((res) => setTimeout(res, 5));
-    await t.gantry.gateway.reaper.runOnce();
+    // A pass 11 s on: past the 10 s ttl, far inside the default 30 min of the other job.
+    await mainClock.ahead(11_000, () => t.gantry.gateway.reaper.runOnce());
     const gone = await c.status(short);
     expect(gone.status).toBe(404);
     expect(gone.json).toMatchObject({ code: 'JOB_NOT_FOUND' });
@@ -149,11 +156,12 @@ describe('status', () => {
   it('status?ttl= given while queued applies once the job ends', async () => {
     const { c, w } = await fresh();
     const id = await c.submit();
-    expect((await c.status(id, '?ttl=1')).status).toBe(200);
+    expect((await c.status(id, '?ttl=10000')).status).toBe(200);
     await w.takeJob();
     await w.done(id, { output: 'x' });
-    await new Promise((res) => setTimeout(res, 5));
-    await t.gantry.gateway.reaper.runOnce();
+    await t.gantry.gateway.reaper.runOnce(); // at once: the job has just ended, the ttl runs from there
+    expect((await c.status(id)).status).toBe(200);
+    await mainClock.ahead(11_000, () => t.gantry.gateway.reaper.runOnce());
     expect((await c.status(id)).status).toBe(404);
   });
 
@@ -325,14 +333,14 @@ describe('retry', () => {
     const { c, w } = await fresh();
     const expiredNotReaped = await finished(c, w, { error: 'x' });
     const reaped = await finished(c, w, { error: 'y' });
-    await c.status(expiredNotReaped, '?ttl=1');
-    await c.status(reaped, '?ttl=1');
-    await new Promise((res) => setTimeout(res, 5));
-    const r1 = await c.retry(expiredNotReaped);
+    await c.status(expiredNotReaped, '?ttl=10000');
+    await c.status(reaped, '?ttl=10000');
+    // 11 s on, both are past their retention; only the reaper pass below deletes one.
+    const r1 = await mainClock.ahead(11_000, () => c.retry(expiredNotReaped));
     expect(r1.status).toBe(410);
     expect(r1.json).toMatchObject({ code: 'JOB_EXPIRED' });
     expect(isErrorBody(r1)).toBe(true);
-    await t.gantry.gateway.reaper.runOnce();
+    await mainClock.ahead(11_000, () => t.gantry.gateway.reaper.runOnce());
     const r2 = await c.retry(reaped);
     expect(r2.status).toBe(404);
     expect(r2.json).toMatchObject({ code: 'JOB_NOT_FOUND' });
