@@ -9,8 +9,9 @@ import type { ModelFolder } from './model-folder.js';
  * | FLUX.1-dev (transformer, `guidance_embeds: true`) | 28 | 3.5 (embedded) | 1024² | 512 |
  * | FLUX.1-schnell (transformer, no guidance embedding) | 4 | none | 1024² | 256 |
  * | Stable Diffusion 1.x / 2.x (UNet) | 50 | 7.5 (CFG) | unet `sample_size` × 8 | — |
- * | SD-Turbo / SDXL-Turbo (`_name_or_path` names a turbo checkpoint) | 1 | 0 (no CFG) | unet `sample_size` × 8 | — |
+ * | SD-Turbo (`_name_or_path` names a turbo checkpoint) | 1 | 0 (no CFG) | unet `sample_size` × 8 | — |
  *
+ * SDXL (SDXL-Turbo included) is not supported: its UNet's extra inputs are not fed.
  * `gantry-defaults.json` in the folder overrides any of them. The public endpoints then apply
  * their own bounds (image-input.ts): steps into the endpoint's range, sizes into 256–1536.
  */
@@ -45,7 +46,7 @@ function unetDefaults(model: ModelFolder): ModelDefaults {
   // StableDiffusionPipeline: height = width = unet.config.sample_size × vae_scale_factor.
   const size = (positive(model.denoiserConfig.sample_size) ?? 64) * model.vaeScaleFactor;
   if (/turbo/i.test(model.nameOrPath)) {
-    // The SD-Turbo / SDXL-Turbo cards: one step, guidance_scale 0 (the distillation replaced CFG).
+    // The SD-Turbo card: one step, guidance_scale 0 (the distillation replaced CFG).
     return { family: 'sd-turbo', steps: 1, guidance: 0, guidanceMode: 'cfg', width: size, height: size, maxSequenceLength: null };
   }
   return { family: 'stable-diffusion', steps: 50, guidance: 7.5, guidanceMode: 'cfg', width: size, height: size, maxSequenceLength: null };
