@@ -10,7 +10,7 @@ const MINUTE = 60_000;
 export interface MinuteRecorder {
   /** Told of every committed transition (in memory only: a map lookup and a few additions). */
   readonly observer: JobObserver;
-  /** Starts writing to the store every `intervalMs` (and sampling each endpoint's queue depth). */
+  /** Starts writing to the store every `intervalMs` (and sampling each endpoint's queue depth); idle minutes are not written. */
   start(deps: MinuteRecorderDeps): void;
   /** Writes what was gathered since the last write. */
   flush(): Promise<void>;
@@ -64,11 +64,20 @@ export function createMinuteRecorder(now: () => number): MinuteRecorder {
   const flush = async (): Promise<void> => {
     if (!deps) return;
     const t = now();
-    for (const e of await deps.endpoints.list()) delta(e.id, t).queueDepth = Math.max(delta(e.id, t).queueDepth, (await deps.store.queueStats({ endpointId: e.id, now: t })).inQueue);
-    const batch = [...pending.values()];
+    const known = new Set<string>();
+    for (const e of await deps.endpoints.list()) {
+      known.add(e.id);
+      // An empty queue makes no delta: idle minutes are not stored (the charts read a missing
+      // minute as zeros); a delta exists only where a job was counted or the queue was not empty.
+      const inQueue = (await deps.store.queueStats({ endpointId: e.id, now: t })).inQueue;
+      if (inQueue > 0) delta(e.id, t).queueDepth = Math.max(delta(e.id, t).queueDepth, inQueue);
+    }
+    // Nor those of an endpoint deleted since: its rows went with it, and a new endpoint with the
+    // same id starts empty.
+    const batch = [...pending.values()].filter((d) => known.has(d.endpointId));
     pending = new Map();
     latest = new Map();
-    await deps.store.addMinutes(batch);
+    if (batch.length > 0) await deps.store.addMinutes(batch);
   };
   return {
     observer,

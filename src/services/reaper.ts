@@ -3,6 +3,7 @@ import type { GantryConfig } from '../config/config.js';
 import type { JobTransitions } from '../jobs/transitions.js';
 import type { WorkerService } from '../jobs/worker-service.js';
 import type { JobRecord } from '../model/records.js';
+import type { MinuteStore } from '../store/minute-store.js';
 import type { WorkerStore } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
 
@@ -10,6 +11,7 @@ import type { Clock } from '../util/clock.js';
 const BATCH = 500;
 /** At most this many batches of one kind per pass, so a huge backlog never blocks the loop. */
 const MAX_BATCHES = 20;
+const DAY_MS = 86_400_000;
 
 /** What one reaper pass did. */
 export interface ReaperPass {
@@ -18,14 +20,16 @@ export interface ReaperPass {
   requeued: number;
   failed: number;
   deleted: number;
+  /** Per-minute chart aggregates deleted, older than minutesKeepDays. */
+  minutes: number;
 }
 
 /**
  * The reaper (docs/states.md): execution timeouts → TIMED_OUT (the worker is told through
  * job-stop); queue ttl → TIMED_OUT; workers not heard from for `workerLostMs` lose their jobs
  * (requeued up to maxAttempts, then FAILED); expired jobs are deleted with input, output and
- * stream. A singleton on the leader. `start` runs a pass every `reaperIntervalMs`; `stop` may be
- * called twice.
+ * stream; the console charts' minutes older than `minutesKeepDays` are deleted. A singleton on
+ * the leader. `start` runs a pass every `reaperIntervalMs`; `stop` may be called twice.
  */
 export interface Reaper {
   /** One pass now; returns what it did. */
@@ -38,8 +42,8 @@ export interface Reaper {
 export interface ReaperDeps {
   transitions: Pick<JobTransitions, 'timeOutRunning' | 'expireQueued' | 'releaseWorkers' | 'deleteExpired'>;
   workers: Pick<WorkerService, 'touchWaiting'>;
-  store: Pick<WorkerStore, 'findStaleWorkers'>;
-  config: Pick<GantryConfig, 'reaperIntervalMs' | 'workerLostMs'>;
+  store: Pick<WorkerStore, 'findStaleWorkers'> & Pick<MinuteStore, 'deleteMinutesBefore'>;
+  config: Pick<GantryConfig, 'reaperIntervalMs' | 'workerLostMs' | 'minutesKeepDays'>;
   logger: Logger;
   clock: Clock;
 }
@@ -80,7 +84,9 @@ class Reaping implements Reaper {
     const expired = await repeat(async () => count(await transitions.expireQueued(BATCH)));
     const { requeued, failed } = await this.releaseLostWorkers(lateMs);
     const deleted = await repeat(() => transitions.deleteExpired(BATCH));
-    return { timedOut, expired, requeued, failed, deleted };
+    const before = this.deps.clock.now() - this.deps.config.minutesKeepDays * DAY_MS;
+    const minutes = await repeat(() => this.deps.store.deleteMinutesBefore({ before, limit: BATCH }));
+    return { timedOut, expired, requeued, failed, deleted, minutes };
   }
 
   start(): void {

@@ -77,5 +77,6 @@ export function composeStore(parts: StoreParts): Store {
 
     addMinutes: (deltas) => parts.minutes.addMinutes(deltas),
     readMinutes: (args) => parts.minutes.readMinutes(args),
+    deleteMinutesBefore: (args) => parts.minutes.deleteMinutesBefore(args),
   };
 }

@@ -2,13 +2,19 @@
  * Per-minute aggregates of an endpoint's jobs, for the console's charts (docs/console.md):
  * counts, the deepest queue seen, and histograms of queue delay and execution time in the
  * fixed buckets of {@link MINUTE_BUCKETS_MS}, so percentiles of any span are read by adding
- * buckets. Writes are additive (several gateways add to the same minute).
+ * buckets. Writes are additive (several gateways add to the same minute). Rows are kept for
+ * GANTRY_MINUTES_KEEP_DAYS and deleted with their endpoint.
  */
 export interface MinuteStore {
   /** Adds each delta to its (endpoint, minute) row; queueDepth keeps the larger value. */
   addMinutes(deltas: readonly MinuteDelta[]): Promise<void>;
   /** The rows of an endpoint with from <= minute < to, oldest first. */
   readMinutes(args: { endpointId: string; from: number; to: number }): Promise<MinuteDelta[]>;
+  /**
+   * Deletes up to `limit` rows with minute < `before`, oldest first, with their buckets (the
+   * reaper's retention, GANTRY_MINUTES_KEEP_DAYS). Returns how many rows were deleted.
+   */
+  deleteMinutesBefore(args: { before: number; limit: number }): Promise<number>;
 }
 
 /** One endpoint's minute: what happened in it (a delta when written, the sum when read). */

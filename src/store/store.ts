@@ -220,7 +220,7 @@ export interface EndpointStore {
   listEndpoints(): Promise<EndpointRecord[]>;
   /** Replaces the settings of an existing endpoint; false when it does not exist. */
   updateEndpoint(endpoint: EndpointRecord): Promise<boolean>;
-  /** Deletes the endpoint, its jobs and its workers; false when it does not exist. */
+  /** Deletes the endpoint, its jobs, its workers and its per-minute aggregates; false when it does not exist. */
   deleteEndpoint(id: string): Promise<boolean>;
 }
 

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { emptyBuckets } from '../../src/store/minute-store.js';
 import { WEBHOOK_ATTEMPTS_KEPT, type Store, type WebhookAttempt } from '../../src/store/store.js';
 import { initialJob, type NewJobArgs } from '../../src/jobs/transitions.js';
 import { JOB_STATUSES, type JobStatus } from '../../src/model/job-states.js';
@@ -1126,6 +1127,54 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect(await store.getJob(kept.id)).toEqual(kept);
         expect((await store.listWorkers()).map((w) => w.id)).toEqual(['w2']);
         expect(await store.countJobs('ep')).toMatchObject({ inQueue: 0, inProgress: 0 });
+      });
+    });
+
+    describe('per-minute aggregates', () => {
+      const DAY = 24 * 60 * MIN;
+      /** A minute of `endpointId` with one job submitted and one queue-delay sample in bucket 3. */
+      const minute = (endpointId: string, at: number) => {
+        const delay = emptyBuckets();
+        delay[3] = 1;
+        return { endpointId, minute: at, submitted: 1, completed: 0, failed: 0, queueDepth: 0, delay, execution: emptyBuckets() };
+      };
+      const minutesOf = async (endpointId: string) => store.readMinutes({ endpointId, from: 0, to: T0 + 30 * DAY });
+
+      it('deleteMinutesBefore deletes the oldest rows below the cutoff with their buckets, up to the limit, and keeps the rest', async () => {
+        const cutoff = T0 + 10 * DAY;
+        await store.addMinutes([minute('ep', T0), minute('ep', T0 + MIN), minute('other', T0 + 2 * MIN), minute('ep', cutoff), minute('ep', cutoff + MIN)]);
+
+        expect(await store.deleteMinutesBefore({ before: cutoff, limit: 2 })).toBe(2);
+        expect((await minutesOf('ep')).map((m) => m.minute)).toEqual([cutoff, cutoff + MIN]);
+        expect((await minutesOf('other')).map((m) => m.minute)).toEqual([T0 + 2 * MIN]);
+        expect(await store.deleteMinutesBefore({ before: cutoff, limit: 10 })).toBe(1);
+        expect(await store.deleteMinutesBefore({ before: cutoff, limit: 10 })).toBe(0);
+        expect(await minutesOf('other')).toEqual([]);
+        const kept = await minutesOf('ep');
+        expect(kept.map((m) => [m.minute, m.submitted, m.delay[3]])).toEqual([
+          [cutoff, 1, 1],
+          [cutoff + MIN, 1, 1],
+        ]);
+
+        // The buckets went with their rows: the same minute written again starts from nothing.
+        await store.addMinutes([{ ...minute('ep', T0), delay: emptyBuckets() }]);
+        const again = await store.readMinutes({ endpointId: 'ep', from: T0, to: T0 + MIN });
+        expect(again.map((m) => [m.submitted, m.delay.reduce((a, b) => a + b, 0)])).toEqual([[1, 0]]);
+      });
+
+      it('deleting an endpoint deletes its minutes and their buckets; a new endpoint with the same id starts empty', async () => {
+        await store.createEndpoint(endpoint('ep'));
+        await store.createEndpoint(endpoint('other'));
+        await store.addMinutes([minute('ep', T0), minute('ep', T0 + MIN), minute('other', T0)]);
+
+        expect(await store.deleteEndpoint('ep')).toBe(true);
+        expect(await minutesOf('ep')).toEqual([]);
+        expect((await minutesOf('other')).map((m) => [m.minute, m.delay[3]])).toEqual([[T0, 1]]);
+
+        await store.createEndpoint(endpoint('ep'));
+        expect(await minutesOf('ep')).toEqual([]);
+        await store.addMinutes([{ ...minute('ep', T0), delay: emptyBuckets() }]);
+        expect((await minutesOf('ep')).map((m) => [m.submitted, m.delay.reduce((a, b) => a + b, 0)])).toEqual([[1, 0]]);
       });
     });
 

@@ -4,13 +4,18 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bucketOf, percentile } from '../../src/console/minute-recorder.js';
+import { DEFAULTS, loadConfig } from '../../src/config/config.js';
+import { bucketOf, createMinuteRecorder, percentile } from '../../src/console/minute-recorder.js';
+import { initialJob } from '../../src/jobs/transitions.js';
+import { createReaper } from '../../src/services/reaper.js';
 import { emptyBuckets, type MinuteDelta } from '../../src/store/minute-store.js';
 import { createPostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../../src/store/store.js';
 import { startTestGantry, type TestGantry } from '../helpers/gantry.js';
+import { createManualClock } from '../helpers/clock.js';
 import { createTestSchema, type TestSchema } from '../helpers/postgres.js';
 
 const MIN = 60_000;
@@ -60,6 +65,53 @@ describe.each(['sqlite', 'postgres'] as const)('job_minutes on %s', (backend) =>
     expect(rows[0]!.execution[7]).toBe(3);
     expect(rows[0]!.execution[8]).toBe(1);
     expect(await store.readMinutes({ endpointId: 'ep', from: T0 + MIN, to: T0 + 2 * MIN })).toHaveLength(1);
+  });
+
+  it('the reaper deletes minutes older than minutesKeepDays (GANTRY_MINUTES_KEEP_DAYS) and keeps the newer ones', async () => {
+    const DAY = 24 * 60 * MIN;
+    const now = T0 + 100 * DAY;
+    await store.addMinutes([delta('kept', now - 3 * DAY - MIN, { submitted: 1 }), delta('kept', now - 3 * DAY + MIN, { submitted: 2 }), delta('kept', now - MIN, { submitted: 3 })]);
+    const clock = createManualClock(now);
+    const none = async () => [];
+    const reaper = createReaper({
+      transitions: { timeOutRunning: none, expireQueued: none, releaseWorkers: async () => ({ requeued: [], failed: [] }), deleteExpired: async () => 0 },
+      workers: { touchWaiting: async () => {} },
+      store,
+      config: { ...DEFAULTS, minutesKeepDays: 3 },
+      logger: pino({ level: 'silent' }),
+      clock,
+    });
+    // The older rows of the test above go too (this describe's store is shared).
+    expect((await reaper.runOnce()).minutes).toBeGreaterThanOrEqual(1);
+    const left = await store.readMinutes({ endpointId: 'kept', from: 0, to: now + MIN });
+    expect(left.map((m) => m.submitted)).toEqual([2, 3]);
+    expect(await reaper.runOnce()).toMatchObject({ minutes: 0 });
+  });
+
+  it('the recorder writes no minute for an idle endpoint, nor one for an endpoint deleted before the write', async () => {
+    const at = T0 + 500 * MIN;
+    const job = (id: string, endpointId: string) =>
+      initialJob({ id, endpointId, inputJson: '{}', webhook: null, s3Config: null, executionTimeoutMs: MIN, lowPriority: false, ttlMs: 60 * MIN, retentionMs: MIN, maxAttempts: 1, sync: false, keyId: null, now: at });
+    await store.insertJob(job('queued-1', 'queued'));
+    const recorder = createMinuteRecorder(() => at);
+    const endpoints = [{ id: 'idle' }, { id: 'busy' }, { id: 'queued' }];
+    recorder.start({ store, endpoints: { list: async () => endpoints }, logger: pino({ level: 'silent' }), intervalMs: 3_600_000 });
+    recorder.observer.submitted(job('busy-1', 'busy'));
+    recorder.observer.submitted(job('deleted-1', 'deleted'));
+    await recorder.stop();
+    const span = (endpointId: string) => store.readMinutes({ endpointId, from: at, to: at + MIN });
+    expect(await span('idle')).toEqual([]);
+    expect(await span('deleted')).toEqual([]);
+    expect((await span('busy')).map((m) => [m.submitted, m.queueDepth])).toEqual([[1, 0]]);
+    expect((await span('queued')).map((m) => [m.submitted, m.queueDepth])).toEqual([[0, 1]]);
+  });
+});
+
+describe('GANTRY_MINUTES_KEEP_DAYS', () => {
+  it('defaults to 7 days, at least the charts\' longest span (1 day), and names the variable when refused', () => {
+    expect(loadConfig({}).minutesKeepDays).toBe(7);
+    expect(loadConfig({ GANTRY_MINUTES_KEEP_DAYS: '30' }).minutesKeepDays).toBe(30);
+    expect(() => loadConfig({ GANTRY_MINUTES_KEEP_DAYS: '0' })).toThrow(/GANTRY_MINUTES_KEEP_DAYS/);
   });
 });
 

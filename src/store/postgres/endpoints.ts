@@ -43,6 +43,9 @@ export class PgEndpointStore implements EndpointStore {
       if ((await client.query('DELETE FROM endpoints WHERE id = $1', [id])).rowCount === 0) return false;
       await client.query('DELETE FROM jobs WHERE endpoint_id = $1', [id]); // stream chunks go by ON DELETE CASCADE
       await client.query('DELETE FROM workers WHERE endpoint_id = $1', [id]);
+      // The charts' minutes too, or an endpoint created later with the same id would show them.
+      await client.query('DELETE FROM job_minute_buckets WHERE endpoint_id = $1', [id]);
+      await client.query('DELETE FROM job_minutes WHERE endpoint_id = $1', [id]);
       return true;
     });
   }

@@ -2,6 +2,12 @@ import { assembleMinutes, nonEmptyBuckets, type BucketRow, type MinuteRow } from
 import type { MinuteDelta, MinuteStore } from '../minute-store.js';
 import type { PgConnection } from './connection.js';
 
+// The oldest rows below the cutoff, their buckets with them; SKIP LOCKED so that a gateway
+// adding to a row never waits on the prune.
+const DELETE_MINUTES_BEFORE_SQL = `WITH old AS (SELECT endpoint_id, minute FROM job_minutes WHERE minute < $1 ORDER BY minute LIMIT $2 FOR UPDATE SKIP LOCKED),
+     gone AS (DELETE FROM job_minute_buckets b USING old WHERE b.endpoint_id = old.endpoint_id AND b.minute = old.minute)
+   DELETE FROM job_minutes m USING old WHERE m.endpoint_id = old.endpoint_id AND m.minute = old.minute RETURNING 1`;
+
 /** The job_minutes tables on PostgreSQL (src/store/minute-store.ts); BIGINTs read back as numbers. */
 export class PgMinuteStore implements MinuteStore {
   constructor(private readonly db: PgConnection) {}
@@ -34,5 +40,9 @@ export class PgMinuteStore implements MinuteStore {
       this.db.query<BucketRow & Record<string, unknown>>('SELECT minute, kind, bucket, count FROM job_minute_buckets WHERE endpoint_id = $1 AND minute >= $2 AND minute < $3', [endpointId, from, to]),
     ]);
     return assembleMinutes(rows, buckets);
+  }
+
+  async deleteMinutesBefore({ before, limit }: Parameters<MinuteStore['deleteMinutesBefore']>[0]): Promise<number> {
+    return (await this.db.query(DELETE_MINUTES_BEFORE_SQL, [before, limit])).length;
   }
 }

@@ -45,6 +45,9 @@ export class SqliteEndpointStore implements EndpointStore {
         if (this.c.q('DELETE FROM endpoints WHERE id = ?').run(id).changes === 0) return false;
         this.c.q('DELETE FROM jobs WHERE endpoint_id = ?').run(id); // stream chunks go by ON DELETE CASCADE
         this.c.q('DELETE FROM workers WHERE endpoint_id = ?').run(id);
+        // The charts' minutes too, or an endpoint created later with the same id would show them.
+        this.c.q('DELETE FROM job_minute_buckets WHERE endpoint_id = ?').run(id);
+        this.c.q('DELETE FROM job_minutes WHERE endpoint_id = ?').run(id);
         return true;
       }),
     );

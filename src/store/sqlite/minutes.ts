@@ -27,4 +27,19 @@ export class SqliteMinuteStore implements MinuteStore {
       return assembleMinutes(rows, buckets);
     });
   }
+
+  deleteMinutesBefore({ before, limit }: Parameters<MinuteStore['deleteMinutesBefore']>[0]): Promise<number> {
+    return this.c.write(
+      this.c.db.transaction(() => {
+        const old = this.c.q('SELECT endpoint_id, minute FROM job_minutes WHERE minute < ? ORDER BY minute LIMIT ?').all(before, limit) as { endpoint_id: string; minute: number }[];
+        const buckets = this.c.q('DELETE FROM job_minute_buckets WHERE endpoint_id = ? AND minute = ?');
+        const row = this.c.q('DELETE FROM job_minutes WHERE endpoint_id = ? AND minute = ?');
+        for (const { endpoint_id, minute } of old) {
+          buckets.run(endpoint_id, minute);
+          row.run(endpoint_id, minute);
+        }
+        return old.length;
+      }),
+    );
+  }
 }
