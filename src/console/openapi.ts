@@ -1,5 +1,6 @@
+import { DEFAULT_STREAM_WAIT_MS, DEFAULT_SYNC_WAIT_MS } from '../http/client-routes.js';
 import { DEFAULT_LOG_LINES, MAX_LOG_LINES } from '../http/pool-routes.js';
-import { ENDPOINT_DEFAULTS, INTEGER_FIELDS } from '../jobs/endpoint-settings.js';
+import { ENDPOINT_DEFAULTS, INTEGER_FIELDS, MAX_RATE, RATE_LIMITED_OPERATIONS } from '../jobs/endpoint-settings.js';
 import { POLICY_LIMITS } from '../jobs/policy.js';
 import { SCOPES } from '../security/keys.js';
 
@@ -17,6 +18,52 @@ const intQuery = (name: string, description: string, min: number, max: number, d
   schema: { type: 'integer', minimum: min, maximum: max, ...(def === undefined ? {} : { default: def }) },
 });
 const ERRORS = { '400': json(ref('Error'), 'Bad input: `field` names it'), '401': json(ref('Error'), 'Missing, unknown or insufficient key'), '404': json(ref('Error'), 'Not found') };
+
+/** An endpoint's `rateLimits`: "off", or operations → {per10s?, concurrent?} or "off"; null restores the defaults. */
+function rateLimitsSchema(): Schema {
+  const off = { type: 'string', enum: ['off'] };
+  const count = { type: 'integer', minimum: 1, maximum: MAX_RATE };
+  const rate = { oneOf: [off, { type: 'object', additionalProperties: false, properties: { per10s: count, concurrent: count } }] };
+  return {
+    oneOf: [off, { type: 'object', additionalProperties: false, properties: Object.fromEntries(RATE_LIMITED_OPERATIONS.map((op) => [op, rate])) }],
+    nullable: true,
+    description: 'This endpoint\'s rate limits over the defaults (docs/configuration.md): "off" lifts them all; an object changes the operations named; null restores the defaults',
+  };
+}
+
+/** EndpointSettings (what a create or update may send) and Endpoint (what the admin API answers), with RateLimits. */
+function endpointSchemas(integerSettings: Record<string, Schema>, worker: Schema): Record<string, Schema> {
+  return {
+    RateLimits: rateLimitsSchema(),
+    EndpointSettings: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        id: { type: 'string' },
+        name: { type: 'string' },
+        scalerType: { type: 'string', enum: ['QUEUE_DELAY', 'REQUEST_COUNT'], default: ENDPOINT_DEFAULTS.scalerType },
+        webhookSecret: { type: 'string', nullable: true, description: 'Standard Webhooks secret (whsec_…); null removes it' },
+        worker,
+        rateLimits: ref('RateLimits'),
+        ...integerSettings,
+      },
+    },
+    Endpoint: {
+      type: 'object',
+      properties: {
+        id: { type: 'string' },
+        name: { type: 'string' },
+        scalerType: { type: 'string' },
+        webhookSigning: { type: 'boolean', description: 'Whether a webhook secret is set (the secret is never shown)' },
+        worker,
+        rateLimits: ref('RateLimits'),
+        createdAt: { type: 'string', format: 'date-time' },
+        updatedAt: { type: 'string', format: 'date-time' },
+        ...integerSettings,
+      },
+    },
+  };
+}
 
 /** The schemas, their bounds taken from the constants the validators use (policy.ts, endpoint-settings.ts, keys.ts). */
 function schemas(): Record<string, Schema> {
@@ -44,8 +91,12 @@ function schemas(): Record<string, Schema> {
       required: ['id', 'status'],
       properties: { id: { type: 'string' }, status: ref('JobStatus'), delayTime: { type: 'integer' }, executionTime: { type: 'integer' }, workerId: { type: 'string' }, retries: { type: 'integer' }, input: {}, output: {}, error: {} },
     },
-    EndpointSettings: { type: 'object', additionalProperties: false, properties: { id: { type: 'string' }, name: { type: 'string' }, scalerType: { type: 'string', enum: ['QUEUE_DELAY', 'REQUEST_COUNT'], default: ENDPOINT_DEFAULTS.scalerType }, webhookSecret: { type: 'string', nullable: true }, worker, ...integerSettings } },
-    Endpoint: { type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' }, scalerType: { type: 'string' }, webhookSigning: { type: 'boolean' }, worker, createdAt: { type: 'string', format: 'date-time' }, updatedAt: { type: 'string', format: 'date-time' }, ...integerSettings } },
+    ...endpointSchemas(integerSettings, worker),
+    OpenAiError: {
+      type: 'object',
+      required: ['error'],
+      properties: { error: { type: 'object', properties: { message: { type: 'string' }, type: { type: 'string' }, param: { type: 'string', nullable: true }, code: { type: 'string' } } } },
+    },
     KeySpec: { type: 'object', additionalProperties: false, required: ['name', 'scopes'], properties: { name: { type: 'string', minLength: 1, maxLength: 128 }, scopes: { type: 'array', minItems: 1, items: { type: 'string', enum: [...SCOPES] } }, endpoints: { type: 'array', items: { type: 'string' }, nullable: true } } },
     Key: { type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' }, scopes: { type: 'array', items: { type: 'string', enum: [...SCOPES] } }, endpoints: { type: 'array', items: { type: 'string' }, nullable: true }, createdAt: { type: 'string', format: 'date-time' }, key: { type: 'string', description: 'Only in the answer that created it' } } },
   };
@@ -66,16 +117,72 @@ function clientPaths(): Record<string, Record<string, Operation>> {
   const jobOp = (summary: string, extra: unknown[] = []): Operation => op(summary, [ep, job, ...extra], ref('Job'));
   return {
     '/v2/{endpoint}/run': { post: op('Submit a job (answers at once)', [ep], ref('JobRef'), ref('SubmitBody')) },
-    '/v2/{endpoint}/runsync': { post: op('Submit a job and wait for its result', [ep, wait(90_000, 1_000)], ref('Job'), ref('SubmitBody')) },
+    '/v2/{endpoint}/runsync': { post: op('Submit a job and wait for its result', [ep, wait(DEFAULT_SYNC_WAIT_MS, 1_000)], ref('Job'), ref('SubmitBody')) },
     '/v2/{endpoint}/status/{job}': { get: jobOp('A job\'s status and result', [intQuery('ttl', 'Shorten the retention of the result (ms)', 1, 7 * 86_400_000)]), post: jobOp('Same as GET') },
-    '/v2/{endpoint}/status-sync/{job}': { get: jobOp('Wait for a job to end, then its status', [wait(90_000, 1_000)]), post: jobOp('Same as GET') },
-    '/v2/{endpoint}/stream/{job}': { get: jobOp('Stream chunks so far (JSON), or server-sent events with Accept: text/event-stream', [wait(10_000, 0)]), post: jobOp('Same as GET') },
+    '/v2/{endpoint}/status-sync/{job}': { get: jobOp('Wait for a job to end, then its status', [wait(DEFAULT_SYNC_WAIT_MS, 1_000)]), post: jobOp('Same as GET') },
+    '/v2/{endpoint}/stream/{job}': { get: jobOp('Stream chunks so far (JSON), or server-sent events with Accept: text/event-stream', [wait(DEFAULT_STREAM_WAIT_MS, 0)]), post: jobOp('Same as GET') },
     '/v2/{endpoint}/cancel/{job}': { post: op('Cancel a queued or running job (409 otherwise)', [ep, job], ref('JobRef')) },
     '/v2/{endpoint}/retry/{job}': { post: op('Retry a FAILED or TIMED_OUT job (409 otherwise, 410 once its result expired)', [ep, job], ref('JobRef')) },
     '/v2/{endpoint}/purge-queue': { post: op('Cancel every queued job of the endpoint', [ep], { type: 'object', properties: { removed: { type: 'integer' }, status: { type: 'string' } } }) },
     '/v2/{endpoint}/health': { get: op('Job counts and workers by state', [ep], { type: 'object', properties: { jobs: { type: 'object' }, workers: { type: 'object' } } }) },
     '/v2/{endpoint}/requests': { get: op('Recent jobs, newest first', [ep, intQuery('limit', 'How many', 1, 1000, 50)], { type: 'object', properties: { requests: { type: 'array', items: { type: 'object' } } } }) },
   };
+}
+
+/**
+ * `/v2/{endpoint}/openai/v1/...` (docs/openai.md): each request is a job whose input is
+ * `{openai_route, openai_input}`; the answer is the worker's output, or server-sent events with
+ * `"stream": true`; errors in OpenAI's shape. Any other `POST /openai/v1/...` passes through too.
+ */
+function openAiPaths(): Record<string, Record<string, Operation>> {
+  const ep = pathParam('endpoint', 'Endpoint id');
+  const openAiError = json(ref('OpenAiError'), 'Error in OpenAI\'s shape');
+  const op = (summary: string, body?: Schema): Operation => ({
+    tags: ['openai'],
+    summary,
+    description: 'Point the official OpenAI clients at /v2/{endpoint}/openai/v1 (docs/openai.md). Needs a run-scoped key. Rate limit `openai`.',
+    security: [{ bearer: [] }],
+    parameters: [ep],
+    ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: body } } } } : {}),
+    responses: {
+      '200': {
+        description: 'The worker\'s output; with "stream": true, server-sent events built from its stream. Header x-request-id: the job id',
+        content: { 'application/json': { schema: { type: 'object' } }, ...(body ? { 'text/event-stream': { schema: { type: 'string' } } } : {}) },
+      },
+      ...Object.fromEntries(['400', '401', '404', '429', '500', '504'].map((code) => [code, openAiError])),
+    },
+  });
+  const common = { model: { type: 'string' }, stream: { type: 'boolean', nullable: true } };
+  return {
+    '/v2/{endpoint}/openai/v1/chat/completions': {
+      post: op('A chat completion from the endpoint\'s worker', { type: 'object', required: ['messages'], properties: { ...common, messages: { type: 'array', minItems: 1, items: { type: 'object' } } } }),
+    },
+    '/v2/{endpoint}/openai/v1/completions': {
+      post: op('A text completion from the endpoint\'s worker', { type: 'object', required: ['prompt'], properties: { ...common, prompt: { oneOf: [{ type: 'string' }, { type: 'array', items: {} }] } } }),
+    },
+    '/v2/{endpoint}/openai/v1/models': { get: op('The models the endpoint\'s worker serves') },
+  };
+}
+
+/** `/files/{key}`: an image of the local object store, through the signed link an image job's output carries. */
+function filePaths(): Record<string, Record<string, Operation>> {
+  const query = (name: string, description: string) => ({ name, in: 'query', required: true, description, schema: { type: 'string' } });
+  const file = {
+    tags: ['files'],
+    summary: 'A file of the local object store (the image_url of an image job), with a valid, unexpired signature',
+    description: 'No API key: the link\'s signature is the credential (HMAC-SHA256 of the key and expiry).',
+    parameters: [
+      { name: 'key', in: 'path', required: true, description: 'Object key: path segments of letters, digits, . _ - (slashes included, e.g. image-fast/<id>.jpeg)', schema: { type: 'string' } },
+      query('expires', 'Expiry, epoch seconds'),
+      query('sig', 'Signature (base64url)'),
+    ],
+    responses: {
+      '200': { description: 'The file', content: { 'image/jpeg': { schema: { type: 'string', format: 'binary' } }, 'image/png': { schema: { type: 'string', format: 'binary' } } } },
+      '403': json(ref('Error'), 'Invalid or expired signature'),
+      '404': json(ref('Error'), 'No such file'),
+    },
+  };
+  return { '/files/{key}': { get: file, head: { ...file, summary: 'Same as GET, without the body' } } };
 }
 
 function workerPaths(): Record<string, Record<string, Operation>> {
@@ -127,17 +234,20 @@ function adminPaths(): Record<string, Record<string, Operation>> {
 }
 
 /**
- * The OpenAPI 3.0 description of the client, worker and admin routes, served at
- * `/openapi.json`. Bounds and defaults come from the constants the validators themselves use
- * (POLICY_LIMITS, INTEGER_FIELDS, ENDPOINT_DEFAULTS, SCOPES, the log line limits).
+ * The OpenAPI 3.0 description of the client, OpenAI, worker, admin and file routes, served at
+ * `/openapi.json`. Bounds and defaults come from the constants the validators and routes
+ * themselves use (POLICY_LIMITS, INTEGER_FIELDS, ENDPOINT_DEFAULTS, MAX_RATE,
+ * RATE_LIMITED_OPERATIONS, SCOPES, the log line limits, the default waits).
  *
  * @example const doc = openApiDocument('0.1.0'); doc.paths['/v2/{endpoint}/run']
  */
 export function openApiDocument(version: string): { openapi: string; info: Schema; paths: Record<string, Record<string, Operation>>; components: Schema } {
   const paths = {
     ...clientPaths(),
+    ...openAiPaths(),
     ...workerPaths(),
     ...adminPaths(),
+    ...filePaths(),
     '/healthz': { get: { tags: ['ops'], summary: 'Liveness', responses: { '200': { description: 'Alive' } } } },
     '/readyz': { get: { tags: ['ops'], summary: 'Readiness: store reachable, migrations done', responses: { '200': { description: 'Ready' }, '503': { description: 'Not ready' } } } },
   };

@@ -57,12 +57,12 @@ interface Operation {
   handle(call: Call): Promise<void>;
 }
 
-const DEFAULT_SYNC_WAIT_MS = 90_000;
+export const DEFAULT_SYNC_WAIT_MS = 90_000;
 /**
  * An empty /stream is held this long by default: well under runpod-python's 10 s read timeout
  * (its `job.stream()` passes no wait), so a held poll never reads as `Read timed out`.
  */
-const DEFAULT_STREAM_WAIT_MS = 8_000;
+export const DEFAULT_STREAM_WAIT_MS = 8_000;
 const RUN_LIMIT = 10 * MB;
 const RUNSYNC_LIMIT = 20 * MB;
 

@@ -55,10 +55,12 @@ export const INTEGER_FIELDS: Readonly<Record<'workersMin' | 'workersMax' | 'idle
   scalerValue: [1, 100_000],
   maxAttempts: [1, 100],
 };
-const FIELDS = new Set(['id', 'name', 'worker', 'scalerType', 'webhookSecret', 'rateLimits', ...Object.keys(INTEGER_FIELDS)]);
+/** Every field a create or update body may have (anything else is refused; /openapi.json's EndpointSettings lists the same). */
+export const SETTING_FIELDS: ReadonlySet<string> = new Set(['id', 'name', 'worker', 'scalerType', 'webhookSecret', 'rateLimits', ...Object.keys(INTEGER_FIELDS)]);
 /** The operations an endpoint's `rateLimits` may name (the rows of the spec's table, plus long-poll and openai). */
 export const RATE_LIMITED_OPERATIONS = ['run', 'runsync', 'status', 'long-poll', 'cancel', 'purge-queue', 'requests', 'openai'] as const;
-const MAX_RATE = 1_000_000_000;
+/** The largest `per10s` or `concurrent` a `rateLimits` entry may name. */
+export const MAX_RATE = 1_000_000_000;
 /** Standard Webhooks secret: `whsec_` and 24–64 random bytes in base64. */
 const WEBHOOK_SECRET = /^whsec_[A-Za-z0-9+/]{32,88}={0,2}$/;
 
@@ -186,7 +188,7 @@ function parseRateLimits(value: unknown): string | null {
 export function parseEndpointSettings(body: unknown, existing: EndpointRecord | undefined, now: number, seal: (plain: string) => string): EndpointRecord {
   if (!isObject(body)) throw new AppError(400, 'INVALID_BODY', 'Invalid request body: expected a JSON object');
   for (const key of Object.keys(body)) {
-    if (!FIELDS.has(key)) throw invalidParameter(key, 'is not a known endpoint setting');
+    if (!SETTING_FIELDS.has(key)) throw invalidParameter(key, 'is not a known endpoint setting');
   }
   let id: string;
   if (existing) {

@@ -1,13 +1,22 @@
-// /openapi.json against the real routes: every documented /v2 operation exists, every client
-// route of docs/api.md is documented, every $ref resolves, and the bounds it documents for
-// endpoint settings, the submit policy and key scopes are the ones the API enforces.
+// /openapi.json against the real routes: every documented /v2 operation exists (the OpenAI
+// routes among them), every client route of docs/api.md is documented, every $ref resolves, the
+// endpoint settings it lists are the ones the validator accepts and the admin API answers, and
+// the bounds and defaults it documents for endpoint settings, rate limits, the submit policy,
+// key scopes and the waits are the ones the API enforces.
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isClientOperation } from '../../src/http/client-routes.js';
+import { DEFAULT_STREAM_WAIT_MS, DEFAULT_SYNC_WAIT_MS, isClientOperation } from '../../src/http/client-routes.js';
 import { isWorkerOperation } from '../../src/http/worker-routes.js';
+import { MAX_RATE, RATE_LIMITED_OPERATIONS, SETTING_FIELDS } from '../../src/jobs/endpoint-settings.js';
+import { openAiRoute } from '../../src/openai/openai-request.js';
 import { startTestGantry, type TestGantry } from '../helpers/gantry.js';
 
-type Doc = { openapi: string; paths: Record<string, Record<string, unknown>>; components: { schemas: Record<string, { properties?: Record<string, Record<string, unknown>> }> } };
+type Param = { name: string; in: string; schema: { default?: number } };
+type Doc = {
+  openapi: string;
+  paths: Record<string, Record<string, { parameters?: Param[] }>>;
+  components: { schemas: Record<string, { properties?: Record<string, Record<string, unknown>>; oneOf?: { properties?: Record<string, unknown> }[] }> };
+};
 
 let t: TestGantry;
 let doc: Doc;
@@ -29,12 +38,51 @@ afterAll(async () => {
 describe('/openapi.json', () => {
   it('is OpenAPI 3 whose /v2 operations are the real client and worker operations', () => {
     expect(doc.openapi).toMatch(/^3\./);
-    const ops = Object.keys(doc.paths).filter((p) => p.startsWith('/v2/')).map((p) => p.split('/')[3]!);
+    const ops = Object.keys(doc.paths).filter((p) => p.startsWith('/v2/') && !p.includes('/openai/')).map((p) => p.split('/')[3]!);
     for (const op of ops) expect(isClientOperation(op) || isWorkerOperation(op), op).toBe(true);
     const client = ops.filter(isClientOperation);
     expect(new Set(client).size).toBe(10);
     expect(new Set(ops.filter(isWorkerOperation)).size).toBe(6);
     expect(Object.keys(doc.paths).filter((p) => p.startsWith('/admin/v1/')).length).toBeGreaterThanOrEqual(7);
+  });
+
+  it('documents the OpenAI routes, each one the OpenAI route accepts with its method, and the file route', () => {
+    const openai = Object.entries(doc.paths).filter(([p]) => p.includes('/openai/'));
+    expect(openai.map(([p]) => p).sort()).toEqual(['/v2/{endpoint}/openai/v1/chat/completions', '/v2/{endpoint}/openai/v1/completions', '/v2/{endpoint}/openai/v1/models']);
+    for (const [path, methods] of openai) {
+      const rest = path.split('/openai/')[1]!.split('/');
+      for (const method of Object.keys(methods)) expect(() => openAiRoute(method.toUpperCase(), rest), `${method} ${path}`).not.toThrow();
+    }
+    expect(Object.keys(doc.paths['/files/{key}']!).sort()).toEqual(['get', 'head']);
+  });
+
+  it('lists exactly the endpoint settings the validator accepts, and the fields the admin API answers', async () => {
+    // A setting added to the validator (or the answer) without its schema fails here.
+    expect(Object.keys(doc.components.schemas.EndpointSettings!.properties!).sort()).toEqual([...SETTING_FIELDS].sort());
+    const res = await admin('POST', '/admin/v1/endpoints', { id: 'oa-fields', worker: { command: 'true' }, rateLimits: { run: { per10s: 10 } } });
+    expect(res.status).toBe(200);
+    expect(Object.keys(doc.components.schemas.Endpoint!.properties!).sort()).toEqual(Object.keys((await res.json()) as object).sort());
+  });
+
+  it('documents the rate limits the admin API enforces', async () => {
+    const limits = doc.components.schemas.RateLimits!.oneOf![1]!.properties!;
+    expect(Object.keys(limits).sort()).toEqual([...RATE_LIMITED_OPERATIONS].sort());
+    const count = ((limits.run as { oneOf: { properties: { per10s: { maximum: number } } }[] }).oneOf[1]!.properties.per10s).maximum;
+    expect(count).toBe(MAX_RATE);
+    const set = (rateLimits: unknown) => admin('PATCH', '/admin/v1/endpoints/oa-rates', { rateLimits });
+    expect((await admin('POST', '/admin/v1/endpoints', { id: 'oa-rates' })).status).toBe(200);
+    for (const op of Object.keys(limits)) expect((await set({ [op]: { per10s: count, concurrent: 1 } })).status, op).toBe(200);
+    for (const ok of ['off', null, { status: 'off' }]) expect((await set(ok)).status, JSON.stringify(ok)).toBe(200);
+    const refused = await set({ run: { per10s: count + 1 } });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { field?: string }).field).toBe('rateLimits.run.per10s');
+  });
+
+  it('documents the default waits the client routes use', () => {
+    const waitOf = (path: string, method: string) => doc.paths[path]![method]!.parameters!.find((p) => p.name === 'wait')!.schema.default;
+    expect(waitOf('/v2/{endpoint}/stream/{job}', 'get')).toBe(DEFAULT_STREAM_WAIT_MS);
+    expect(waitOf('/v2/{endpoint}/runsync', 'post')).toBe(DEFAULT_SYNC_WAIT_MS);
+    expect(waitOf('/v2/{endpoint}/status-sync/{job}', 'get')).toBe(DEFAULT_SYNC_WAIT_MS);
   });
 
   it('documents every client route docs/api.md describes', () => {
