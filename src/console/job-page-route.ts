@@ -24,6 +24,12 @@ export interface JobPageDeps {
 export const JOB_PAGE_CHUNKS = { fallback: 100, max: 500, maxChars: 1_000_000 };
 
 /**
+ * The longest input (JSON text, in characters) the job page answers; a longer one (a /run body
+ * may be 10 MB, a /runsync one 20 MB) is left out, and only its length is given.
+ */
+export const JOB_PAGE_INPUT_MAX_CHARS = 1_000_000;
+
+/**
  * Where a job's webhook delivery stands: `waiting` (the job has not ended), `pending` (an
  * attempt is due at nextAt, or being made), `delivered`, `failed` (every attempt failed, or
  * the outbound policy blocked it), `unrecorded` (ended before attempts were recorded).
@@ -68,7 +74,9 @@ function originOf(url: string): string {
 
 /**
  * `GET /console/api/jobs/{endpoint}/{job}?chunks=N` (docs/console.md, "Job page"): what the
- * job page shows beside `/status`: the job's buffered stream chunks, read without draining them
+ * job page shows beside `/status`: the job's input, also once it ended (`/status` shows it only
+ * while the job is live, as RunPod's does; the store keeps it for retry), as `input` when at most
+ * JOB_PAGE_INPUT_MAX_CHARS long, with `inputChars`, its length; the job's buffered stream chunks, read without draining them
  * (a client reading the stream still gets every one), at most N (1-500, default 100) and
  * about 1 MB, with `total`, how many are buffered; and its webhook delivery: the receiver's origin, the outcome,
  * the next attempt's time and the recorded attempts (status or error class, never a body).
@@ -83,8 +91,10 @@ export async function sendJobPage(deps: JobPageDeps, req: IncomingMessage, res: 
   if (!found) throw new AppError(404, 'JOB_NOT_FOUND', `Job ${jobId} not found`, { id: jobId });
   const { job, chunks, totalChunks, webhookAttempts } = found;
   // Chunks are JSON text as the worker sent them: concatenated, never parsed here.
+  // The input too is JSON text in the store (written at submit): concatenated, never parsed here.
+  const input = job.inputJson.length <= JOB_PAGE_INPUT_MAX_CHARS ? `"input":${job.inputJson},` : '';
   const text =
-    `{"id":${JSON.stringify(job.id)},"status":"${job.status}",` +
+    `{"id":${JSON.stringify(job.id)},"status":"${job.status}",${input}"inputChars":${job.inputJson.length},` +
     `"stream":{"chunks":[${chunks.join(',')}],"total":${totalChunks}},` +
     `"webhook":${JSON.stringify(webhookSummary(job, webhookAttempts))}}`;
   sendJsonText(res, 200, text);

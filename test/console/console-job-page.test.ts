@@ -1,8 +1,10 @@
 // The console API's job route (GET /console/api/jobs/{endpoint}/{job}) over real HTTP: a
 // running job's buffered stream chunks are shown without being taken from the client (a stream
 // read afterwards still gets every one), bounded by ?chunks=, refused without a session and on
-// bad input naming the field. The job's worker is simulated over HTTP.
+// bad input naming the field; a finished job's input is shown (which /status leaves out), up to
+// a bound. The job's worker is simulated over HTTP.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { JOB_PAGE_INPUT_MAX_CHARS } from '../../src/console/job-page-route.js';
 import { startTestGantry, type TestGantry } from '../helpers/gantry.js';
 import { clientFor, uniqueId, workerFor } from '../http/http-helpers.js';
 
@@ -38,7 +40,7 @@ describe('the job page route', () => {
 
     const first = await jobPage(`${ep}/${id}`);
     expect(first.status).toBe(200);
-    expect(first.json).toEqual({ id, status: 'IN_PROGRESS', stream: { chunks: ['one', { two: 2 }, [3]], total: 3 }, webhook: null });
+    expect(first.json).toEqual({ id, status: 'IN_PROGRESS', input: {}, inputChars: 2, stream: { chunks: ['one', { two: 2 }, [3]], total: 3 }, webhook: null });
     // Read twice: still all there.
     expect((await jobPage(`${ep}/${id}`)).json.stream).toEqual({ chunks: ['one', { two: 2 }, [3]], total: 3 });
     expect((await jobPage(`${ep}/${id}?chunks=2`)).json.stream).toEqual({ chunks: ['one', { two: 2 }], total: 3 });
@@ -51,6 +53,31 @@ describe('the job page route', () => {
     expect((await w.streamChunk(id, 'last')).status).toBe(200);
     expect((await w.done(id, { output: 'finished' })).status).toBe(200);
     expect((await jobPage(`${ep}/${id}`)).json).toMatchObject({ status: 'COMPLETED', stream: { chunks: ['last'], total: 1 } });
+  });
+
+  it("shows a finished job's input, which the public /status leaves out, up to a bound", async () => {
+    const ep = uniqueId('input');
+    await t.createEndpoint(ep);
+    const c = clientFor(t, ep, await t.createKey(['run']));
+    const w = workerFor(t, ep, await t.createKey(['worker']));
+    const input = { prompt: 'kept for the job page', n: [1, 2] };
+    const id = await c.submit({ input });
+    expect((await w.takeJob()).id).toBe(id);
+    expect((await w.done(id, { output: 'done' })).status).toBe(200);
+    const page = await jobPage(`${ep}/${id}`);
+    expect(page.json).toMatchObject({ id, status: 'COMPLETED', input, inputChars: JSON.stringify(input).length });
+    // The RunPod shape of /status is unchanged: a finished job's input is not there.
+    const status = await c.status(id);
+    expect(status.json).toMatchObject({ id, status: 'COMPLETED', output: 'done' });
+    expect(status.json).not.toHaveProperty('input');
+
+    // Longer than the bound: left out, its length given.
+    const big = { text: 'x'.repeat(JOB_PAGE_INPUT_MAX_CHARS) };
+    const bigId = await c.submit({ input: big });
+    const bigPage = await jobPage(`${ep}/${bigId}`);
+    expect(bigPage.status).toBe(200);
+    expect(bigPage.json).not.toHaveProperty('input');
+    expect(bigPage.json.inputChars).toBe(JSON.stringify(big).length);
   });
 
   it('refuses without a session, on a bad ?chunks= naming the field, and for unknown endpoints and jobs', async () => {

@@ -36,7 +36,10 @@ export function JobsPage({ endpointId }) {
   </section>`;
 }
 
-/** One job: status, times, input while live, output or error, images inline, buffered stream chunks, webhook attempts; cancel and retry. */
+/**
+ * One job: status, times, input (from the job route, so also once the job ended: /status shows it
+ * only while live), output or error, images inline, buffered stream chunks, webhook attempts; cancel and retry.
+ */
 export function JobPage({ endpointId, jobId }) {
   const [job, setJob] = useState(null);
   const [extras, setExtras] = useState(null);
@@ -65,11 +68,17 @@ export function JobPage({ endpointId, jobId }) {
     <p><a href=${`#/jobs/${seg(endpointId)}`}>← Jobs of ${endpointId}</a></p>
     <${ErrorBox} error=${error} />
     ${notice ? html`<p role="status">${notice}</p>` : ''}
-    ${job ? html`<${JobDetails} job=${job} />
+    ${job ? html`<${JobDetails} job=${withInput(job, extras)} />
+      ${extras && extras.input === undefined && job.input === undefined ? html`<p class="muted">Input of ${extras.inputChars.toLocaleString()} characters: too long to show here.</p>` : ''}
       <div class="row"><button onClick=${() => act('cancel')} disabled=${!LIVE.has(job.status)}>Cancel job</button>
         <button class="secondary" onClick=${() => act('retry')} disabled=${job.status !== 'FAILED' && job.status !== 'TIMED_OUT'}>Retry job</button></div>` : html`<p>Loading…</p>`}
     ${extras ? html`<${StreamChunks} stream=${extras.stream} /><${WebhookAttempts} webhook=${extras.webhook} />` : ''}
   </section>`;
+}
+
+/** The job as /status answers it, with the input the job route gave (when /status left it out: the job ended). */
+function withInput(job, extras) {
+  return job.input === undefined && extras && extras.input !== undefined ? { ...job, input: extras.input } : job;
 }
 
 /** The chunks still buffered for the job's stream (shown, not taken: a client reading the stream still gets them). */
