@@ -90,7 +90,8 @@ describe('gantry serve shuts down cleanly', () => {
       "fs.writeFileSync(process.env.STARTED, String(process.pid));",
       'let termed = false;',
       "process.on('SIGTERM', () => { termed = true; });",
-      'setInterval(() => { if (termed && fs.existsSync(process.env.RELEASE)) process.exit(0); }, 50);',
+      // It also goes when the test's data folder does (a failed test SIGKILLs the gateway).
+      "setInterval(() => { if ((termed && fs.existsSync(process.env.RELEASE)) || !fs.existsSync(process.env.STARTED)) process.exit(0); }, 50);",
     ].join('\n');
     const script = join(dir, 'holder.cjs');
     writeFileSync(script, holder);
