@@ -93,7 +93,7 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   const adminKey = await ensureAdminKey(gateway.keys, config.adminKey);
   const fileSigningKey = deriveFileSigningKey(secretKey);
   const images = await setUpImageFeature({ config, endpoints: gateway.endpoints, routes: gateway.routes, builtIns: gateway.builtIns, fileSigningKey, logger, now: clock.now });
-  setUpOpenAiFeature({ routes: gateway.routes, ...gateway.http });
+  const openai = setUpOpenAiFeature({ routes: gateway.routes, ...gateway.http });
   await setUpConsole({ routes: gateway.routes, http: gateway.http, publicUrl: config.publicUrl, now: clock.now, minutes, consolePassword: config.consolePassword, secretKey });
   minutes.start({ store, endpoints: gateway.endpoints, logger });
   metrics?.serve({ config: metricsConfig, routes: gateway.routes, keys: gateway.keys, endpoints: gateway.endpoints, jobs: gateway.jobs, isLeader: () => leader.isLeader() });
@@ -112,7 +112,7 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   logger.info({ url, dataDir: config.dataDir, store: store.kind, metrics: metricsConfig.access }, 'gantry listening');
 
   let closing: Promise<void> | undefined;
-  const close = (): Promise<void> => shutDown({ logger, readiness, listener, gateway, singletons, poller, images, minutes, server, notifier, store });
+  const close = (): Promise<void> => shutDown({ logger, readiness, listener, gateway, singletons, poller, images, openai, minutes, server, notifier, store });
   return { gateway, server, url, port, adminKey, leader, close: () => (closing ??= close()) };
 }
 
@@ -125,6 +125,7 @@ interface Running {
   singletons: { stop(): Promise<void> };
   poller: { stop(): void } | undefined;
   images: { stop(): void };
+  openai: { shutDown(graceMs: number): void };
   minutes: { stop(): Promise<void> };
   server: Server;
   notifier: { close(): Promise<void> };
@@ -151,6 +152,8 @@ async function shutDown(r: Running): Promise<void> {
   await r.minutes.stop().catch((err: unknown) => r.logger.warn({ err }, 'writing the last per-minute job aggregates failed'));
   const closed = new Promise<void>((resolve) => r.server.close(() => resolve()));
   r.server.closeIdleConnections();
+  // OpenAI requests wait for their jobs until just before the grace ends, then answer 503 (docs/openai.md).
+  r.openai.shutDown(SHUTDOWN_GRACE_MS);
   await finishInFlight(r.listener, SHUTDOWN_GRACE_MS);
   r.server.closeAllConnections();
   await closed;

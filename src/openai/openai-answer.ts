@@ -4,7 +4,7 @@ import type { JobService } from '../jobs/job-service.js';
 import { AppError } from '../model/errors.js';
 import { isTerminal } from '../model/job-states.js';
 import type { JobRecord } from '../model/records.js';
-import { jobFailure, NO_RETRY, workerError } from './openai-errors.js';
+import { GATEWAY_CLOSING, jobFailure, NO_RETRY, workerError } from './openai-errors.js';
 
 /** Past the job's own limits (ttl in the queue, then its execution timeout) the reaper has ended it; this is the margin. */
 const REAPER_MARGIN_MS = 60_000;
@@ -13,7 +13,8 @@ const REAPER_MARGIN_MS = 60_000;
  * The answer without `stream`: waits like /runsync, but for as long as the client stays and
  * the job may live, then sends the worker's output as the body (its one element when the
  * output is a one-element list, as a streaming worker with return_aggregate_stream gives it).
- * Resolves with the job as last read.
+ * `signal` aborted with GATEWAY_CLOSING (shutdown) before the job ended: throws it. Resolves
+ * with the job as last read (still live when the client left).
  *
  * @example const job = await sendOpenAiJson(jobs, res, 'llm', submitted, signal);
  */
@@ -26,7 +27,10 @@ export async function sendOpenAiJson(
 ): Promise<JobRecord> {
   const limit = job.ttlMs + job.executionTimeoutMs + REAPER_MARGIN_MS;
   const latest = (await jobs.waitTerminal(endpointId, job.id, limit, signal)) ?? job;
-  if (signal.aborted) return latest;
+  if (signal.aborted && !isTerminal(latest.status)) {
+    if (signal.reason === GATEWAY_CLOSING) throw GATEWAY_CLOSING;
+    return latest;
+  }
   if (!isTerminal(latest.status)) throw new AppError(504, 'JOB_NOT_FINISHED', `Job ${job.id} did not finish within its time limits`, undefined, NO_RETRY);
   if (latest.status !== 'COMPLETED') throw jobFailure(latest);
   sendJsonText(res, 200, answerText(latest.outputJson));

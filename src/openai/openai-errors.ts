@@ -16,6 +16,15 @@ export interface OpenAiErrorBody {
  */
 export const NO_RETRY: Readonly<Record<string, string>> = { 'x-should-retry': 'false' };
 
+/**
+ * The answer to a request that the gateway's shutdown ends before its job did (the reason its
+ * wait is aborted with): the job goes on, and the clients send the request again by themselves,
+ * to a gateway that is up.
+ */
+export const GATEWAY_CLOSING = new AppError(503, 'GATEWAY_CLOSING', 'The gateway is shutting down before the job finished; send the request again', undefined, {
+  'x-should-retry': 'true',
+});
+
 function typeFor(status: number): string {
   if (status === 401) return 'authentication_error';
   if (status === 403) return 'permission_error';

@@ -1,5 +1,5 @@
 import type { RouteTable } from '../http/server.js';
-import { createOpenAiRoute, type OpenAiRouteDeps } from './openai-routes.js';
+import { createOpenAiRoute, type OpenAiRoute, type OpenAiRouteDeps } from './openai-routes.js';
 
 /** What the OpenAI feature plugs into: the route table, and the services its routes call. */
 export interface OpenAiFeatureDeps extends OpenAiRouteDeps {
@@ -9,10 +9,13 @@ export interface OpenAiFeatureDeps extends OpenAiRouteDeps {
 /**
  * OpenAI-compatible routes for LLM workers as a feature of the gateway (docs/openai.md):
  * `/v2/{endpointId}/openai/v1/...` on every endpoint, served by the endpoint's own workers.
+ * Returns the switch the gateway's shutdown flips when its grace begins.
  *
- * @example setUpOpenAiFeature({ routes: gateway.routes, ...gateway.http });
+ * @example const openai = setUpOpenAiFeature({ routes: gateway.routes, ...gateway.http }); openai.shutDown(10_000);
  */
-export function setUpOpenAiFeature(deps: OpenAiFeatureDeps): void {
+export function setUpOpenAiFeature(deps: OpenAiFeatureDeps): Pick<OpenAiRoute, 'shutDown'> {
   const { routes, ...routeDeps } = deps;
-  routes.addEndpointOperation('openai', createOpenAiRoute(routeDeps));
+  const route = createOpenAiRoute(routeDeps);
+  routes.addEndpointOperation('openai', route);
+  return { shutDown: (graceMs) => route.shutDown(graceMs) };
 }

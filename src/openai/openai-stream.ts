@@ -4,7 +4,7 @@ import { followJob, openSse, SSE_HEARTBEAT_MS, type SseWriter } from '../http/ss
 import type { JobService } from '../jobs/job-service.js';
 import { AppError } from '../model/errors.js';
 import type { JobRecord } from '../model/records.js';
-import { jobFailure, openAiErrorBody, workerError } from './openai-errors.js';
+import { GATEWAY_CLOSING, jobFailure, openAiErrorBody, workerError } from './openai-errors.js';
 
 const DONE = 'data: [DONE]\n\n';
 
@@ -14,7 +14,8 @@ const DONE = 'data: [DONE]\n\n';
  * `data: [DONE]` unless the worker sent it. A string chunk is written as it is (RunPod's vLLM
  * worker yields ready-made SSE text), an object as one `data: <json>` event, a list element by
  * element. Until the first byte goes out a failure is still an ordinary HTTP error (thrown);
- * after it, an in-stream `data: {"error": ...}` event. Resolves with the job as last read.
+ * after it, an in-stream `data: {"error": ...}` event (also when `signal` is aborted with
+ * GATEWAY_CLOSING: the gateway's shutdown). Resolves with the job as last read.
  *
  * @example const job = await sendOpenAiStream({ jobs, logger }, res, 'llm', submitted, signal);
  */
@@ -31,7 +32,12 @@ export async function sendOpenAiStream(
   let end: JobRecord | undefined;
   try {
     end = await followJob(deps.jobs, endpointId, job.id, signal, { chunks: (chunks) => events.chunks(chunks), idle: () => sse.comment('keep-alive') }, heartbeatMs);
-    if (signal.aborted || !sse.open) return end;
+    if (!sse.open) return end;
+    if (signal.aborted) {
+      // The gateway closing: 503, or an in-stream error and [DONE] once the stream has begun.
+      if (signal.reason === GATEWAY_CLOSING) throw GATEWAY_CLOSING;
+      return end;
+    }
     if (!end) throw new AppError(404, 'JOB_NOT_FOUND', `Job ${job.id} no longer exists`);
     if (end.status !== 'COMPLETED') throw jobFailure(end);
     // A worker that did not stream: its output, if any, is the stream.

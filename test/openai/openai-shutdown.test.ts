@@ -1,0 +1,91 @@
+/**
+ * A gateway shutting down (its `close()`, what SIGTERM runs) with OpenAI requests open, over
+ * HTTP: it no longer treats them as clients that left. A job that ends within the shutdown's
+ * grace is answered as usual; one that does not is answered 503 `gateway_closing` with
+ * `x-should-retry: true` (an in-stream error and [DONE] once a stream has begun) just before the
+ * grace ends, and left to run: never cancelled. The worker is simulated over HTTP up to the
+ * shutdown; during it, its writes go straight to the store, as they would through another gateway.
+ */
+import { rmSync } from 'node:fs';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { startTestGantry, type TestGantry } from '../helpers/gantry.js';
+import { uniqueId, workerFor } from '../http/http-helpers.js';
+
+const started: TestGantry[] = [];
+afterEach(async () => {
+  for (const t of started.splice(0)) await t.gantry.close();
+});
+
+const chat = { model: 'm', messages: [{ role: 'user', content: 'hi' }] };
+
+describe('OpenAI requests during a gateway shutdown', () => {
+  it('answers the jobs that end within the grace, and 503 with x-should-retry: true for those that do not, cancelling none', async () => {
+    const t = await startTestGantry({ jobTakeWaitMs: 300 });
+    started.push(t);
+    const id = uniqueId('oai-sd');
+    await t.createEndpoint(id);
+    const runKey = await t.createKey(['run']);
+    const w = workerFor(t, id, await t.createKey(['worker']));
+    const post = (body: unknown): Promise<{ status: number; headers: Headers; text: string }> =>
+      fetch(`${t.url}/v2/${id}/openai/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${runKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      }).then(async (r) => ({ status: r.status, headers: r.headers, text: await r.text() }));
+    // Four requests, each job taken by the worker: two finish during the shutdown, two never.
+    const finishing = post(chat);
+    const finishingJob = (await w.takeJob()).id as string;
+    const finishingStream = post({ ...chat, stream: true });
+    const finishingStreamJob = (await w.takeJob()).id as string;
+    await w.streamChunk(finishingStreamJob, { n: 1 });
+    const unfinished = post(chat);
+    const unfinishedJob = (await w.takeJob()).id as string;
+    const unfinishedStream = post({ ...chat, stream: true });
+    const unfinishedStreamJob = (await w.takeJob()).id as string;
+    await w.streamChunk(unfinishedStreamJob, { n: 1 });
+    // The stream has begun (its headers are out) before the shutdown.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const cancel = vi.spyOn(t.gantry.gateway.jobs, 'cancel');
+
+    const began = Date.now();
+    const closing = t.gantry.close();
+    const transitions = t.gantry.gateway.transitions;
+    const write = { workerId: w.id, endpointId: id };
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await transitions.finish({ ...write, id: finishingJob, status: 'COMPLETED', outputJson: '[{"object":"chat.completion","choices":[]}]', error: null });
+    await transitions.appendStream({ ...write, id: finishingStreamJob, chunks: ['{"n":2}'] });
+    await transitions.finish({ ...write, id: finishingStreamJob, status: 'COMPLETED', outputJson: '[]', error: null });
+
+    const done = await finishing;
+    expect(done.status).toBe(200);
+    expect(JSON.parse(done.text)).toEqual({ object: 'chat.completion', choices: [] });
+    expect((await finishingStream).text).toBe('data: {"n":1}\n\ndata: {"n":2}\n\ndata: [DONE]\n\n');
+
+    const refused = await unfinished;
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('x-should-retry')).toBe('true');
+    expect(refused.headers.get('x-request-id')).toBe(unfinishedJob);
+    expect(JSON.parse(refused.text)).toEqual({
+      error: { message: 'The gateway is shutting down before the job finished; send the request again', type: 'server_error', param: null, code: 'gateway_closing' },
+    });
+    const cut = await unfinishedStream;
+    expect(cut.status).toBe(200);
+    expect(cut.text).toBe(
+      'data: {"n":1}\n\ndata: {"error":{"message":"The gateway is shutting down before the job finished; send the request again","type":"server_error","param":null,"code":"gateway_closing"}}\n\ndata: [DONE]\n\n',
+    );
+    await closing;
+    // Answered before the grace (10 s) ran out, and no job cancelled: both unfinished ones are still running.
+    expect(Date.now() - began).toBeLessThan(10_000);
+    expect(cancel).not.toHaveBeenCalled();
+    started.pop();
+    const again = await startTestGantry({}, { dataDir: t.dataDir });
+    started.push(again);
+    const statusOf = async (job: string): Promise<unknown> => (await again.gantry.gateway.jobs.status(id, job, null))?.status;
+    expect(await statusOf(unfinishedJob)).toBe('IN_PROGRESS');
+    expect(await statusOf(unfinishedStreamJob)).toBe('IN_PROGRESS');
+    expect(await statusOf(finishingJob)).toBe('COMPLETED');
+    await again.gantry.close();
+    started.pop();
+    rmSync(t.dataDir, { recursive: true, force: true });
+  }, 40_000);
+});
