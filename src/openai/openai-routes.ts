@@ -17,7 +17,7 @@ import { sendOpenAiStream } from './openai-stream.js';
 
 /** What the OpenAI routes use: the same services, keys and rate limiter as the client routes. */
 export interface OpenAiRouteDeps {
-  jobs: Pick<JobService, 'submit' | 'waitTerminal' | 'watchStream' | 'cancel'>;
+  jobs: Pick<JobService, 'submit' | 'getJob' | 'waitTerminal' | 'watchStream' | 'cancel'>;
   endpoints: Pick<EndpointService, 'get'>;
   keys: Pick<KeyService, 'authorize'>;
   rateLimiter: RateLimiter;
@@ -32,7 +32,8 @@ type Target = Parameters<EndpointOperationHandler>[2];
  * from its stream with `"stream": true`. Errors in OpenAI's shape. The job is cancelled when the
  * client goes away before the answer (its worker is told through job-stop). A gateway shutting
  * down creates no more jobs (503) and waits for those it has until just before its grace ends,
- * then answers 503 and leaves them to run (`shutDown`).
+ * then answers 503: a job still queued is cancelled (its client sends the request again), a
+ * running one is left to finish (`shutDown`).
  *
  * @example const openai = createOpenAiRoute({ jobs, endpoints, keys, rateLimiter, logger }); routes.addEndpointOperation('openai', openai);
  */
@@ -118,18 +119,29 @@ async function serve(deps: OpenAiRouteDeps, req: IncomingMessage, res: ServerRes
       // Nobody will read the answer of a job still live here (the client left, or it failed);
       // one that outlived the gateway's shutdown goes on (its client was told to send it again).
       const live = !last || !isTerminal(last.status);
-      if (live && signal.reason !== GATEWAY_CLOSING) await cancelQuietly(deps, endpoint.id, job.id);
-      else if (live) deps.logger.info({ endpointId: endpoint.id, jobId: job.id }, 'gateway shutting down: openai request answered 503, its job left to run');
+      if (live && signal.reason !== GATEWAY_CLOSING) await cancelQuietly(deps, endpoint.id, job.id, 'openai client went away: job cancelled');
+      else if (live) await leaveOrCancel(deps, endpoint.id, job.id);
     }
   } finally {
     leave();
   }
 }
 
-async function cancelQuietly(deps: OpenAiRouteDeps, endpointId: string, jobId: string): Promise<void> {
+/**
+ * At the end of a shutdown's grace: a job no worker has taken yet is cancelled, since its client
+ * was told to send the request again and nobody would read its answer; a running one goes on
+ * (stopping it would throw away work its worker has done).
+ */
+async function leaveOrCancel(deps: OpenAiRouteDeps, endpointId: string, jobId: string): Promise<void> {
+  const job = await deps.jobs.getJob(endpointId, jobId).catch(() => undefined);
+  if (job?.status === 'IN_QUEUE') await cancelQuietly(deps, endpointId, jobId, 'gateway shutting down: openai request answered 503, its queued job cancelled');
+  else deps.logger.info({ endpointId, jobId }, 'gateway shutting down: openai request answered 503, its running job left to finish');
+}
+
+async function cancelQuietly(deps: OpenAiRouteDeps, endpointId: string, jobId: string, done: string): Promise<void> {
   try {
     const result = await deps.jobs.cancel(endpointId, jobId);
-    if (result.ok) deps.logger.info({ endpointId, jobId }, 'openai client went away: job cancelled');
+    if (result.ok) deps.logger.info({ endpointId, jobId }, done);
   } catch (err) {
     deps.logger.warn({ err, endpointId, jobId }, 'cancelling the job of a departed openai client failed');
   }

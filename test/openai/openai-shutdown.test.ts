@@ -3,7 +3,8 @@
  * HTTP: it no longer treats them as clients that left. A job that ends within the shutdown's
  * grace is answered as usual; one that does not is answered 503 `gateway_closing` with
  * `x-should-retry: true` (an in-stream error and [DONE] once a stream has begun) just before the
- * grace ends, and left to run: never cancelled. The worker is simulated over HTTP up to the
+ * grace ends: a running job is left to run, a job still queued is cancelled (its client sends
+ * the request again). The worker is simulated over HTTP up to the
  * shutdown; during it, its writes go straight to the store, as they would through another gateway.
  */
 import { rmSync } from 'node:fs';
@@ -19,7 +20,7 @@ afterEach(async () => {
 const chat = { model: 'm', messages: [{ role: 'user', content: 'hi' }] };
 
 describe('OpenAI requests during a gateway shutdown', () => {
-  it('answers the jobs that end within the grace, and 503 with x-should-retry: true for those that do not, cancelling none', async () => {
+  it('answers the jobs that end within the grace, and 503 with x-should-retry: true for those that do not, cancelling only the one still queued', async () => {
     const t = await startTestGantry({ jobTakeWaitMs: 300 });
     started.push(t);
     const id = uniqueId('oai-sd');
@@ -43,11 +44,14 @@ describe('OpenAI requests during a gateway shutdown', () => {
     const unfinishedStream = post({ ...chat, stream: true });
     const unfinishedStreamJob = (await w.takeJob()).id as string;
     await w.streamChunk(unfinishedStreamJob, { n: 1 });
+    // A fifth whose job no worker takes.
+    const queued = post(chat);
+    await vi.waitFor(async () => expect((await t.gantry.gateway.jobs.health(id)).jobs.inQueue).toBe(1), { timeout: 10_000, interval: 50 });
+    const queuedJob = (await t.gantry.gateway.jobs.listRequests(id, 10)).find((j) => j.status === 'IN_QUEUE')?.id;
     // The stream has begun (its headers are out) before the shutdown.
     await new Promise((resolve) => setTimeout(resolve, 200));
     const cancel = vi.spyOn(t.gantry.gateway.jobs, 'cancel');
 
-    const began = Date.now();
     const closing = t.gantry.close();
     const transitions = t.gantry.gateway.transitions;
     const write = { workerId: w.id, endpointId: id };
@@ -73,10 +77,12 @@ describe('OpenAI requests during a gateway shutdown', () => {
     expect(cut.text).toBe(
       'data: {"n":1}\n\ndata: {"error":{"message":"The gateway is shutting down before the job finished; send the request again","type":"server_error","param":null,"code":"gateway_closing"}}\n\ndata: [DONE]\n\n',
     );
+    const notTaken = await queued;
+    expect(notTaken.status).toBe(503);
+    expect(notTaken.headers.get('x-request-id')).toBe(queuedJob);
     await closing;
-    // Answered before the grace (10 s) ran out, and no job cancelled: both unfinished ones are still running.
-    expect(Date.now() - began).toBeLessThan(10_000);
-    expect(cancel).not.toHaveBeenCalled();
+    // Only the job no worker had taken was cancelled: both unfinished running ones go on.
+    expect(cancel.mock.calls).toEqual([[id, queuedJob]]);
     started.pop();
     const again = await startTestGantry({}, { dataDir: t.dataDir });
     started.push(again);
@@ -84,6 +90,7 @@ describe('OpenAI requests during a gateway shutdown', () => {
     expect(await statusOf(unfinishedJob)).toBe('IN_PROGRESS');
     expect(await statusOf(unfinishedStreamJob)).toBe('IN_PROGRESS');
     expect(await statusOf(finishingJob)).toBe('COMPLETED');
+    expect(await statusOf(queuedJob as string)).toBe('CANCELLED');
     await again.gantry.close();
     started.pop();
     rmSync(t.dataDir, { recursive: true, force: true });
