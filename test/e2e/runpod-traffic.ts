@@ -21,6 +21,8 @@ export interface RawExchange {
   headers: IncomingHttpHeaders;
   body: string;
   status: number;
+  /** How many requests had reached the proxy when this one's answer came back; unset until then. */
+  answeredAt?: number;
 }
 
 /** One request reduced to what two implementations of the protocol must agree on. */
@@ -81,6 +83,7 @@ async function startProxy(target: string): Promise<{ url: string; seen: RawExcha
         { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: { ...req.headers, host: upstream.host } },
         (answer) => {
           entry.status = answer.statusCode ?? 0;
+          entry.answeredAt = seen.length;
           if (process.env.GANTRY_TRAFFIC_DUMP) console.log(`${new Date().toISOString().slice(17, 23)}   -> ${entry.status} ${entry.method} ${entry.url}`);
           res.writeHead(answer.statusCode ?? 502, answer.headers);
           answer.pipe(res);
@@ -139,17 +142,15 @@ export async function recordScenarios(gantry: Gantry, runKey: string, worker: Wo
           await eventually(async () => (proxy.seen.some((e) => e.url.includes('/ping/') && e.url.includes(`job_id=${id}`)) ? true : undefined), 15_000, `a ping naming job ${id} (${s.name})`);
           await api('POST', `cancel/${id}`);
         }
-        // Give the worker time to hear of the cancel on its job-stop poll and to act on it.
+        // The worker hears of the cancel on its job-stop poll; that it acted on it is part of settled() below.
         await eventually(async () => (proxy.seen.some((e) => e.url.includes('/job-stop/') && e.status === 200) ? true : undefined), 15_000, `a job-stop answer (${s.name})`);
-        await new Promise((r) => setTimeout(r, 1_500));
       }
       const finals = await eventually(async () => {
         const statuses = await Promise.all(ids.map(async (id) => (await api('GET', `status/${id}`)).status as string));
         return statuses.every((st) => ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'].includes(st)) ? statuses : undefined;
       }, 60_000, `jobs of "${s.name}" to end`);
       if (JSON.stringify(finals) !== JSON.stringify(s.want)) throw new Error(`"${s.name}": jobs ended ${finals.join(',')}, wanted ${s.want.join(',')}`);
-      // Let a progress thread's late post, a ping with and without job ids, and a job-stop poll land.
-      await new Promise((r) => setTimeout(r, 2_500));
+      await eventually(async () => (settled(proxy.seen) ? true : undefined), 30_000, `the worker to ask for work again and ping after its last job (${s.name})`);
       out[s.name] = distinct(proxy.seen.map((e) => normalise(e, { endpointId, workerId, jobIds: ids })));
     } catch (err) {
       throw new Error(`${(err as Error).message}\n--- the worker's output:\n${log.slice(-3000)}`, { cause: err });
@@ -162,6 +163,38 @@ export async function recordScenarios(gantry: Gantry, runKey: string, worker: Wo
     }
   }
   return out;
+}
+
+/** A job-done with the job's result: not a progress update ({"status": "IN_PROGRESS", ...}). */
+function isResult(e: RawExchange): boolean {
+  if (e.method !== 'POST' || !e.url.includes('/job-done/')) return false;
+  try {
+    return (JSON.parse(e.body) as Json | null)?.status !== 'IN_PROGRESS';
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * Whether the worker is through with the scenario: after the answer to the last end of a job
+ * (its result, or a job-stop naming it), it has asked for work again (so it let go of the job and
+ * sent everything the job made) and sent a heartbeat, and after a job-stop answer it has opened
+ * its next job-stop poll. Both implementations are recorded up to the same point in the protocol
+ * rather than for a time, so a slow machine cannot leave a request out of one side only.
+ */
+function settled(seen: RawExchange[]): boolean {
+  let from = -1;
+  let byStop = false;
+  for (const e of seen) {
+    const stop = e.url.includes('/job-stop/') && e.status === 200;
+    if (!stop && !isResult(e)) continue;
+    if (e.answeredAt === undefined) return false;
+    if (e.answeredAt >= from) [from, byStop] = [e.answeredAt, stop];
+  }
+  if (from < 0) return false;
+  const later = seen.slice(from);
+  const sent = (path: string): boolean => later.some((e) => e.url.includes(path));
+  return (sent('/job-take/') || sent('/job-take-batch/')) && sent('/ping/') && (!byStop || sent('/job-stop/'));
 }
 
 /** Header values that are part of the protocol; other headers are recorded by name only. */
