@@ -5,7 +5,7 @@
  */
 import { DEFAULT_LOG_LINES, MAX_LOG_LINES } from '../http/pool-routes.js';
 import { ENDPOINT_DEFAULTS, INTEGER_FIELDS } from '../jobs/endpoint-settings.js';
-import { SCALER_TYPES, type Endpoint, type EndpointRateLimits, type EndpointSettings, type EndpointWorker, type ScalerType } from '../sdk/admin-client.js';
+import { SCALER_TYPES, type Endpoint, type EndpointRateLimits, type EndpointSettings, type EndpointWorker, type ScalerType, type WorkerHost, type WorkerListing } from '../sdk/admin-client.js';
 import { expectPositionals, parseFlags, parseInteger, range, UsageError, type ParsedFlags } from './args.js';
 import { ADMIN_CONNECTION_HELP, ADMIN_OPTIONS, connectAdmin } from './connection.js';
 import { formatTable, formatTime, printFields, printJson } from './output.js';
@@ -72,7 +72,7 @@ ${ADMIN_CONNECTION_HELP}`,
     run: endpointsUpdate,
   },
   delete: { summary: 'delete an endpoint with its jobs and workers', usage: `usage: gantry endpoints delete ID [options]\n\n${ADMIN_CONNECTION_HELP}`, run: endpointsDelete },
-  workers: { summary: 'its workers: state, pid, restarts, why unhealthy', usage: `usage: gantry endpoints workers ID [options]\n\n${ADMIN_CONNECTION_HELP}`, run: endpointsWorkers },
+  workers: { summary: 'its workers (state, pid, restarts, why unhealthy) and Docker hosts', usage: `usage: gantry endpoints workers ID [options]\n\n${ADMIN_CONNECTION_HELP}`, run: endpointsWorkers },
   logs: {
     summary: 'the last output lines of a pool worker',
     usage: `usage: gantry endpoints logs ID WORKER_ID [--lines N] [options]\n\n  --lines N            how many of the last lines: ${range(1, MAX_LOG_LINES, DEFAULT_LOG_LINES)}\n\n${ADMIN_CONNECTION_HELP}`,
@@ -157,16 +157,37 @@ async function endpointsDelete(argv: string[]): Promise<number> {
 async function endpointsWorkers(argv: string[]): Promise<number> {
   const { values, positionals } = parseFlags(argv, ADMIN_OPTIONS);
   const [id] = expectPositionals(positionals, ['ID']);
-  const workers = await connectAdmin(values).listWorkers(id);
-  if (values.json) printJson(workers);
-  else if (workers.length === 0) console.log('no workers');
-  else console.log(formatTable(['ID', 'STATE', 'MANAGED', 'PID', 'HOST', 'CONTAINER', 'JOBS', 'RESTARTS', 'STARTED', 'REASON'], workers.map(workerRow)));
+  const listing = await connectAdmin(values).workerListing(id);
+  if (values.json) printJson(listing.workers);
+  else console.log(formatWorkerListing(listing));
   return 0;
+}
+
+/**
+ * `gantry endpoints workers` for people: the workers' table and, under it, the Docker hosts'
+ * (state, engine, GPUs in use, containers, why down) once the gateway has used them: a
+ * gateway whose driver never started a container (all hosts still `unknown`, no worker on a
+ * host) lists its default host too, which says nothing there.
+ *
+ * @example formatWorkerListing(await admin.workerListing('sd'))
+ */
+export function formatWorkerListing(listing: Pick<WorkerListing, 'workers' | 'hosts'>): string {
+  const { workers } = listing;
+  const hosts = listing.hosts ?? []; // gateways before the hosts view send none
+  const parts = [workers.length === 0 ? 'no workers' : formatTable(['ID', 'STATE', 'MANAGED', 'PID', 'HOST', 'CONTAINER', 'JOBS', 'RESTARTS', 'STARTED', 'REASON'], workers.map(workerRow))];
+  const used = hosts.some((h) => h.state !== 'unknown') || workers.some((w) => w.host);
+  if (hosts.length > 0 && used) parts.push(formatTable(['HOST', 'STATE', 'ENGINE', 'GPUS USED/TOTAL', 'WORKERS', 'ERROR'], hosts.map(hostRow)));
+  return parts.join('\n\n');
 }
 
 function workerRow(w: EndpointWorker): string[] {
   const started = w.managed ? formatTime(w.startedAt) : formatTime(w.lastSeenAt);
   return [w.id, w.state, w.managed ? 'pool' : 'by hand', String(w.pid ?? '-'), w.host ?? '-', w.container ?? '-', String(w.jobs), String(w.restarts ?? '-'), started, w.reason ?? ''];
+}
+
+/** A Docker host's row: WORKERS counts the gateway's containers there, of every endpoint. */
+function hostRow(h: WorkerHost): string[] {
+  return [h.name, h.state, h.engine ?? '-', `${h.gpusInUse}/${h.gpus}`, String(h.workers), h.error ?? ''];
 }
 
 async function endpointsLogs(argv: string[]): Promise<number> {

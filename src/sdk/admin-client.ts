@@ -133,6 +133,35 @@ export interface EndpointWorker {
   lastSeenAt?: string;
 }
 
+/** A Docker host of the worker pool as `GET /admin/v1/endpoints/{id}/workers` lists it. */
+export interface WorkerHost {
+  name: string;
+  /** The engine URL (no credentials). */
+  url: string;
+  /** up, down, or unknown (not checked yet). */
+  state: string;
+  /** e.g. `Docker Engine 20.10.24`; null until the engine said. */
+  engine: string | null;
+  gpus: number;
+  gpusInUse: number;
+  /** Containers of the gateway on it, of every endpoint. */
+  workers: number;
+  /** This endpoint's workers on it. */
+  endpointWorkers: number;
+  /** The last failed health check, while not up. */
+  error: string | null;
+  lastSeenAt: string | null;
+}
+
+/** `GET /admin/v1/endpoints/{id}/workers` whole: the workers, and the Docker hosts of the pool. */
+export interface WorkerListing {
+  endpointId: string;
+  /** Whether the gateway asked runs the pool (with several gateways only the leader does; the others list no hosts). */
+  pool: boolean;
+  workers: EndpointWorker[];
+  hosts: WorkerHost[];
+}
+
 /** One line of a pool worker's log. */
 export interface WorkerLogLine {
   at: string;
@@ -208,6 +237,8 @@ export interface AdminClient {
   updateEndpoint(id: string, changes: EndpointSettings): Promise<Endpoint>;
   deleteEndpoint(id: string): Promise<unknown>;
   listWorkers(endpointId: string): Promise<EndpointWorker[]>;
+  /** The workers with the Docker hosts they run on (state, engine, GPUs in use). */
+  workerListing(endpointId: string): Promise<WorkerListing>;
   workerLogs(endpointId: string, workerId: string, lines?: number): Promise<WorkerLogLine[]>;
   /** Cost and megapixels of completed jobs of priced endpoints, by key or endpoint. */
   usage(query?: UsageQuery): Promise<UsageReport>;
@@ -266,7 +297,8 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     getEndpoint: (id) => request<Endpoint>('GET', endpointPath(id)),
     updateEndpoint: (id, changes) => request<Endpoint>('PATCH', endpointPath(id), changes),
     deleteEndpoint: (id) => request<unknown>('DELETE', endpointPath(id)),
-    listWorkers: async (id) => (await request<{ workers: EndpointWorker[] }>('GET', `${endpointPath(id)}/workers`)).workers,
+    listWorkers: async (id) => (await request<WorkerListing>('GET', `${endpointPath(id)}/workers`)).workers,
+    workerListing: (id) => request<WorkerListing>('GET', `${endpointPath(id)}/workers`),
     workerLogs: async (id, workerId, lines) =>
       (
         await request<{ lines: WorkerLogLine[] }>(
