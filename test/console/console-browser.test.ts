@@ -1,13 +1,13 @@
 // The console in a real browser: headless Chromium (the Debian package, driven by
 // playwright-core) against a real gateway whose worker pool runs the SDK's echo worker. Signs
-// in, creates an endpoint and a key, sends from the test editor, cancels a running job from
-// its page, reads a worker's log, signs out; and checks the page holds no key and breaks no
-// CSP rule. Screenshots of each page go to a temp folder, or to docs/screenshots with
+// in, creates an endpoint and a key, edits its rate limits and webhook secret, sends from the
+// test editor, cancels a running job from its page, follows a worker's log, signs out; and
+// checks the page holds no key and breaks no CSP rule. Screenshots of each page go to a temp folder, or to docs/screenshots with
 // UPDATE_SCREENSHOTS=1. Needs `npm run build` (the page is dist/console; the worker runs dist/).
-import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IMAGE_DEFAULTS } from '../../src/config/image-config.js';
@@ -17,7 +17,15 @@ import { clientFor, startReceiver, workerFor } from '../http/http-helpers.js';
 const CHROMIUM = '/usr/bin/chromium';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLI = join(ROOT, 'dist/src/cli/main.js');
-const ECHO = `echo console-log-marker && exec node ${JSON.stringify(CLI)} worker ${JSON.stringify(join(ROOT, 'dist/examples/echo-worker.js'))}`;
+// The echo worker, printing a line per job (`console-job-line <job id>`): a line that appears in
+// its log only once a job sent after the log was opened has run, and that no note of Gantry's holds.
+const LOGGING_ECHO = join(mkdtempSync(join(tmpdir(), 'gantry-echo-')), 'logging-echo.mjs');
+writeFileSync(
+  LOGGING_ECHO,
+  `import { handler } from ${JSON.stringify(pathToFileURL(join(ROOT, 'dist/examples/echo-worker.js')).href)};\n` +
+    'export default async (job, ctx) => { console.log(`console-job-line ${job.id}`); return handler(job, ctx); };\n',
+);
+const ECHO = `echo console-log-marker && exec node ${JSON.stringify(CLI)} worker ${JSON.stringify(LOGGING_ECHO)}`;
 const SHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? join(ROOT, 'docs/screenshots') : mkdtempSync(join(tmpdir(), 'gantry-shots-'));
 const EP = 'echo-ui';
 
@@ -97,6 +105,38 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the console in headle
     await shot('endpoints');
   }, 60_000);
 
+  it("edits the endpoint's rate limits (a bad one refused, naming the field) and removes its webhook secret", async () => {
+    expect((await adminApi('PATCH', `/admin/v1/endpoints/${EP}`, { webhookSecret: `whsec_${Buffer.alloc(32, 7).toString('base64')}` })).webhookSigning).toBe(true);
+    await page.reload();
+    await page.getByRole('button', { name: `Edit ${EP}` }).click();
+    const form = page.getByRole('form', { name: `Edit ${EP}` });
+    const rates = form.getByLabel(/^Rate limits \(JSON/);
+    expect(await rates.inputValue()).toBe('');
+    await rates.fill(JSON.stringify({ run: { per10s: 5000 }, bogus: 'off' }));
+    await form.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(() => form.getByRole('alert').textContent()).toContain('rateLimits.bogus');
+    await rates.fill(JSON.stringify({ run: { per10s: 5000, concurrent: 500 }, status: 'off' }));
+    await form.getByLabel('Remove the webhook secret').check();
+    await form.getByRole('button', { name: 'Save' }).click();
+    await form.waitFor({ state: 'detached' });
+    const saved = await adminApi('GET', `/admin/v1/endpoints/${EP}`);
+    expect(saved).toMatchObject({ rateLimits: { run: { per10s: 5000, concurrent: 500 }, status: 'off' }, webhookSigning: false, workersMin: 1, workersMax: 1 });
+    // The form shows what was saved; "off" typed without quotes is taken as the string.
+    await page.getByRole('button', { name: `Edit ${EP}` }).click();
+    expect(JSON.parse(await rates.inputValue())).toEqual({ run: { per10s: 5000, concurrent: 500 }, status: 'off' });
+    expect(await form.getByLabel('Remove the webhook secret').count()).toBe(0);
+    await rates.fill('off');
+    await form.getByRole('button', { name: 'Save' }).click();
+    await form.waitFor({ state: 'detached' });
+    expect((await adminApi('GET', `/admin/v1/endpoints/${EP}`)).rateLimits).toBe('off');
+    // Blank restores the defaults.
+    await page.getByRole('button', { name: `Edit ${EP}` }).click();
+    await rates.fill('');
+    await form.getByRole('button', { name: 'Save' }).click();
+    await form.waitFor({ state: 'detached' });
+    expect((await adminApi('GET', `/admin/v1/endpoints/${EP}`)).rateLimits).toBeNull();
+  }, 30_000);
+
   it('creates an API key, shown once, that works', async () => {
     await nav('API keys').click();
     await page.getByLabel('Name').fill('from the console');
@@ -143,6 +183,8 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the console in headle
     await page.getByRole('status').getByText('Cancelled').waitFor();
     await page.getByText('CANCELLED').first().waitFor();
     expect((await adminApi('GET', `/v2/${EP}/status/${id}`)).status).toBe('CANCELLED');
+    // The input is still shown once the job ended (/status no longer has it; the job route does).
+    expect(JSON.parse((await page.getByLabel('Input', { exact: true }).textContent()) ?? '')).toEqual({ delayMs: 120_000 });
     await shot('job');
   }, 60_000);
 
@@ -186,12 +228,21 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the console in headle
     await nav('Workers').click();
     await page.getByLabel('Endpoint').selectOption(EP);
     await page.getByRole('button', { name: /Show the log of/ }).first().click();
-    await page.locator('pre.log').getByText('console-log-marker').first().waitFor();
-    const before = (await page.locator('pre.log span').count());
-    await adminApi('POST', `/v2/${EP}/runsync`, { input: { n: 1 } });
-    await shot('workers');
-    expect(before).toBeGreaterThan(0);
+    const log = page.locator('pre.log');
+    // The worker's own line (Gantry's `started` note quotes the command, so not just the text).
+    await log.getByText(/:\d\d console-log-marker$/).waitFor();
+    expect(await page.getByLabel('Follow').isChecked()).toBe(true);
+    // A job run after the log was opened: its line appears while "Follow" is on, with no reload.
+    const { id } = (await adminApi('POST', `/v2/${EP}/runsync`, { input: { n: 1 } })) as { id: string };
+    await log.getByText(new RegExp(`:\\d\\d console-job-line ${id}$`)).waitFor({ timeout: 10_000 });
   }, 30_000);
+
+  it('shows each line of the log on a row of its own', async () => {
+    const tops = await page.locator('pre.log span').evaluateAll((spans) => spans.map((s) => Math.round(s.getBoundingClientRect().top)));
+    expect(tops.length).toBeGreaterThan(2); // Gantry's started and ready notes, the worker's marker
+    for (let i = 1; i < tops.length; i++) expect(tops[i], `line ${i + 1} of ${tops.length}`).toBeGreaterThan(tops[i - 1]!);
+    await shot('workers');
+  });
 
   it('shows usage', async () => {
     await nav('Usage').click();

@@ -28,27 +28,46 @@ function Health({ id }) {
 
 /** The form's starting values: the endpoint's settings, or blanks for a new one. */
 function initialValues(e) {
-  const values = { id: '', name: e.name || '', scalerType: e.scalerType || 'QUEUE_DELAY', webhookSecret: '', worker: e.worker ? JSON.stringify(e.worker, null, 2) : '' };
+  const values = {
+    id: '',
+    name: e.name || '',
+    scalerType: e.scalerType || 'QUEUE_DELAY',
+    webhookSecret: '',
+    removeSecret: false,
+    worker: e.worker ? JSON.stringify(e.worker, null, 2) : '',
+    rateLimits: e.rateLimits ? JSON.stringify(e.rateLimits, null, 2) : '',
+  };
   for (const [f] of INTEGER_FIELDS) values[f] = e[f] === undefined ? '' : String(e[f]);
   return values;
 }
 
-/** The body of a create or update: only the fields filled in; worker as JSON. */
+/**
+ * A JSON field of the form: its value parsed, or the text as typed when it is not JSON (so `off`
+ * reads as "off", and anything else is refused by the API naming the field); blank is null on
+ * an update (none, or the defaults) and left out on a create.
+ */
+function jsonField(body, field, text, creating) {
+  const value = text.trim();
+  if (value !== '') {
+    try {
+      body[field] = JSON.parse(value);
+    } catch {
+      body[field] = value;
+    }
+  } else if (!creating) body[field] = null;
+}
+
+/** The body of a create or update: only the fields filled in; worker and rateLimits as JSON; a secret removed as null. */
 function settingsBody(v, creating) {
   const body = {};
   if (creating) body.id = v.id.trim();
   if (v.name.trim() !== '') body.name = v.name.trim();
   body.scalerType = v.scalerType;
   for (const [field] of INTEGER_FIELDS) if (v[field] !== '') body[field] = Number(v[field]);
-  if (v.webhookSecret !== '') body.webhookSecret = v.webhookSecret;
-  const worker = v.worker.trim();
-  if (worker !== '') {
-    try {
-      body.worker = JSON.parse(worker);
-    } catch {
-      body.worker = worker;
-    }
-  } else if (!creating) body.worker = null;
+  if (v.removeSecret) body.webhookSecret = null;
+  else if (v.webhookSecret !== '') body.webhookSecret = v.webhookSecret;
+  jsonField(body, 'worker', v.worker, creating);
+  jsonField(body, 'rateLimits', v.rateLimits, creating);
   return body;
 }
 
@@ -79,10 +98,13 @@ function EndpointForm({ endpoint, onDone }) {
       <label>Scaler type <select ...${bind('scalerType')} onChange=${(ev) => setValues({ ...v, scalerType: ev.currentTarget.value })}>
         <option value="QUEUE_DELAY">QUEUE_DELAY</option><option value="REQUEST_COUNT">REQUEST_COUNT</option></select></label>
       ${INTEGER_FIELDS.map(([f, label]) => html`<label>${label} <input ...${bind(f)} type="number" step="1" /></label>`)}
-      <label>Webhook secret <input ...${bind('webhookSecret')} type="password" autocomplete="new-password" placeholder=${e.webhookSigning ? '(set; blank keeps it)' : '(none)'} /></label>
+      <label>Webhook secret <input ...${bind('webhookSecret')} type="password" autocomplete="new-password" disabled=${v.removeSecret} placeholder=${e.webhookSigning ? '(set; blank keeps it)' : '(none)'} /></label>
     </div>
+    ${e.webhookSigning ? html`<label class="inline"><input type="checkbox" checked=${v.removeSecret} onChange=${(ev) => setValues({ ...v, removeSecret: ev.currentTarget.checked })} /> Remove the webhook secret (webhook calls go unsigned)</label>` : ''}
     <label>Worker (JSON: {"command": "..."} or {"image": "..."}; blank for none)
       <textarea ...${bind('worker')} rows="4" spellcheck="false"></textarea></label>
+    <label>Rate limits (JSON: "off", or operations such as {"run": {"per10s": 5000, "concurrent": 500}, "status": "off"}; blank for the defaults)
+      <textarea ...${bind('rateLimits')} rows="3" spellcheck="false"></textarea></label>
     <${ErrorBox} error=${error} />
     <div class="row"><button type="submit">${creating ? 'Create endpoint' : 'Save'}</button>
       <button type="button" class="secondary" onClick=${() => onDone()}>Cancel</button></div>

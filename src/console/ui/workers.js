@@ -4,7 +4,11 @@ import { api, seg } from './api.js';
 import { EndpointPicker, ErrorBox, usePoll, useEndpoints, when } from './common.js';
 import { html } from './html.js';
 
-/** A pool worker's log, re-read every 2 s while "Follow" is on (off for a stopped worker: its log no longer grows). */
+/**
+ * A pool worker's log, re-read every 2 s while "Follow" is on (off for a stopped worker: its log
+ * no longer grows). One span a line, each a block of its own (app.css `pre.log span`): htm drops
+ * a trailing "\n" in a template, so a newline there would never reach the page.
+ */
 function WorkerLog({ endpointId, workerId, stopped }) {
   const [lines, setLines] = useState(null);
   const [error, setError] = useState(null);
@@ -18,7 +22,7 @@ function WorkerLog({ endpointId, workerId, stopped }) {
       <label class="inline"><input type="checkbox" checked=${followLog} onChange=${(e) => setFollow(e.currentTarget.checked)} /> Follow</label>
       <button class="secondary" onClick=${load}>Reload</button></div>
     <${ErrorBox} error=${error} />
-    <pre class="log" tabindex="0" aria-live="polite">${(lines || []).map((l) => html`<span class=${l.stream === 'stderr' ? 'stderr' : ''}>${l.at.slice(11, 19)} ${l.line}\n</span>`)}</pre></div>`;
+    <pre class="log" tabindex="0" aria-live="polite">${(lines || []).map((l) => html`<span class=${l.stream === 'stderr' ? 'stderr' : ''}>${l.at.slice(11, 19)} ${l.line}</span>`)}</pre></div>`;
 }
 
 const logButton = (w, select) => html`<button class="secondary" onClick=${() => select(w.id)} aria-label=${`Show the log of ${w.id}`}>Log</button>`;
