@@ -42,8 +42,11 @@ export interface ImageConfig {
   textEncoders: TextEncoderPlacement;
   /** onnxruntime's memory arena and memory-pattern planning (GANTRY_IMAGE_ARENA=on|off). */
   arena: boolean;
-  /** Memory a worker may use on its device, in MiB, checked at start (GANTRY_IMAGE_MEMORY_LIMIT_MB; 0 = what the device has free). */
+  /** Memory a worker may use on its device, in MiB, checked at start (GANTRY_IMAGE_MEMORY_LIMIT_MB; 0 = what the device has free; the smaller one counts). */
   memoryLimitMb: number;
+  /** The same for one endpoint's worker (GANTRY_IMAGE_QUALITY_MEMORY_LIMIT_MB / _FAST_MEMORY_LIMIT_MB); null = memoryLimitMb. */
+  qualityMemoryLimitMb: number | null;
+  fastMemoryLimitMb: number | null;
   /** Most queued requests of one size run as one denoiser batch (GANTRY_IMAGE_BATCH, 1 = no batching). */
   batchSize: number;
   /** How long the first request of a batch waits for others (GANTRY_IMAGE_BATCH_WINDOW_MS). */
@@ -79,6 +82,8 @@ export const IMAGE_DEFAULTS: ImageConfig = {
   textEncoders: 'device',
   arena: true,
   memoryLimitMb: 0,
+  qualityMemoryLimitMb: null,
+  fastMemoryLimitMb: null,
   batchSize: 1,
   batchWindowMs: 25,
   cacheDir: null,
@@ -143,6 +148,19 @@ export function parseImageDevice(value: string): ImageDevice | null {
   return { provider: match[1] as Provider, index: match[2] === undefined ? 0 : Number(match[2]) };
 }
 
+/**
+ * The memory limit of one endpoint's worker and the setting it comes from: its own
+ * GANTRY_IMAGE_<KIND>_MEMORY_LIMIT_MB when set, else GANTRY_IMAGE_MEMORY_LIMIT_MB. Each worker
+ * checks only its own graphs, against the device's free memory at its start, so two workers on
+ * one device are kept apart only by per-endpoint limits that add up to what the device has.
+ *
+ * @example imageMemoryLimit(loadImageConfig({ GANTRY_IMAGE_FAST_MEMORY_LIMIT_MB: '30000' }), 'fast') // { mb: 30000, setting: 'GANTRY_IMAGE_FAST_MEMORY_LIMIT_MB' }
+ */
+export function imageMemoryLimit(config: ImageConfig, kind: ImageModelKind): { mb: number; setting: string } {
+  const own = kind === 'quality' ? config.qualityMemoryLimitMb : config.fastMemoryLimitMb;
+  return own === null ? { mb: config.memoryLimitMb, setting: 'GANTRY_IMAGE_MEMORY_LIMIT_MB' } : { mb: own, setting: `GANTRY_IMAGE_${kind.toUpperCase()}_MEMORY_LIMIT_MB` };
+}
+
 /** The device as configuration and logs write it: cpu, cuda:N. */
 export function formatImageDevice(device: ImageDevice): string {
   return device.provider === 'cpu' ? 'cpu' : `cuda:${device.index}`;
@@ -177,6 +195,8 @@ function loadPlacement(env: NodeJS.ProcessEnv, config: ImageConfig, bad: Bad): v
     config.arena = env.GANTRY_IMAGE_ARENA === 'on';
   }
   config.memoryLimitMb = integerSetting(env, 'GANTRY_IMAGE_MEMORY_LIMIT_MB', 0, 16 * 1024 * 1024, bad) ?? config.memoryLimitMb;
+  config.qualityMemoryLimitMb = integerSetting(env, 'GANTRY_IMAGE_QUALITY_MEMORY_LIMIT_MB', 0, 16 * 1024 * 1024, bad);
+  config.fastMemoryLimitMb = integerSetting(env, 'GANTRY_IMAGE_FAST_MEMORY_LIMIT_MB', 0, 16 * 1024 * 1024, bad);
   config.batchSize = integerSetting(env, 'GANTRY_IMAGE_BATCH', 1, 16, bad) ?? config.batchSize;
   config.batchWindowMs = integerSetting(env, 'GANTRY_IMAGE_BATCH_WINDOW_MS', 0, 10_000, bad) ?? config.batchWindowMs;
   if (env.GANTRY_IMAGE_CACHE_DIR) config.cacheDir = absolute(env.GANTRY_IMAGE_CACHE_DIR);

@@ -154,6 +154,7 @@ function workerSettings(deps: ImageFeatureDeps, endpointId: string, kind: ImageM
     }
   }
   const s3 = images.s3;
+  const ownLimit = kind === 'quality' ? images.qualityMemoryLimitMb : images.fastMemoryLimitMb;
   const env: Record<string, string> = {
     LOG_LEVEL: logLevel,
     GANTRY_IMAGE_KIND: kind,
@@ -164,6 +165,8 @@ function workerSettings(deps: ImageFeatureDeps, endpointId: string, kind: ImageM
     GANTRY_IMAGE_TEXT_ENCODERS: images.textEncoders,
     GANTRY_IMAGE_ARENA: images.arena ? 'on' : 'off',
     GANTRY_IMAGE_MEMORY_LIMIT_MB: String(images.memoryLimitMb),
+    // The endpoint's own limit, when set; the worker reads it before the global one (imageMemoryLimit).
+    ...(ownLimit === null ? {} : { [`GANTRY_IMAGE_${kind.toUpperCase()}_MEMORY_LIMIT_MB`]: String(ownLimit) }),
     GANTRY_IMAGE_BATCH: String(images.batchSize),
     GANTRY_IMAGE_BATCH_WINDOW_MS: String(images.batchWindowMs),
     GANTRY_IMAGE_CACHE_DIR: images.cacheDir ?? join(dataDir, 'image-cache'),

@@ -8,8 +8,10 @@ import type { TextEncoderPlacement } from '../config/image-config.js';
  * The estimate is the graphs' weight bytes (file sizes, external data included) plus a working
  * share for activations: onnxruntime allocates intermediate tensors of the denoiser and the VAE
  * on top of the weights. 25% of the resident weights, at least 1 GiB on a GPU, is what FLUX and
- * SD exports at 1024² need in our reading of their activation sizes; it is an estimate, so the
- * budget can be set (GANTRY_IMAGE_MEMORY_LIMIT_MB) and a too-tight check can be loosened.
+ * SD exports at 1024² need in our reading of their activation sizes; it is an estimate. The
+ * budget is the device's free memory, or a memory limit setting when smaller
+ * (GANTRY_IMAGE_<KIND>_MEMORY_LIMIT_MB, else GANTRY_IMAGE_MEMORY_LIMIT_MB): two workers sharing a
+ * device are kept apart only by limits that split it.
  */
 
 /** One graph of a pipeline and its weight bytes. */
@@ -45,7 +47,8 @@ export interface MemoryPlan {
 }
 
 const GIB = 1024 ** 3;
-const gib = (bytes: number): string => `${(bytes / GIB).toFixed(bytes < GIB ? 2 : 1)} GiB`;
+/** GiB, or MiB below 0.01 GiB (a tight limit or a tiny model would read "0.00 GiB"). */
+const gib = (bytes: number): string => (bytes < GIB / 100 ? `${(bytes / 2 ** 20).toFixed(1)} MiB` : `${(bytes / GIB).toFixed(bytes < GIB ? 2 : 1)} GiB`);
 
 function workingShare(weights: number, onGpu: boolean): number {
   return Math.max(weights * 0.25, onGpu ? GIB : 0);

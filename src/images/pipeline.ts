@@ -30,6 +30,8 @@ export interface PipelineOptions {
   arena?: boolean;
   /** Memory the worker may use on its device, MiB (0 or absent: what the device has free). */
   memoryLimitMb?: number;
+  /** The setting memoryLimitMb came from, named when the check refuses (default GANTRY_IMAGE_MEMORY_LIMIT_MB). */
+  memoryLimitSetting?: string;
   /** Where float32-boundary copies of bfloat16 graphs go when their folder is read-only. */
   cacheDir?: string;
 }
@@ -94,7 +96,7 @@ function checkMemory(model: ModelFolder, options: PipelineOptions, placement: Te
     source = known ? `free on ${formatImageDevice(device)} (${gpu.name}, ${(gpu.totalMb / 1024).toFixed(1)} GiB total)` : `free on ${formatImageDevice(device)}: not reported`;
   }
   const budget = limit > 0 && limit < free ? limit : free;
-  if (limit > 0 && limit < free) source = `GANTRY_IMAGE_MEMORY_LIMIT_MB=${options.memoryLimitMb}`;
+  if (limit > 0 && limit < free) source = `${options.memoryLimitSetting ?? 'GANTRY_IMAGE_MEMORY_LIMIT_MB'}=${options.memoryLimitMb}`;
   const plan = planMemory({
     graphs: graphSizes(model),
     textEncoders: placement,

@@ -7,7 +7,8 @@
  *   GANTRY_IMAGE_KIND        quality | fast (price list and step range)
  *   GANTRY_IMAGE_MODEL_DIR   the diffusers/Optimum ONNX folder to load
  *   GANTRY_IMAGE_DEVICE      cpu | cuda | cuda:N (else GANTRY_IMAGE_PROVIDER); GANTRY_IMAGE_THREADS
- *   GANTRY_IMAGE_TEXT_ENCODERS, GANTRY_IMAGE_ARENA, GANTRY_IMAGE_MEMORY_LIMIT_MB,
+ *   GANTRY_IMAGE_TEXT_ENCODERS, GANTRY_IMAGE_ARENA, GANTRY_IMAGE_MEMORY_LIMIT_MB (or the kind's own
+ *   GANTRY_IMAGE_QUALITY_MEMORY_LIMIT_MB / GANTRY_IMAGE_FAST_MEMORY_LIMIT_MB),
  *   GANTRY_IMAGE_BATCH, GANTRY_IMAGE_BATCH_WINDOW_MS, GANTRY_IMAGE_CACHE_DIR   (docs/configuration.md)
  *   GANTRY_FILES_DIR, GANTRY_FILES_BASE_URL, GANTRY_FILES_SIGNING_KEY (base64)   local store
  *   GANTRY_S3_*              the global bucket instead of the local store
@@ -18,7 +19,7 @@
  */
 import { pino } from 'pino';
 import { startWorker } from '../sdk/worker.js';
-import { formatImageDevice, loadImageConfig, parseImageDevice } from '../config/image-config.js';
+import { formatImageDevice, imageMemoryLimit, loadImageConfig, parseImageDevice } from '../config/image-config.js';
 import { BatchQueue } from './batch-queue.js';
 import { createImageHandler } from './image-handler.js';
 import { createOutboundFetch, createOutboundPolicy } from '../security/outbound.js';
@@ -41,12 +42,14 @@ async function main(): Promise<void> {
   const deviceSetting = process.env.GANTRY_IMAGE_DEVICE;
   const device = deviceSetting ? parseImageDevice(deviceSetting) : { provider: config.provider, index: 0 };
   if (!device) throw new Error(`image worker: GANTRY_IMAGE_DEVICE must be cpu, cuda or cuda:N, got ${deviceSetting}`);
+  const memoryLimit = imageMemoryLimit(config, kind);
   const pipeline = await loadPipeline(modelDir, {
     device,
     threads: config.threads,
     textEncoders: config.textEncoders,
     arena: config.arena,
-    memoryLimitMb: config.memoryLimitMb,
+    memoryLimitMb: memoryLimit.mb,
+    memoryLimitSetting: memoryLimit.setting,
     ...(config.cacheDir ? { cacheDir: config.cacheDir } : {}),
   });
   const queue = new BatchQueue<GenerateRequest, GeneratedImage>(

@@ -4,11 +4,12 @@
  * without a GPU failing loudly in a real worker process.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadImageConfig } from '../../src/config/image-config.js';
+import { imageMemoryLimit, loadImageConfig } from '../../src/config/image-config.js';
 import { BatchQueue } from '../../src/images/batch-queue.js';
 import { planMemory } from '../../src/images/memory-plan.js';
 import { GenerationStopped, loadPipeline, type DiffusionPipeline, type GenerateRequest } from '../../src/images/pipeline.js';
@@ -146,6 +147,58 @@ describe('memory and devices', () => {
     expect(offload.fits).toBe(true);
     expect(offload.devicePeak).toBeCloseTo((23.8 + 0.17 + 9.5) * GB * 1.25, -6);
     expect(planMemory({ ...gpu, graphs: flux, textEncoders: 'cpu', deviceBudget: 40 * GB, hostBudget: 5 * GB }).problem).toMatch(/host memory/);
+  });
+
+  it('the start-up check refuses a model over the memory limit in one sentence naming the setting, and loads it under a generous limit', async () => {
+    // The tiny UNet padded to 2 MiB (a ModelProto doc_string appended: protobuf keeps the last
+    // value), so that the smallest limit, 1 MiB, is too small.
+    const big = join(dir, 'quality-2mib');
+    ensureTinyModel(big, 'quality');
+    const pad = 2 * 1024 * 1024;
+    appendFileSync(join(big, 'unet', 'model.onnx'), Buffer.concat([Buffer.from([0x32, 0x80, 0x80, 0x80, 0x01]), Buffer.alloc(pad, 0x20)]));
+    const sizes = /^the image model does not fit on cpu: unet 2\.0 MiB \+ vae_decoder 0\.0 MiB \+ text_encoder 0\.1 MiB \+ working memory 0\.5 MiB = 2\.[0-9] MiB, but 1\.0 MiB is available/;
+    await expect(loadPipeline(big, { device: CPU, memoryLimitMb: 1 })).rejects.toThrow(
+      new RegExp(`${sizes.source} \\(GANTRY_IMAGE_MEMORY_LIMIT_MB=1\\)\\. Or use a smaller export \\(float16, int8\\), or another device\\.$`),
+    );
+    await expect(loadPipeline(big, { device: CPU, memoryLimitMb: 1, memoryLimitSetting: 'GANTRY_IMAGE_QUALITY_MEMORY_LIMIT_MB' })).rejects.toThrow(/is available \(GANTRY_IMAGE_QUALITY_MEMORY_LIMIT_MB=1\)/);
+    const pipe = await loadPipeline(big, { device: CPU, memoryLimitMb: 64 });
+    try {
+      expect(pipe.memory.devicePeakBytes).toBeGreaterThan(pad);
+      expect((await pipe.generate({ prompt: 'a red kite', negativePrompt: '', width: 64, height: 64, steps: 1, guidance: 0, seed: 1 })).rgb.length).toBe(64 * 64 * 3);
+    } finally {
+      await pipe.release();
+    }
+  });
+
+  it('a memory limit per endpoint, so that two workers sharing a device can split it; else the global one', () => {
+    const config = loadImageConfig({ GANTRY_IMAGE_MEMORY_LIMIT_MB: '8000', GANTRY_IMAGE_FAST_MEMORY_LIMIT_MB: '30000' });
+    expect(imageMemoryLimit(config, 'fast')).toEqual({ mb: 30000, setting: 'GANTRY_IMAGE_FAST_MEMORY_LIMIT_MB' });
+    expect(imageMemoryLimit(config, 'quality')).toEqual({ mb: 8000, setting: 'GANTRY_IMAGE_MEMORY_LIMIT_MB' });
+    expect(imageMemoryLimit(loadImageConfig({ GANTRY_IMAGE_QUALITY_MEMORY_LIMIT_MB: '0' }), 'quality')).toEqual({ mb: 0, setting: 'GANTRY_IMAGE_QUALITY_MEMORY_LIMIT_MB' });
+    expect(() => loadImageConfig({ GANTRY_IMAGE_QUALITY_MEMORY_LIMIT_MB: '-1' })).toThrow(/GANTRY_IMAGE_QUALITY_MEMORY_LIMIT_MB="-1": expected an integer from 0 to/);
+  });
+
+  it('the gateway hands each image worker its own memory limit, which the worker reads as it does', async () => {
+    // From the build, as the gateway runs: the feature refuses to start workers without dist/src/images/worker-main.js.
+    const built = join(process.cwd(), 'dist', 'src', 'images', 'image-feature.js');
+    expect(existsSync(built), 'run npm run build first').toBe(true);
+    const { setUpImageFeature } = (await import(built)) as typeof import('../../src/images/image-feature.js');
+    const builtIns = new Map<string, { env?: Record<string, string> }>();
+    const images = { ...loadImageConfig({ GANTRY_IMAGE_MEMORY_LIMIT_MB: '8000', GANTRY_IMAGE_FAST_MEMORY_LIMIT_MB: '30000' }), qualityModel: join(dir, 'quality'), fastModel: join(dir, 'fast') };
+    const feature = await setUpImageFeature({
+      config: { images, dataDir: dir, logLevel: 'silent', outboundAllow: [] },
+      endpoints: { ensure: async () => false, addHooks: () => {} },
+      routes: { add: () => {} } as never,
+      builtIns: builtIns as never,
+      fileSigningKey: Buffer.alloc(32),
+      logger: pino({ level: 'silent' }),
+      now: Date.now,
+    });
+    feature.startWorkers('http://127.0.0.1:9');
+    feature.stop();
+    const workerLimit = (id: string, kind: 'quality' | 'fast') => imageMemoryLimit(loadImageConfig(builtIns.get(id)!.env!), kind);
+    expect(workerLimit('image-fast', 'fast')).toEqual({ mb: 30000, setting: 'GANTRY_IMAGE_FAST_MEMORY_LIMIT_MB' });
+    expect(workerLimit('image-quality', 'quality')).toEqual({ mb: 8000, setting: 'GANTRY_IMAGE_MEMORY_LIMIT_MB' });
   });
 
   it('reads a device per endpoint, and names a bad setting', () => {
