@@ -11,6 +11,8 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PoolWorkerInfo } from '../../src/jobs/pool-view.js';
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import type { Clock } from '../../src/util/clock.js';
+import { createOffsetClock } from '../helpers/clock.js';
 import { eventually, startTestGantry, type TestGantry } from '../helpers/gantry.js';
 
 type Json = Record<string, unknown>;
@@ -24,6 +26,32 @@ const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT']);
 const SETTINGS = { autoscalerIntervalMs: 50, workerStopGraceMs: 10_000, workerRestartBackoffMs: 300 };
 
 let t: TestGantry;
+/** `t`'s clock: moved ahead to let an idleTimeout pass without waiting for it. */
+const offsetClock = createOffsetClock();
+/** How often the autoscaler's pass timer has fired on `t` (see autoscalerPasses). */
+let passTimers = 0;
+/**
+ * The same clock, counting the autoscaler's pass timer: the gateway's only timer of
+ * autoscalerIntervalMs (the reaper's, the webhook sender's and the PostgreSQL poller's are 1 s or more).
+ */
+const clock: Clock = {
+  now: offsetClock.now,
+  after: (ms, fn) => offsetClock.after(ms, ms === SETTINGS.autoscalerIntervalMs ? () => (passTimers++, fn()) : fn),
+};
+
+/**
+ * Waits until `n` whole autoscaler passes have started and ended after this call, checking
+ * `each` meanwhile. The pass timer is set only when a pass ends and nothing else runs, and its
+ * firing starts a pass at once: so n + 1 firings after the call hold n whole passes.
+ */
+async function autoscalerPasses(n: number, each: () => void = () => {}): Promise<void> {
+  const from = passTimers;
+  await eventually(async () => {
+    each();
+    return passTimers >= from + n + 1 ? true : undefined;
+  }, 15_000, `${n} autoscaler passes`);
+  each();
+}
 
 async function api(method: string, path: string, body?: unknown): Promise<Json> {
   const res = await fetch(`${t.url}${path}`, {
@@ -57,7 +85,7 @@ async function allTerminal(ep: string, ids: string[], timeoutMs = 20_000): Promi
 
 beforeAll(async () => {
   if (!existsSync(CLI)) throw new Error('run `npm run build` first: the pool workers run dist/src/cli/main.js');
-  t = await startTestGantry(SETTINGS);
+  t = await startTestGantry(SETTINGS, { clock });
 });
 
 afterAll(async () => {
@@ -97,24 +125,19 @@ describe('autoscaler with real worker processes', () => {
     const id = await submit('min', { hello: 'python' });
     const [job] = await allTerminal('min', [id]);
     expect(job).toMatchObject({ status: 'COMPLETED', output: { hello: 'python' }, workerId: worker?.id });
-    // Well past idleTimeout, the same single worker is still there.
-    const until = Date.now() + 1_500;
-    while (Date.now() < until) {
-      expect(pool('min').map((w) => w.id)).toEqual([worker?.id]);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    // A pass sees the worker idle (idle since then); passes 2 s later on the gateway's clock, well
+    // past idleTimeout (1 s), keep it: the same single worker, idle, not draining.
+    await autoscalerPasses(1);
+    const kept = (): void => expect(pool('min').map((w) => [w.id, w.state])).toEqual([[worker?.id, 'idle']]);
+    await offsetClock.ahead(2_000, () => autoscalerPasses(2, kept));
     expect((await health('min')).idle).toBe(1);
   });
 
   it('lowPriority jobs alone start nothing; they run on workers that exist', async () => {
     await t.createEndpoint('low', { workersMax: 2, idleTimeout: 1, worker: { command: PYTHON } });
     const low = await submit('low', { kind: 'low' }, { lowPriority: true });
-    // Many autoscaler passes (every 50 ms) and a jobs-available event: still no worker.
-    const until = Date.now() + 800;
-    while (Date.now() < until) {
-      expect(pool('low')).toEqual([]);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    // Whole autoscaler passes that saw the queued job (and its jobs-available event): still no worker.
+    await autoscalerPasses(3, () => expect(pool('low')).toEqual([]));
     expect(await status('low', low)).toMatchObject({ status: 'IN_QUEUE' });
     expect(await health('low')).toMatchObject({ initializing: 0, idle: 0, running: 0 });
 
