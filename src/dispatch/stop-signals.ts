@@ -7,6 +7,8 @@ export interface StopSignals {
   /** Resolves with the pending ids at once, or waits up to `timeoutMs` for some ([] on timeout). */
   take(workerId: string, timeoutMs: number, signal: AbortSignal): Promise<string[]>;
   waitingWorkers(): string[];
+  /** What is kept: lists untaken, and job ids in them (bounded, see STOP_LIST_MAX_IDS). */
+  size(): { workers: number; ids: number };
   closeAll(): void;
 }
 
@@ -17,41 +19,86 @@ export interface StopSignals {
  */
 const PENDING_MAX_AGE_MS = 60_000;
 
-/** @example const stops = createStopSignals(); stops.add('w1', ['job-1']); await stops.take('w1', 30_000, signal); // ['job-1'] */
-export function createStopSignals(): StopSignals {
-  const pending = new Map<string, Set<string>>();
-  const addedAt = new Map<string, number>();
-  const waiters = new Map<string, (ids: string[]) => void>();
-  let adds = 0;
+/**
+ * Bounds in size as well as in age: a ping adds every job id it lists that the store does not
+ * know, so one worker key could otherwise grow memory by its request rate times the age bound.
+ * Past a bound the oldest entries go (the oldest ids of a list, the oldest lists); what a worker
+ * still holds and must stop is listed again by its next ping and added back.
+ */
+export const STOP_LIST_MAX_IDS = 1_024;
+/** Untaken stop lists kept at most (one per worker id); see STOP_LIST_MAX_IDS. */
+export const STOP_LISTS_MAX = 10_000;
+/** Job ids kept at most over all lists; see STOP_LIST_MAX_IDS. */
+export const STOP_IDS_MAX = 100_000;
 
-  function prune(): void {
-    const cutoff = Date.now() - PENDING_MAX_AGE_MS;
-    for (const [workerId, at] of addedAt) {
-      if (at >= cutoff) continue;
-      addedAt.delete(workerId);
-      pending.delete(workerId);
+/** The untaken lists, bounded in age and size (see STOP_LIST_MAX_IDS). */
+class PendingStops {
+  private readonly lists = new Map<string, Set<string>>();
+  private readonly addedAt = new Map<string, number>();
+  private ids = 0;
+  private adds = 0;
+
+  size(): { workers: number; ids: number } {
+    return { workers: this.lists.size, ids: this.ids };
+  }
+
+  add(workerId: string, jobIds: string[]): void {
+    if (++this.adds % 256 === 0) this.prune();
+    let set = this.lists.get(workerId);
+    if (!set) {
+      this.lists.set(workerId, (set = new Set()));
+      this.addedAt.set(workerId, Date.now());
+    }
+    for (const id of jobIds) {
+      if (set.has(id)) continue;
+      set.add(id);
+      this.ids++;
+      if (set.size > STOP_LIST_MAX_IDS) {
+        set.delete(set.values().next().value!);
+        this.ids--;
+      }
     }
   }
 
-  function drain(workerId: string): string[] {
-    const set = pending.get(workerId);
-    pending.delete(workerId);
-    addedAt.delete(workerId);
-    return set ? [...set] : [];
+  /** Drops the oldest lists other than `keep`'s until both totals are within their bounds. */
+  bound(keep: string): void {
+    for (const workerId of this.lists.keys()) {
+      if (this.lists.size <= STOP_LISTS_MAX && this.ids <= STOP_IDS_MAX) return;
+      if (workerId !== keep) this.drain(workerId);
+    }
   }
+
+  /** The list of `workerId`, removed. */
+  drain(workerId: string): string[] {
+    const set = this.lists.get(workerId);
+    if (!set) return [];
+    this.lists.delete(workerId);
+    this.addedAt.delete(workerId);
+    this.ids -= set.size;
+    return [...set];
+  }
+
+  private prune(): void {
+    const cutoff = Date.now() - PENDING_MAX_AGE_MS;
+    for (const [workerId, at] of this.addedAt) {
+      if (at < cutoff) this.drain(workerId);
+    }
+  }
+}
+
+/** @example const stops = createStopSignals(); stops.add('w1', ['job-1']); await stops.take('w1', 30_000, signal); // ['job-1'] */
+export function createStopSignals(): StopSignals {
+  const pending = new PendingStops();
+  const waiters = new Map<string, (ids: string[]) => void>();
+  const drain = (workerId: string): string[] => pending.drain(workerId);
 
   return {
     add(workerId, jobIds) {
       if (jobIds.length === 0) return;
-      if (++adds % 256 === 0) prune();
-      let set = pending.get(workerId);
-      if (!set) {
-        pending.set(workerId, (set = new Set()));
-        addedAt.set(workerId, Date.now());
-      }
-      for (const id of jobIds) set.add(id);
+      pending.add(workerId, jobIds);
       const waiter = waiters.get(workerId);
       if (waiter) waiter(drain(workerId));
+      else pending.bound(workerId);
     },
     take(workerId, timeoutMs, signal) {
       const ready = drain(workerId);
@@ -72,6 +119,7 @@ export function createStopSignals(): StopSignals {
       });
     },
     waitingWorkers: () => [...waiters.keys()],
+    size: () => pending.size(),
     closeAll() {
       for (const finish of [...waiters.values()]) finish([]);
     },
