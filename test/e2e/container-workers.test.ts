@@ -9,6 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PoolHostInfo, PoolWorkerInfo } from '../../src/jobs/pool-view.js';
 import { containersOf, enginesFor, findPodmanEngine, findTestEngines, hostConfig, inspect, type TestEngine } from '../fixtures/docker/test-engines.js';
 import { ensureWorkerImage, tagImage } from '../fixtures/docker/test-images.js';
+import type { GantryConfig } from '../../src/config/config.js';
+import { runCli } from '../cli/run-cli.js';
 import { eventually, startTestGantry, type TestGantry } from '../helpers/gantry.js';
 
 type Json = Record<string, unknown>;
@@ -29,38 +31,51 @@ function suite(engine: TestEngine): void {
   let t: TestGantry;
   let image: string;
 
-  async function api(method: string, path: string, body?: unknown): Promise<Json> {
-    const res = await fetch(`${t.url}${path}`, {
+  // Requests go to the suite's gateway, or to `g` (a test's own).
+  async function api(method: string, path: string, body?: unknown, g: TestGantry = t): Promise<Json> {
+    const res = await fetch(`${g.url}${path}`, {
       method,
-      headers: { authorization: `Bearer ${t.adminKey}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${g.adminKey}`, 'content-type': 'application/json' },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     const json = (await res.json()) as Json;
     if (res.status !== 200) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
     return json;
   }
-  const submit = async (ep: string, input: unknown): Promise<string> => (await api('POST', `/v2/${ep}/run`, { input })).id as string;
-  const status = (ep: string, id: string): Promise<Json> => api('GET', `/v2/${ep}/status/${id}`);
+  const submit = async (ep: string, input: unknown, g: TestGantry = t): Promise<string> => (await api('POST', `/v2/${ep}/run`, { input }, g)).id as string;
+  const status = (ep: string, id: string, g: TestGantry = t): Promise<Json> => api('GET', `/v2/${ep}/status/${id}`, undefined, g);
   const health = async (ep: string): Promise<Record<string, number>> => (await api('GET', `/v2/${ep}/health`)).workers as Record<string, number>;
   const listing = async (ep: string): Promise<{ workers: (PoolWorkerInfo & Json)[]; hosts: (PoolHostInfo & Json)[] }> => (await api('GET', `/admin/v1/endpoints/${ep}/workers`)) as never;
-  const pool = (ep: string): PoolWorkerInfo[] => t.gantry.gateway.autoscaler.view.workers(ep) ?? [];
-  const containers = async (ep: string) => (await containersOf(engine, instance)).filter((c) => c.Labels['io.gantry.endpoint'] === ep);
-  const allTerminal = (ep: string, ids: string[], timeoutMs = 30_000): Promise<Json[]> =>
-    eventually(async () => {
-      const jobs = await Promise.all(ids.map((id) => status(ep, id)));
-      return jobs.every((j) => TERMINAL.has(j.status as string)) ? jobs : undefined;
-    }, timeoutMs, `jobs of ${ep} to finish`);
-
-  beforeAll(async () => {
-    image = await ensureWorkerImage(engine);
-    t = await startTestGantry({
+  const pool = (ep: string, g: TestGantry = t): PoolWorkerInfo[] => g.gantry.gateway.autoscaler.view.workers(ep) ?? [];
+  const containers = async (ep: string, of = instance): Promise<Awaited<ReturnType<typeof containersOf>>> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return (await containersOf(engine, of)).filter((c) => c.Labels['io.gantry.endpoint'] === ep);
+      } catch (err) {
+        // Podman 4.3 fails a listing that meets a container's process as it exits (500 "read /proc/N/cgroup: no such process").
+        if (attempt === 3 || !/no such process/.test((err as Error).message)) throw err;
+      }
+    }
+  };
+  const gatewayOn = (of: string, settings: Partial<GantryConfig> = {}): Promise<TestGantry> =>
+    startTestGantry({
       // Containers reach the gateway on the host's bridge address.
       host: '0.0.0.0',
       autoscalerIntervalMs: 50,
       workerStopGraceMs: 10_000,
       workerRestartBackoffMs: 300,
-      docker: { hosts: [hostConfig(engine.url, 'a')], defaultHost: false, pingIntervalMs: 1_000, downAfterMs: 10_000, instance },
+      docker: { hosts: [hostConfig(engine.url, 'a')], defaultHost: false, pingIntervalMs: 1_000, downAfterMs: 10_000, instance: of },
+      ...settings,
     });
+  const allTerminal = (ep: string, ids: string[], timeoutMs = 30_000, g: TestGantry = t): Promise<Json[]> =>
+    eventually(async () => {
+      const jobs = await Promise.all(ids.map((id) => status(ep, id, g)));
+      return jobs.every((j) => TERMINAL.has(j.status as string)) ? jobs : undefined;
+    }, timeoutMs, `jobs of ${ep} to finish`);
+
+  beforeAll(async () => {
+    image = await ensureWorkerImage(engine);
+    t = await gatewayOn(instance);
   }, 300_000);
 
   afterAll(async () => {
@@ -136,6 +151,11 @@ function suite(engine: TestEngine): void {
     const { hosts, workers } = await listing('env');
     expect(workers[0]).toMatchObject({ id: worker.id, host: 'a', managed: true });
     expect(hosts).toEqual([expect.objectContaining({ name: 'a', url: engine.url, state: 'up', endpointWorkers: 1, workers: 1, gpus: 0 })]);
+    // The CLI prints the same host under the workers.
+    const cli = await runCli(['endpoints', 'workers', 'env'], { GANTRY_URL: t.url, GANTRY_ADMIN_KEY: t.adminKey });
+    expect(cli).toMatchObject({ code: 0, stderr: '' });
+    const hostTable = cli.stdout.trimEnd().split('\n\n')[1]?.split('\n').map((l) => l.split(/\s{2,}/));
+    expect(hostTable).toEqual([['HOST', 'STATE', 'ENGINE', 'GPUS USED/TOTAL', 'WORKERS', 'ERROR'], ['a', 'up', engine.engine, '0/0', '1']]);
 
     await api('DELETE', '/admin/v1/endpoints/env');
     await eventually(async () => ((await containers('env')).length === 0 ? true : undefined), 30_000, 'the container to go');
@@ -182,6 +202,70 @@ function suite(engine: TestEngine): void {
     const log = await api('GET', `/admin/v1/endpoints/kill/workers/${victim}/logs`);
     expect(JSON.stringify(log.lines)).toContain('exited: killed by SIGKILL');
     await api('DELETE', '/admin/v1/endpoints/kill');
+  });
+
+  it('a container removed from outside (`docker rm -f`) is a crash: its job is requeued and the worker started again', async () => {
+    await t.createEndpoint('rm', { workersMin: 1, workersMax: 1, idleTimeout: 60, worker: { image, env: { WORKER_HANDLER: 'sleep' } } });
+    const first = await eventually(async () => pool('rm').find((w) => w.state === 'idle'), 60_000, 'an idle container');
+    const id = await submit('rm', { seconds: 1.5 });
+    await eventually(async () => ((await status('rm', id)).status === 'IN_PROGRESS' ? true : undefined), 20_000, 'the job to start');
+    const [c] = await containers('rm');
+    await engine.cli('rm', '-f', c!.Id);
+
+    // The one worker of the endpoint is started again (same id, a new container) and finishes the requeued job.
+    const [job] = await allTerminal('rm', [id], 60_000);
+    expect(job).toMatchObject({ status: 'COMPLETED', output: { slept: 1.5 }, workerId: first.id });
+    expect((await t.gantry.gateway.jobs.getJob('rm', id))?.attempts).toBe(2);
+    const [again] = pool('rm');
+    // Docker's wait says 137 (killed by SIGKILL; the container is usually still there to inspect);
+    // Podman's says code 0 with an error, which is no exit code (lost), never a clean exit.
+    const crash = /^(killed by SIGKILL(: its container was removed by someone else)?|lost: its container was removed by someone else)$/;
+    expect(again).toMatchObject({ id: first.id, restarts: 1, lastExit: expect.stringMatching(crash) as string });
+    expect(again?.container).not.toBe(first.container);
+    const log = (await api('GET', `/admin/v1/endpoints/rm/workers/${first.id}/logs`)).lines as { line: string }[];
+    expect(log.map((l) => l.line)).toContainEqual(expect.stringMatching(new RegExp(`^exited: ${again?.lastExit} after `)));
+    await api('DELETE', '/admin/v1/endpoints/rm');
+  });
+
+  it('a container that ignores SIGTERM is killed after the drain grace; its job is requeued and finished by the new one', async () => {
+    // A gateway of its own, with a short grace.
+    const own = `${instance}-grace`;
+    const g = await gatewayOn(own, { workerStopGraceMs: 1_500 });
+    try {
+      const stubborn = { image, command: `trap '' TERM; exec python3 -u /app/runpod_like_worker.py`, env: { WORKER_HANDLER: 'sleep' } };
+      await g.createEndpoint('stubborn', { workersMin: 1, workersMax: 1, idleTimeout: 60, worker: stubborn });
+      await eventually(async () => pool('stubborn', g).find((w) => w.state === 'idle'), 60_000, 'an idle container');
+      const id = await submit('stubborn', { seconds: 4 }, g);
+      const victim = await eventually(async () => {
+        const job = await status('stubborn', id, g);
+        return job.status === 'IN_PROGRESS' ? (job.workerId as string) : undefined;
+      }, 20_000, 'the job to start');
+
+      // A new worker setting drains the old container: it ignores the SIGTERM and is killed after the grace, mid-job.
+      await api('PATCH', '/admin/v1/endpoints/stubborn', { worker: { image, env: { WORKER_HANDLER: 'sleep' } } }, g);
+      const [job] = await allTerminal('stubborn', [id], 60_000, g);
+      expect(job).toMatchObject({ status: 'COMPLETED', output: { slept: 4 } });
+      expect(job?.workerId).not.toBe(victim);
+      expect((await g.gantry.gateway.jobs.getJob('stubborn', id))?.attempts).toBe(2);
+
+      const listed = (await api('GET', '/admin/v1/endpoints/stubborn/workers', undefined, g)).workers as (PoolWorkerInfo & Json)[];
+      expect(listed.find((w) => w.id === victim)).toMatchObject({ state: 'stopped', lastExit: 'killed by SIGKILL' });
+      const log = (await api('GET', `/admin/v1/endpoints/stubborn/workers/${victim}/logs`, undefined, g)).lines as { at: string; stream: string; line: string }[];
+      const stopping = log.find((l) => l.stream === 'gantry' && l.line.startsWith('stopping (') && l.line.endsWith('SIGTERM, up to 1500 ms to finish its jobs'));
+      const exited = log.find((l) => l.stream === 'gantry' && l.line.startsWith('exited: killed by SIGKILL after '));
+      expect(stopping, JSON.stringify(log)).toBeDefined();
+      expect(exited, JSON.stringify(log)).toBeDefined();
+      // The whole grace was given.
+      expect(Date.parse(exited!.at) - Date.parse(stopping!.at)).toBeGreaterThanOrEqual(1_400);
+      await api('DELETE', '/admin/v1/endpoints/stubborn', undefined, g);
+    } catch (err) {
+      // A container that was never killed would hold up the close below: remove it so the failure shows.
+      for (const c of await containersOf(engine, own)) await engine.cli('rm', '-f', c.Id).catch(() => '');
+      throw err;
+    } finally {
+      await g.close();
+    }
+    expect(await containersOf(engine, own)).toEqual([]);
   });
 
   it('a new image rolls every container: the old ones drain their jobs, new ones start, no job lost', async () => {

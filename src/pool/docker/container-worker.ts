@@ -7,6 +7,8 @@ import { createLogFrameReader } from './log-frames.js';
 
 /** After the container exited, how long its log stream may take to deliver the last lines. */
 const LOG_DRAIN_MS = 2_000;
+/** The exit detail of a container removed by someone else (`docker rm -f`). */
+const REMOVED = 'its container was removed by someone else';
 /** Pause before asking again for the exit of a container whose wait call broke (the host is checked meanwhile). */
 const WAIT_RETRY_MS = 1_000;
 
@@ -112,10 +114,11 @@ export class ContainerWorker implements WorkerHandle, HostedWorker {
     let exit: WorkerExit | null = null;
     while (exit === null && !this.ended) {
       try {
-        const result = (await this.engine.call('POST', `/containers/${this.options.id}/wait`, { timeoutMs: 0, signal: this.calls.signal })) as { StatusCode?: number } | undefined;
-        exit = await this.inspectExit(result?.StatusCode ?? null);
+        const result = (await this.engine.call('POST', `/containers/${this.options.id}/wait`, { timeoutMs: 0, signal: this.calls.signal })) as { StatusCode?: number; Error?: { Message?: string } | null } | undefined;
+        // Podman answers a wait on a container removed meanwhile with StatusCode 0 and an Error: no exit code then.
+        exit = await this.inspectExit(result?.Error?.Message ? null : (result?.StatusCode ?? null));
       } catch (err) {
-        if (err instanceof EngineError && err.status === 404) exit = { code: null, signal: null, detail: 'its container was removed by someone else' };
+        if (err instanceof EngineError && err.status === 404) exit = { code: null, signal: null, detail: REMOVED };
         else {
           await this.options.checkHost();
           if (!this.ended) await new Promise((r) => setTimeout(r, WAIT_RETRY_MS).unref());
@@ -140,8 +143,10 @@ export class ContainerWorker implements WorkerHandle, HostedWorker {
       };
       const memory = info.HostConfig?.Memory ? ` (limit ${Math.round(info.HostConfig.Memory / 1024 / 1024)} MiB)` : '';
       return exitOf(waited ?? info.State?.ExitCode ?? 0, info.State?.OOMKilled === true, memory);
-    } catch {
-      return waited === null ? { code: null, signal: null } : exitOf(waited, false, '');
+    } catch (err) {
+      // Gone before this handle removed it: `docker rm -f` from outside, a crash like any other.
+      const removed = err instanceof EngineError && err.status === 404 ? { detail: REMOVED } : {};
+      return { ...(waited === null ? { code: null, signal: null } : exitOf(waited, false, '')), ...removed };
     }
   }
 
