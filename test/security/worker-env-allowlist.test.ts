@@ -58,7 +58,7 @@ describe('the environment of pool workers', () => {
       expect(names).not.toContain(name);
       expect(lines.join('\n')).not.toContain(value);
     }
-    const allowed = /^(PATH|HOME|USER|LOGNAME|SHELL|LANG|LANGUAGE|LC_[A-Z]+|TZ|TMPDIR|LD_LIBRARY_PATH|PWD|SHLVL|_|OLDPWD|MINE|RUNPOD_[A-Z_]+)$/;
+    const allowed = /^(PATH|HOME|USER|LOGNAME|SHELL|LANG|LANGUAGE|LC_[A-Z]+|TZ|TMPDIR|LD_LIBRARY_PATH|CUDA_VISIBLE_DEVICES|NVIDIA_VISIBLE_DEVICES|CUDA_DEVICE_ORDER|PWD|SHLVL|_|OLDPWD|MINE|RUNPOD_[A-Z_]+)$/;
     expect(names.filter((n) => !allowed.test(n))).toEqual([]);
   }, 30_000);
 });
