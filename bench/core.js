@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * Gantry core benchmark: the four aims of the core issue, measured on this machine with the
- * load generator included (DESIGN.md §5).
+ * load generator included (docs/benchmarks.md).
  *
  *   1. /run submissions per second                       aim ≥ 12,000/s
  *   2. end-to-end jobs per second (run → take → done)    aim ≥ 5,000 jobs/s
@@ -713,8 +713,8 @@ async function scenarioStatus(ctx) {
 /**
  * 4b. The same reads with wrk (Debian package `wrk`) as the load generator, when it is
  * installed: a node:http client spends ~30 µs of CPU per request itself, so on 2 cores it caps
- * what it can measure; wrk, in C, leaves the gateway a whole core (DESIGN.md §5 measured the
- * HTTP frameworks with wrk too). Same ids, same stride, 64 connections.
+ * what it can measure; wrk, in C, leaves the gateway a whole core (docs/benchmarks.md,
+ * "Results"). Same ids, same stride, 64 connections.
  */
 async function scenarioStatusWrk(ctx) {
   if (spawnSync('wrk', ['-v']).error) {

@@ -1,7 +1,7 @@
 import { AppError, invalidParameter } from '../model/errors.js';
 import { isObject } from '../model/json.js';
 
-/** Spec limits of the `policy` object (serverless-job-api.md, "policy object"). */
+/** Spec limits of the `policy` object (RunPod's spec; docs/api.md, POST `/run` body fields). */
 export const POLICY_LIMITS = {
   defaultExecutionTimeoutMs: 600_000,
   minExecutionTimeoutMs: 5_000, // exclusive: "must be greater than 5000"

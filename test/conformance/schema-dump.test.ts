@@ -9,7 +9,7 @@ import { testDatabaseUrl } from '../helpers/postgres.js';
 /**
  * The checked-in schema dumps (migrations/schema-<backend>.sql) are what the migrations build
  * on a fresh database: a migration added without its dump, or a dump changed without a
- * migration, turns this red (pg-boss's habit, STYLE.md).
+ * migration, turns this red (pg-boss's habit; docs/postgres.md, "Setup").
  */
 function checkedIn(backend: 'sqlite' | 'postgres'): { file: string; text: string | undefined } {
   const file = schemaDumpFile(backend);

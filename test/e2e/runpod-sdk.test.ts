@@ -1,4 +1,4 @@
-// End to end with the unmodified npm `runpod-sdk` client (DESIGN.md §1: existing clients work
+// End to end with the unmodified npm `runpod-sdk` client (docs/api.md, "Clients": existing clients work
 // unchanged when pointed at Gantry). The worker is simulated in the test over HTTP, speaking
 // runpod-python's worker protocol.
 import runpodSdk from 'runpod-sdk';

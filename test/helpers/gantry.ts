@@ -35,7 +35,7 @@ export interface TestGantry {
   createKey(scopes: Scope[], endpoints?: string[]): Promise<string>;
   /** PostgreSQL: the connection string of this gateway's schema (for a second gateway on it). */
   databaseUrl?: string;
-  /** The RUNPOD_* environment a worker process of this endpoint gets (DESIGN.md §1). */
+  /** The RUNPOD_* environment a worker process of this endpoint gets (docs/worker-protocol.md, "Configuration a worker receives"). */
   workerEnv(endpointId: string, workerId?: string): Record<string, string>;
   close(): Promise<void>;
 }
@@ -100,7 +100,7 @@ export async function startTestGantry(config: Partial<GantryConfig> = {}, option
   return t;
 }
 
-/** The RUNPOD_* variables of DESIGN.md §1, with a 1 s ping for quick tests. */
+/** The RUNPOD_* variables of docs/worker-protocol.md, with a 1 s ping for quick tests. */
 export function buildWorkerEnv(url: string, endpointId: string, workerId: string, key: string): Record<string, string> {
   return runpodWorkerEnv({ gatewayUrl: url, endpointId, workerId, apiKey: key, pingIntervalMs: 1_000 });
 }

@@ -1,4 +1,4 @@
-// The admin API under /admin/v1 (keys and endpoints) and key scopes (DESIGN.md §2).
+// The admin API under /admin/v1 (keys and endpoints) and key scopes (docs/api.md, "Authentication" and "Admin API").
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

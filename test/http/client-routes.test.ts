@@ -1,4 +1,4 @@
-// The client routes of the v2 job API (spec/serverless-job-api.md, DESIGN.md §1–§2), against a
+// The client routes of the v2 job API (RunPod's spec as docs/api.md states it), against a
 // real gateway. Workers are simulated by the test speaking the worker protocol over HTTP.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, parkedJobCalls, startTestGantry, type TestGantry } from '../helpers/gantry.js';

@@ -4,7 +4,7 @@ import { createManualClock } from '../helpers/clock.js';
 import { parkedJobCalls, startTestGantry, type TestGantry } from '../helpers/gantry.js';
 import { clientFor, uniqueId } from './http-helpers.js';
 
-// The limits as the spec's table states them (spec/serverless-job-api.md, Rate limits), written
+// The limits as the spec's table states them (RunPod's; docs/configuration.md, "Rate limits"), written
 // here, not read from the code's own table.
 const SPEC = { cancel: { per10s: 100, concurrent: 20 }, purgeQueue: 2, requests: { per10s: 10, concurrent: 2 }, status: 2000 };
 

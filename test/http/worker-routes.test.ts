@@ -1,4 +1,4 @@
-// The worker routes (runpod-python's protocol, DESIGN.md §1) against a real gateway: the test
+// The worker routes (runpod-python's protocol, docs/worker-protocol.md) against a real gateway: the test
 // itself is the worker, sending exactly what runpod-python 1.12 sends.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, startTestGantry, type TestGantry } from '../helpers/gantry.js';

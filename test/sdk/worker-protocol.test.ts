@@ -1,6 +1,6 @@
 /**
  * The SDK's wire format against a scripted server: URLs, query strings, headers and bodies
- * as runpod-python 1.12 sends them (DESIGN.md §1), retries, stop signals, drain, refresh.
+ * as runpod-python 1.12 sends them (docs/worker-protocol.md), retries, stop signals, drain, refresh.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { resolveWorkerConfig, startWorker, type Handler, type WorkerHandle, type WorkerLogger, type WorkerOptions } from '../../src/sdk/worker.js';

@@ -1,6 +1,6 @@
 /**
- * Groups the calls of one event-loop turn into one multi-row statement (DESIGN.md §5: a round
- * trip and a commit shared by many jobs). A turn's calls are sent together in setImmediate;
+ * Groups the calls of one event-loop turn into one multi-row statement (docs/architecture.md,
+ * "The hot path": a round trip and a commit shared by many jobs). A turn's calls are sent together in setImmediate;
  * each call's promise settles with its own result. When the grouped statement fails, every
  * call is retried on its own, so a bad call rejects only itself.
  */

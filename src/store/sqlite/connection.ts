@@ -6,7 +6,7 @@ import { checkLedger, listMigrations, migrationsDir } from '../migrations.js';
 import { DEFAULT_WAL_LIMIT_BYTES, startCheckpointer, type CheckpointStep } from './checkpointer.js';
 
 /**
- * One better-sqlite3 connection with the group commit of DESIGN.md §5: all writes issued in one
+ * One better-sqlite3 connection with the group commit of docs/architecture.md "The hot path": all writes issued in one
  * event-loop turn share one transaction. The first write of a turn runs BEGIN IMMEDIATE and
  * schedules the COMMIT with setImmediate; each write runs its statements at once (so reads later
  * in the same turn see them) and its promise settles after that COMMIT.
