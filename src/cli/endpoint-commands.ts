@@ -5,6 +5,7 @@
  */
 import { DEFAULT_LOG_LINES, MAX_LOG_LINES } from '../http/pool-routes.js';
 import { ENDPOINT_DEFAULTS, INTEGER_FIELDS } from '../jobs/endpoint-settings.js';
+import { isObject } from '../model/json.js';
 import { SCALER_TYPES, type Endpoint, type EndpointRateLimits, type EndpointSettings, type EndpointWorker, type ScalerType, type WorkerHost, type WorkerListing } from '../sdk/admin-client.js';
 import { expectPositionals, parseFlags, parseInteger, range, UsageError, type ParsedFlags } from './args.js';
 import { ADMIN_CONNECTION_HELP, ADMIN_OPTIONS, connectAdmin } from './connection.js';
@@ -229,7 +230,7 @@ function parseRateLimitsFlag(value: string): EndpointRateLimits | null {
   if (text === 'default') return null;
   try {
     const parsed = JSON.parse(text) as unknown;
-    if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) return parsed as EndpointRateLimits;
+    if (isObject(parsed)) return parsed as EndpointRateLimits;
   } catch {
     // reported below
   }
