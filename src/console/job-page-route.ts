@@ -36,8 +36,31 @@ export const JOB_PAGE_INPUT_MAX_CHARS = 1_000_000;
  */
 export type WebhookOutcome = 'waiting' | 'pending' | 'delivered' | 'failed' | 'unrecorded';
 
-/** The webhook part of the answer: the receiver's origin only (a path or query may hold a token). */
-export function webhookSummary(job: JobRecord, attempts: WebhookAttempt[]) {
+/** One webhook attempt as the job page shows it. */
+export interface WebhookAttemptSummary {
+  retries: number;
+  attempt: number;
+  /** When the attempt ended (ISO text). */
+  at: string;
+  httpStatus: number | null;
+  error: string | null;
+  /** The receiver answered 2xx. */
+  delivered: boolean;
+}
+
+/** A job's webhook delivery as the job page shows it (webhookSummary). */
+export interface WebhookSummary {
+  /** The receiver's origin only. */
+  target: string;
+  outcome: WebhookOutcome;
+  attemptsMade: number;
+  /** When the next attempt is due (ISO text); null when none is. */
+  nextAt: string | null;
+  attempts: WebhookAttemptSummary[];
+}
+
+/** The webhook part of the answer: the receiver's origin only (a path or query may hold a token); null without a webhook. */
+export function webhookSummary(job: JobRecord, attempts: WebhookAttempt[]): WebhookSummary | null {
   if (job.webhook === null) return null;
   const current = attempts.filter((a) => a.retries === job.retries);
   const last = current[current.length - 1];

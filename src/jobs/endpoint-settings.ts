@@ -231,8 +231,19 @@ export function parseEndpointSettings(body: unknown, existing: EndpointRecord | 
   return record;
 }
 
+/** An endpoint as the admin API shows it (renderEndpoint): its settings, with times as ISO text. */
+export interface RenderedEndpoint extends Omit<EndpointRecord, 'workerJson' | 'webhookSecret' | 'rateLimitsJson' | 'createdAt' | 'updatedAt'> {
+  /** Whether webhook calls are signed; the secret itself never leaves. */
+  webhookSigning: boolean;
+  worker: WorkerSettings | null;
+  /** The endpoint's own rate limits as stored; null: the gateway's defaults. */
+  rateLimits: unknown;
+  createdAt: string;
+  updatedAt: string;
+}
+
 /** The endpoint as the admin API shows it; the webhook secret never leaves, only whether one is set. */
-export function renderEndpoint(endpoint: EndpointRecord) {
+export function renderEndpoint(endpoint: EndpointRecord): RenderedEndpoint {
   const { workerJson, webhookSecret, rateLimitsJson, createdAt, updatedAt, ...settings } = endpoint;
   return {
     ...settings,

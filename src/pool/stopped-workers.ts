@@ -12,6 +12,18 @@ export interface StoppedWorkerLimits {
 /** Defaults: the last 20 stopped workers of each endpoint, for 30 minutes. */
 export const STOPPED_WORKER_DEFAULTS: StoppedWorkerLimits = { max: 20, keepMs: 30 * 60_000 };
 
+/** One pool's stopped workers (createStoppedWorkers). */
+export interface StoppedWorkers {
+  /** Remembers a worker that just stopped (`info.state` is `stopped`, `info.stoppedAt` set). */
+  add(info: PoolWorkerInfo & { stoppedAt: number }, log: WorkerLog): void;
+  /** The remembered workers, the most recently stopped first. */
+  list(): PoolWorkerInfo[];
+  /** The last `lines` log lines of a remembered worker; undefined once it is forgotten. */
+  logs(workerId: string, lines: number): LogLine[] | undefined;
+  /** How many workers are remembered now. */
+  readonly size: number;
+}
+
 /**
  * The workers of one pool that are gone (scaled down, drained after a settings change, crashed
  * and then stopped): what the listing showed of them when they stopped, and their log ring, so
@@ -23,7 +35,7 @@ export const STOPPED_WORKER_DEFAULTS: StoppedWorkerLimits = { max: 20, keepMs: 3
  * stopped.add({ ...info, state: 'stopped', stoppedAt: Date.now() }, log);
  * stopped.logs(info.id, 100); // the last 100 lines, until it is forgotten
  */
-export function createStoppedWorkers(limits: StoppedWorkerLimits, now: () => number) {
+export function createStoppedWorkers(limits: StoppedWorkerLimits, now: () => number): StoppedWorkers {
   // Insertion order is stop order: the first entry is always the oldest.
   const kept = new Map<string, { info: PoolWorkerInfo & { stoppedAt: number }; log: WorkerLog }>();
 
@@ -36,18 +48,15 @@ export function createStoppedWorkers(limits: StoppedWorkerLimits, now: () => num
   }
 
   return {
-    /** Remembers a worker that just stopped (`info.state` is `stopped`, `info.stoppedAt` set). */
     add(info: PoolWorkerInfo & { stoppedAt: number }, log: WorkerLog): void {
       kept.delete(info.id);
       if (limits.max > 0 && limits.keepMs > 0) kept.set(info.id, { info, log });
       prune();
     },
-    /** The remembered workers, the most recently stopped first. */
     list(): PoolWorkerInfo[] {
       prune();
       return [...kept.values()].reverse().map((e) => ({ ...e.info }));
     },
-    /** The last `lines` log lines of a remembered worker; undefined once it is forgotten. */
     logs(workerId: string, lines: number): LogLine[] | undefined {
       prune();
       return kept.get(workerId)?.log.tail(lines);
@@ -57,6 +66,3 @@ export function createStoppedWorkers(limits: StoppedWorkerLimits, now: () => num
     },
   };
 }
-
-/** One pool's stopped workers (createStoppedWorkers). */
-export type StoppedWorkers = ReturnType<typeof createStoppedWorkers>;

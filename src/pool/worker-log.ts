@@ -3,6 +3,18 @@ import type { LogLine, LogStream } from '../jobs/pool-view.js';
 /** Lines longer than this are cut (a worker printing a huge blob must not hold megabytes here). */
 const MAX_LINE_CHARS = 4_000;
 
+/** A pool worker's log ring (createWorkerLog). */
+export interface WorkerLog {
+  /** Appends a chunk of the worker's output; complete lines are kept, `\r\n` counts as one end. */
+  write(stream: 'stdout' | 'stderr', chunk: string): void;
+  /** A line of Gantry's own about this worker (started, exited, stopping). */
+  note(line: string): void;
+  /** Keeps any unfinished line (the process ended without a final newline). */
+  flush(): void;
+  /** The last `n` lines (all kept lines when n is larger; all when n is left out), oldest first. */
+  tail(n?: number): LogLine[];
+}
+
 /**
  * The last `capacity` lines a pool worker printed, across its restarts: a ring buffer, so a
  * chatty worker costs a bounded amount of memory. Output arrives in arbitrary chunks; a
@@ -13,7 +25,7 @@ const MAX_LINE_CHARS = 4_000;
  * log.write('stderr', 'boom: missing model\n');
  * log.tail(1); // [{ at, stream: 'stderr', line: 'boom: missing model' }]
  */
-export function createWorkerLog(capacity = 500, now: () => number = Date.now) {
+export function createWorkerLog(capacity = 500, now: () => number = Date.now): WorkerLog {
   if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError(`capacity must be a positive integer, got ${capacity}`);
   const ring: LogLine[] = [];
   let next = 0; // where the next line goes once the ring is full
@@ -29,7 +41,6 @@ export function createWorkerLog(capacity = 500, now: () => number = Date.now) {
   }
 
   return {
-    /** Appends a chunk of the worker's output; complete lines are kept, `\r\n` counts as one end. */
     write(stream: 'stdout' | 'stderr', chunk: string): void {
       const text = partial[stream] + chunk;
       const lines = text.split('\n');
@@ -40,24 +51,18 @@ export function createWorkerLog(capacity = 500, now: () => number = Date.now) {
       }
       for (const line of lines) push(stream, line.endsWith('\r') ? line.slice(0, -1) : line);
     },
-    /** A line of Gantry's own about this worker (started, exited, stopping). */
     note(line: string): void {
       push('gantry', line);
     },
-    /** Keeps any unfinished line (the process ended without a final newline). */
     flush(): void {
       for (const stream of ['stdout', 'stderr'] as const) {
         if (partial[stream] !== '') push(stream, partial[stream]);
         partial[stream] = '';
       }
     },
-    /** The last `n` lines (all kept lines when n is larger), oldest first. */
     tail(n = capacity): LogLine[] {
       const ordered = ring.length < capacity ? ring : [...ring.slice(next), ...ring.slice(0, next)];
       return n >= ordered.length ? [...ordered] : ordered.slice(ordered.length - Math.max(0, n));
     },
   };
 }
-
-/** A pool worker's log ring (createWorkerLog). */
-export type WorkerLog = ReturnType<typeof createWorkerLog>;
