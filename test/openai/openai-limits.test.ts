@@ -3,7 +3,8 @@
  * not hold one of the endpoint's `openai` concurrency slots (the body is read before the slot
  * is taken, as on /run and /runsync; docs/configuration.md).
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import type { IncomingMessage } from 'node:http';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { startTestGantry, type TestGantry } from '../helpers/gantry.js';
 import { uniqueId, workerFor } from '../http/http-helpers.js';
 import { RawConnection } from '../limits/raw-http.js';
@@ -24,12 +25,18 @@ describe('OpenAI routes and slow uploads', () => {
     await t.createEndpoint(id, { rateLimits: { openai: { concurrent: 2 } } });
     const runKey = await t.createKey(['run']);
     const w = workerFor(t, id, await t.createKey(['worker']));
+    // The requests as the gateway's server receives them, to see when it reads their bodies.
+    const received: IncomingMessage[] = [];
+    t.gantry.server.on('request', (req: IncomingMessage) => {
+      if (req.url?.includes('/openai/')) received.push(req);
+    });
     const slow = Array.from({ length: 2 }, () => new RawConnection(t!.url));
     connections.push(...slow);
     await Promise.all(slow.map((c) => c.ready()));
     for (const c of slow) c.startPost(`/v2/${id}/openai/v1/chat/completions`, runKey, 1_000, '{"model":"m",');
-    // Time for the gateway to read both heads, authorise them and look up the endpoint.
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // The gateway has read both heads, authorised them, looked up the endpoint and is reading
+    // both bodies (a body flows once the route reads it): each has got as far as it can.
+    await vi.waitFor(() => expect(received.filter((r) => r.readableFlowing === true)).toHaveLength(2), { timeout: 10_000, interval: 20 });
 
     const answer = fetch(`${t.url}/v2/${id}/openai/v1/chat/completions`, {
       method: 'POST',

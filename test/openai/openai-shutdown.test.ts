@@ -27,35 +27,43 @@ describe('OpenAI requests during a gateway shutdown', () => {
     await t.createEndpoint(id);
     const runKey = await t.createKey(['run']);
     const w = workerFor(t, id, await t.createKey(['worker']));
-    const post = (body: unknown): Promise<{ status: number; headers: Headers; text: string }> =>
+    // `send` resolves once the answer's headers arrive; `read` with the whole answer.
+    const send = (body: unknown): Promise<Response> =>
       fetch(`${t.url}/v2/${id}/openai/v1/chat/completions`, {
         method: 'POST',
         headers: { authorization: `Bearer ${runKey}`, 'content-type': 'application/json' },
         body: JSON.stringify(body),
-      }).then(async (r) => ({ status: r.status, headers: r.headers, text: await r.text() }));
+      });
+    const read = (answer: Promise<Response>): Promise<{ status: number; headers: Headers; text: string }> =>
+      answer.then(async (r) => ({ status: r.status, headers: r.headers, text: await r.text() }));
+    const post = (body: unknown): Promise<{ status: number; headers: Headers; text: string }> => read(send(body));
     // Four requests, each job taken by the worker: two finish during the shutdown, two never.
     const finishing = post(chat);
     const finishingJob = (await w.takeJob()).id as string;
-    const finishingStream = post({ ...chat, stream: true });
+    const finishingStreamHeads = send({ ...chat, stream: true });
+    const finishingStream = read(finishingStreamHeads);
     const finishingStreamJob = (await w.takeJob()).id as string;
     await w.streamChunk(finishingStreamJob, { n: 1 });
     const unfinished = post(chat);
     const unfinishedJob = (await w.takeJob()).id as string;
-    const unfinishedStream = post({ ...chat, stream: true });
+    const unfinishedStreamHeads = send({ ...chat, stream: true });
+    const unfinishedStream = read(unfinishedStreamHeads);
     const unfinishedStreamJob = (await w.takeJob()).id as string;
     await w.streamChunk(unfinishedStreamJob, { n: 1 });
     // A fifth whose job no worker takes.
     const queued = post(chat);
     await vi.waitFor(async () => expect((await t.gantry.gateway.jobs.health(id)).jobs.inQueue).toBe(1), { timeout: 10_000, interval: 50 });
     const queuedJob = (await t.gantry.gateway.jobs.listRequests(id, 10)).find((j) => j.status === 'IN_QUEUE')?.id;
-    // The stream has begun (its headers are out) before the shutdown.
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Both streams have begun before the shutdown: their headers (sent with the first chunk) have arrived.
+    await Promise.all([finishingStreamHeads, unfinishedStreamHeads]);
     const cancel = vi.spyOn(t.gantry.gateway.jobs, 'cancel');
 
     const closing = t.gantry.close();
     const transitions = t.gantry.gateway.transitions;
     const write = { workerId: w.id, endpointId: id };
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The shutdown has closed the waits and stopped listening, and in the same step told the
+    // OpenAI requests of it: the jobs below end during the shutdown, not before it.
+    await vi.waitFor(() => expect(t.gantry.server.listening).toBe(false), { timeout: 10_000, interval: 10 });
     await transitions.finish({ ...write, id: finishingJob, status: 'COMPLETED', outputJson: '[{"object":"chat.completion","choices":[]}]', error: null });
     await transitions.appendStream({ ...write, id: finishingStreamJob, chunks: ['{"n":2}'] });
     await transitions.finish({ ...write, id: finishingStreamJob, status: 'COMPLETED', outputJson: '[]', error: null });
