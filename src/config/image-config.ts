@@ -148,6 +148,19 @@ export function parseImageDevice(value: string): ImageDevice | null {
   return { provider: match[1] as Provider, index: match[2] === undefined ? 0 : Number(match[2]) };
 }
 
+/** The largest memory limit a setting accepts, in MiB (16 TiB); 0 means the device's free memory. */
+const MEMORY_LIMIT_MAX_MB = 16 * 1024 * 1024;
+
+/** The setting of one endpoint's own memory limit: GANTRY_IMAGE_QUALITY_MEMORY_LIMIT_MB or GANTRY_IMAGE_FAST_MEMORY_LIMIT_MB. */
+export function ownMemoryLimitSetting(kind: ImageModelKind): string {
+  return `GANTRY_IMAGE_${kind.toUpperCase()}_MEMORY_LIMIT_MB`;
+}
+
+/** One endpoint's own memory limit in MiB; null when its setting is not set. */
+export function ownMemoryLimitMb(config: ImageConfig, kind: ImageModelKind): number | null {
+  return kind === 'quality' ? config.qualityMemoryLimitMb : config.fastMemoryLimitMb;
+}
+
 /**
  * The memory limit of one endpoint's worker and the setting it comes from: its own
  * GANTRY_IMAGE_<KIND>_MEMORY_LIMIT_MB when set, else GANTRY_IMAGE_MEMORY_LIMIT_MB. Each worker
@@ -157,8 +170,8 @@ export function parseImageDevice(value: string): ImageDevice | null {
  * @example imageMemoryLimit(loadImageConfig({ GANTRY_IMAGE_FAST_MEMORY_LIMIT_MB: '30000' }), 'fast') // { mb: 30000, setting: 'GANTRY_IMAGE_FAST_MEMORY_LIMIT_MB' }
  */
 export function imageMemoryLimit(config: ImageConfig, kind: ImageModelKind): { mb: number; setting: string } {
-  const own = kind === 'quality' ? config.qualityMemoryLimitMb : config.fastMemoryLimitMb;
-  return own === null ? { mb: config.memoryLimitMb, setting: 'GANTRY_IMAGE_MEMORY_LIMIT_MB' } : { mb: own, setting: `GANTRY_IMAGE_${kind.toUpperCase()}_MEMORY_LIMIT_MB` };
+  const own = ownMemoryLimitMb(config, kind);
+  return own === null ? { mb: config.memoryLimitMb, setting: 'GANTRY_IMAGE_MEMORY_LIMIT_MB' } : { mb: own, setting: ownMemoryLimitSetting(kind) };
 }
 
 /** The device as configuration and logs write it: cpu, cuda:N. */
@@ -194,9 +207,9 @@ function loadPlacement(env: NodeJS.ProcessEnv, config: ImageConfig, bad: Bad): v
     if (env.GANTRY_IMAGE_ARENA !== 'on' && env.GANTRY_IMAGE_ARENA !== 'off') throw bad('GANTRY_IMAGE_ARENA', 'on or off');
     config.arena = env.GANTRY_IMAGE_ARENA === 'on';
   }
-  config.memoryLimitMb = integerSetting(env, 'GANTRY_IMAGE_MEMORY_LIMIT_MB', 0, 16 * 1024 * 1024, bad) ?? config.memoryLimitMb;
-  config.qualityMemoryLimitMb = integerSetting(env, 'GANTRY_IMAGE_QUALITY_MEMORY_LIMIT_MB', 0, 16 * 1024 * 1024, bad);
-  config.fastMemoryLimitMb = integerSetting(env, 'GANTRY_IMAGE_FAST_MEMORY_LIMIT_MB', 0, 16 * 1024 * 1024, bad);
+  config.memoryLimitMb = integerSetting(env, 'GANTRY_IMAGE_MEMORY_LIMIT_MB', 0, MEMORY_LIMIT_MAX_MB, bad) ?? config.memoryLimitMb;
+  config.qualityMemoryLimitMb = integerSetting(env, 'GANTRY_IMAGE_QUALITY_MEMORY_LIMIT_MB', 0, MEMORY_LIMIT_MAX_MB, bad);
+  config.fastMemoryLimitMb = integerSetting(env, 'GANTRY_IMAGE_FAST_MEMORY_LIMIT_MB', 0, MEMORY_LIMIT_MAX_MB, bad);
   config.batchSize = integerSetting(env, 'GANTRY_IMAGE_BATCH', 1, 16, bad) ?? config.batchSize;
   config.batchWindowMs = integerSetting(env, 'GANTRY_IMAGE_BATCH_WINDOW_MS', 0, 10_000, bad) ?? config.batchWindowMs;
   if (env.GANTRY_IMAGE_CACHE_DIR) config.cacheDir = absolute(env.GANTRY_IMAGE_CACHE_DIR);

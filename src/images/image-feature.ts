@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import type { GantryConfig } from '../config/config.js';
-import { formatImageDevice, type ImageModelKind } from '../config/image-config.js';
+import { formatImageDevice, ownMemoryLimitMb, ownMemoryLimitSetting, type ImageModelKind } from '../config/image-config.js';
 import type { RouteTable } from '../http/server.js';
 import type { EndpointHooks, EndpointService } from '../jobs/endpoint-service.js';
 import type { WorkerSettings } from '../jobs/endpoint-settings.js';
@@ -154,7 +154,7 @@ function workerSettings(deps: ImageFeatureDeps, endpointId: string, kind: ImageM
     }
   }
   const s3 = images.s3;
-  const ownLimit = kind === 'quality' ? images.qualityMemoryLimitMb : images.fastMemoryLimitMb;
+  const ownLimit = ownMemoryLimitMb(images, kind);
   const env: Record<string, string> = {
     LOG_LEVEL: logLevel,
     GANTRY_IMAGE_KIND: kind,
@@ -166,7 +166,7 @@ function workerSettings(deps: ImageFeatureDeps, endpointId: string, kind: ImageM
     GANTRY_IMAGE_ARENA: images.arena ? 'on' : 'off',
     GANTRY_IMAGE_MEMORY_LIMIT_MB: String(images.memoryLimitMb),
     // The endpoint's own limit, when set; the worker reads it before the global one (imageMemoryLimit).
-    ...(ownLimit === null ? {} : { [`GANTRY_IMAGE_${kind.toUpperCase()}_MEMORY_LIMIT_MB`]: String(ownLimit) }),
+    ...(ownLimit === null ? {} : { [ownMemoryLimitSetting(kind)]: String(ownLimit) }),
     GANTRY_IMAGE_BATCH: String(images.batchSize),
     GANTRY_IMAGE_BATCH_WINDOW_MS: String(images.batchWindowMs),
     GANTRY_IMAGE_CACHE_DIR: images.cacheDir ?? join(dataDir, 'image-cache'),
