@@ -5,21 +5,15 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { WebhookSummary } from '../../src/console/job-page-route.js';
 import { eventually, startTestGantry, type TestBackend, type TestGantry } from '../helpers/gantry.js';
 import { clientFor, startReceiver, uniqueId, workerFor } from './http-helpers.js';
 
-interface Attempt {
-  retries: number;
-  attempt: number;
-  at: string;
-  httpStatus: number | null;
-  error: string | null;
-  delivered: boolean;
-}
+/** The console job route's answer, as far as this file reads it. */
 interface JobPage {
   id: string;
   status: string;
-  webhook: { target: string; outcome: string; attemptsMade: number; nextAt: string | null; attempts: Attempt[] } | null;
+  webhook: WebhookSummary | null;
 }
 
 /** A port nothing listens on: a server's, closed. */

@@ -27,18 +27,13 @@ describe('caches keyed by what requests name are bounded', () => {
   afterAll(async () => gantry?.close());
 
   it(`keeps at most ${ENDPOINT_CACHE_MAX} endpoint ids cached after more random ids than that`, async () => {
-    const total = ENDPOINT_CACHE_MAX + 500;
-    let next = 0;
     const statuses = new Set<number>();
-    const worker = async (): Promise<void> => {
-      while (next < total) {
-        const id = `nx-${(next++).toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
-        const res = await fetch(`${gantry.url}/v2/${id}/health`, { headers: { authorization: `Bearer ${key}` } });
-        statuses.add(res.status);
-        await res.arrayBuffer();
-      }
-    };
-    await Promise.all(Array.from({ length: 32 }, worker));
+    await spread(ENDPOINT_CACHE_MAX + 500, 32, async (i) => {
+      const id = `nx-${i.toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+      const res = await fetch(`${gantry.url}/v2/${id}/health`, { headers: { authorization: `Bearer ${key}` } });
+      statuses.add(res.status);
+      await res.arrayBuffer();
+    });
     expect([...statuses]).toEqual([404]);
     expect(gantry.gantry.gateway.endpoints.cachedCount()).toBe(ENDPOINT_CACHE_MAX);
   }, 120_000);
