@@ -33,8 +33,9 @@ function timerClock(): Clock & { now_: number; pending(): { ms: number; fire(): 
 /** A logger recording its error lines. */
 function recordingLogger(): { logger: PeriodicOptions['logger']; errors: string[] } {
   const errors: string[] = [];
-  const base = pino({ level: 'silent' });
-  return { errors, logger: { error: ((obj: unknown, msg?: string) => void errors.push(msg ?? String(obj))) as typeof base.error } };
+  const logger = pino({ level: 'silent' });
+  logger.error = ((obj: unknown, msg?: string) => void errors.push(msg ?? String(obj))) as typeof logger.error;
+  return { errors, logger };
 }
 
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
