@@ -51,6 +51,11 @@ export interface WorkerPoolOptions {
   now(): number;
   /** Called when something happened that the autoscaler should look at soon (a worker exited). */
   onChange(): void;
+  /**
+   * Called the moment the pool decides to stop a worker (idle, stopPod, settings changed, drain,
+   * close), before its SIGTERM: the gateways answer its parked takes and hand it nothing more.
+   */
+  onStopping?(workerId: string): void;
 }
 
 /** One worker slot of the pool: its current process (if any), its log and crash history. */
@@ -205,13 +210,13 @@ class Pool implements WorkerPool {
     if (!slot || slot.stopping) return;
     slot.stopping = true;
     slot.reason = why;
-    if (!slot.handle) {
-      if (!slot.launching) this.forget(slot);
-      return;
-    }
-    slot.log.note(`stopping (${why}): SIGTERM, up to ${this.options.graceMs} ms to finish its jobs`);
-    this.log.info({ workerId, why }, 'pool worker stopping');
-    void slot.handle.stop(this.options.graceMs);
+    if (slot.handle) {
+      slot.log.note(`stopping (${why}): SIGTERM, up to ${this.options.graceMs} ms to finish its jobs`);
+      this.log.info({ workerId, why }, 'pool worker stopping');
+      void slot.handle.stop(this.options.graceMs);
+    } else if (!slot.launching) this.forget(slot);
+    // After the SIGTERM went out, so the worker knows it is stopping when its takes are answered.
+    this.options.onStopping?.(workerId);
   }
 
   setThrottled(n: number): void {
