@@ -3,10 +3,11 @@
 // heartbeat stops, the job-take already open stays open, and a job that take returns is never
 // run (`EVENT dropped <id>`). The take hold is long (HOLD_MS), so a take answered only by its
 // hold, or a job handed through it, would show.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createOffsetClock } from '../helpers/clock.js';
+import { spawnOwned } from '../helpers/processes.js';
 import { eventually, parkedTake, startTestGantry, type TestBackend, type TestGantry } from '../helpers/gantry.js';
 
 type Json = Record<string, unknown>;
@@ -52,7 +53,7 @@ const ended = (g: TestGantry, ep: string, id: string, timeoutMs = 30_000): Promi
 /** A hand-started stand-in with its stdout events and stderr (each request, with --verbose). */
 function handWorker(g: TestGantry, ep: string, workerId: string): { proc: ChildProcess; out: () => string; err: () => string; exited: Promise<number | null> } {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('RUNPOD_')));
-  const proc = spawn('python3', ['-u', SCRIPT, '--handler', 'echo', '--verbose'], { env: { ...base, ...g.workerEnv(ep, workerId) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawnOwned('python3', ['-u', SCRIPT, '--handler', 'echo', '--verbose'], { env: { ...base, ...g.workerEnv(ep, workerId) }, stdio: ['ignore', 'pipe', 'pipe'] });
   procs.push(proc);
   let out = '';
   let err = '';
