@@ -212,3 +212,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
 export function workerPingIntervalMs(config: Pick<GantryConfig, 'workerLostMs'>): number {
   return Math.max(1_000, Math.min(10_000, Math.floor(config.workerLostMs / 3)));
 }
+
+/** A stopped pool worker always gets at least this much longer than the take hold before SIGKILL. */
+export const STOP_GRACE_OVER_TAKE_HOLD_MS = 5_000;
+
+/**
+ * The SIGTERM → SIGKILL grace of a pool worker: GANTRY_WORKER_STOP_GRACE_MS, but never less than
+ * the take hold (GANTRY_JOB_TAKE_WAIT_MS) plus STOP_GRACE_OVER_TAKE_HOLD_MS. runpod-python exits
+ * only once the job-take it has open at SIGTERM is answered; the gateway answers it at once when
+ * the pool stops the worker, and at the latest when the hold ends, so no setting can SIGKILL a
+ * worker that is on its way out (with both at 30 s, idle workers were killed at 30.0 s).
+ *
+ * @example poolStopGraceMs({ workerStopGraceMs: 30_000, jobTakeWaitMs: 30_000 }); // 35_000
+ */
+export function poolStopGraceMs(config: Pick<GantryConfig, 'workerStopGraceMs' | 'jobTakeWaitMs'>): number {
+  return Math.max(config.workerStopGraceMs, config.jobTakeWaitMs + STOP_GRACE_OVER_TAKE_HOLD_MS);
+}

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { workerPingIntervalMs, type GantryConfig } from '../config/config.js';
+import { poolStopGraceMs, workerPingIntervalMs, type GantryConfig } from '../config/config.js';
 import type { WorkerSettings } from '../jobs/endpoint-settings.js';
 import type { EndpointService } from '../jobs/endpoint-service.js';
 import type { PoolView } from '../jobs/pool-view.js';
@@ -28,7 +28,7 @@ export interface AutoscalerDeps {
   builtIns: ReadonlyMap<string, WorkerSettings>;
   /** Base URL of the gateway as workers reach it: config.publicUrl, else the gateway's own URL (known once it listens). */
   baseUrl(): string;
-  config: Pick<GantryConfig, 'autoscalerIntervalMs' | 'workerStopGraceMs' | 'workerRestartBackoffMs' | 'workerLostMs' | 'stoppedWorkersKept' | 'stoppedWorkersKeptMs'>;
+  config: Pick<GantryConfig, 'autoscalerIntervalMs' | 'workerStopGraceMs' | 'jobTakeWaitMs' | 'workerRestartBackoffMs' | 'workerLostMs' | 'stoppedWorkersKept' | 'stoppedWorkersKeptMs'>;
   /** Lines kept per worker log (default 500). */
   logLines?: number;
   logger: Logger;
@@ -133,7 +133,7 @@ class Scaler implements Autoscaler {
    */
   private async cleanUpAfterEarlierRun(): Promise<void> {
     try {
-      const reaped = (await this.deps.driver.reapOrphans?.(this.deps.config.workerStopGraceMs)) ?? 0;
+      const reaped = (await this.deps.driver.reapOrphans?.(poolStopGraceMs(this.deps.config))) ?? 0;
       const keys = await this.deps.keys.revokeNamed(POOL_KEY_NAME);
       if (reaped + keys > 0) this.deps.logger.warn({ workers: reaped, keys }, 'stopped the pool workers and keys an earlier gateway process left behind');
     } catch (err) {
@@ -149,7 +149,7 @@ class Scaler implements Autoscaler {
       keys: this.deps.keys,
       transitions: this.deps.transitions,
       baseUrl: this.deps.baseUrl(),
-      graceMs: config.workerStopGraceMs,
+      graceMs: poolStopGraceMs(config),
       restartBackoffMs: config.workerRestartBackoffMs,
       logLines: this.deps.logLines ?? 500,
       stoppedWorkers: { max: config.stoppedWorkersKept, keepMs: config.stoppedWorkersKeptMs },

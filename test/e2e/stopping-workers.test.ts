@@ -6,6 +6,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { poolStopGraceMs, STOP_GRACE_OVER_TAKE_HOLD_MS } from '../../src/config/config.js';
 import { createOffsetClock } from '../helpers/clock.js';
 import { spawnOwned } from '../helpers/processes.js';
 import { eventually, parkedTake, startTestGantry, type TestBackend, type TestGantry } from '../helpers/gantry.js';
@@ -65,13 +66,14 @@ function handWorker(g: TestGantry, ep: string, workerId: string): { proc: ChildP
 
 describe.each(['sqlite', 'postgres'] as TestBackend[])('a stopping worker is handed nothing (%s store)', (backend) => {
   it('a pool worker draining after idleTimeout: a job submitted during the drain goes to a fresh worker, never to the draining one', async () => {
-    const g = (t = await startTestGantry({ autoscalerIntervalMs: 50, workerStopGraceMs: 10_000, jobTakeWaitMs: HOLD_MS, workerRestartBackoffMs: 300 }, { backend }));
+    // The stop grace set equal to the take hold, as in the report (both 30 s): the pool's grace is derived longer (item 2).
+    const g = (t = await startTestGantry({ autoscalerIntervalMs: 50, workerStopGraceMs: HOLD_MS, jobTakeWaitMs: HOLD_MS, workerRestartBackoffMs: 300 }, { backend }));
     const ep = `drain-${backend}`;
     // --linger 3: after its work is done the process stays 3 s (a teardown), so the drain lasts.
     const command = `exec python3 -u '${SCRIPT}' --handler echo --linger 3 --verbose`;
     await g.createEndpoint(ep, { workersMin: 0, workersMax: 1, idleTimeout: 1, worker: { command } });
     const view = g.gantry.gateway.autoscaler.view;
-    const logLines = (id: string): { at: number; line: string }[] => view.logs(ep, id, 500) ?? [];
+    const logLines = (id: string): { at: number; stream: string; line: string }[] => view.logs(ep, id, 500) ?? [];
     const log = (id: string): string[] => logLines(id).map((l) => l.line);
 
     // A cold start for the first job; then the worker idles past idleTimeout and the pool stops it.
@@ -90,12 +92,14 @@ describe.each(['sqlite', 'postgres'] as TestBackend[])('a stopping worker is han
     const lines = logLines(draining);
     expect(lines.filter((l) => l.line.includes(id))).toEqual([]);
     expect(lines.some((l) => l.line.includes('EVENT dropped'))).toBe(false);
-    // After the signal: the take it had open answered 204 (long before its hold), no new take, a clean exit.
-    const term = lines.find((l) => l.line.includes('EVENT sigterm'))!;
-    const takes = lines.filter((l) => l.at >= term.at && l.line.includes('/job-take/'));
+    // Once the pool stopped it (its own note, written before the SIGTERM): the take it had open
+    // answered 204 long before its hold, no new take, a clean exit.
+    const stopping = lines.find((l) => l.stream === 'gantry' && l.line.startsWith('stopping ('))!;
+    const takes = lines.filter((l) => l.at >= stopping.at && l.line.includes('/job-take/'));
     expect(takes.map((l) => l.line.replace(/.* -> /, ''))).toEqual(['204']);
-    expect(takes[0]!.at - term.at).toBeLessThan(HOLD_MS / 2);
+    expect(takes[0]!.at - stopping.at).toBeLessThan(HOLD_MS / 2);
     expect(lines.some((l) => l.line.includes('EVENT exiting'))).toBe(true);
+    expect(stopping.line).toMatch(new RegExp(`^stopping \\(.*\\): SIGTERM, up to ${HOLD_MS + STOP_GRACE_OVER_TAKE_HOLD_MS} ms to finish its jobs$`));
     expect(view.stoppedWorkers(ep)?.find((w) => w.id === draining)?.lastExit).toBe('exited with code 0');
     // Figures for the record (GANTRY_TEST_FIGURES=1): the fresh worker's cold start and the job's wait.
     const fresh = view.workers(ep)?.find((w) => w.id === job.workerId);
@@ -133,4 +137,13 @@ describe.each(['sqlite', 'postgres'] as TestBackend[])('a stopping worker is han
     handWorker(g, ep, `fresh-${backend}`);
     expect(await ended(g, ep, id)).toMatchObject({ status: 'COMPLETED', workerId: `fresh-${backend}` });
   }, 60_000);
+});
+
+describe('the pool\'s stop grace', () => {
+  it('is longer than the take hold whatever is set (runpod-python exits once its open take is answered)', () => {
+    expect(poolStopGraceMs({ workerStopGraceMs: 30_000, jobTakeWaitMs: 30_000 })).toBe(35_000);
+    expect(poolStopGraceMs({ workerStopGraceMs: 1_000, jobTakeWaitMs: 60_000 })).toBe(65_000);
+    expect(poolStopGraceMs({ workerStopGraceMs: 0, jobTakeWaitMs: 0 })).toBe(STOP_GRACE_OVER_TAKE_HOLD_MS);
+    expect(poolStopGraceMs({ workerStopGraceMs: 120_000, jobTakeWaitMs: 30_000 })).toBe(120_000);
+  });
 });
