@@ -172,7 +172,7 @@ class Pool implements WorkerPool {
         slot.log.note(`ready: first poll ${slot.readyAt - slot.startedAt} ms after start`);
       }
       slot.selfUnhealthy = row && !row.healthy ? (row.reason ?? 'reported unhealthy by the worker') : null;
-      slot.held = stats.heldBy[slot.id] ?? 0;
+      slot.held = stats.heldBy.get(slot.id) ?? 0;
       const serving = slot.handle !== null && slot.readyAt !== null;
       const waiting = slot.handle === null && !slot.launching;
       const idle = (serving || waiting) && slot.held === 0 && stats.inQueue === 0;
