@@ -9,6 +9,7 @@ import type { EndpointRecord, JobRecord } from '../model/records.js';
 import type { KeyService, Principal } from '../security/keys.js';
 import { authorize } from './auth.js';
 import { MB, readJsonBody } from './body.js';
+import { readIdempotencyKey, REPLAYED, submitWithKey, type KeyedSubmission } from './idempotency.js';
 import { queryInteger } from './query.js';
 import type { RateLimiter } from './rate-limit.js';
 import { sendJson, sendJsonText } from './respond.js';
@@ -114,6 +115,13 @@ export async function handleClientRoute(deps: ClientRouteDeps, r: ClientRequest)
 
 async function run({ deps, r, endpoint, principal, body }: Call): Promise<void> {
   const request = parseSubmitBody(body, endpoint.executionTimeoutMs);
+  // With an Idempotency-Key (docs/api.md): the job an earlier try made, or a new one. Without: nothing more is read.
+  const key = readIdempotencyKey(r.req);
+  if (key !== undefined) {
+    const { job, replayed } = await submitWithKey(deps.jobs, endpoint, request, { key, keyId: principal.keyId, sync: false, operation: 'run' });
+    sendJsonText(r.res, 200, renderJobRef(job), replayed ? REPLAYED : undefined);
+    return;
+  }
   const job = await deps.jobs.submit(endpoint, request, { sync: false, keyId: principal.keyId });
   sendJsonText(r.res, 200, renderJobRef(job));
 }
@@ -121,16 +129,19 @@ async function run({ deps, r, endpoint, principal, body }: Call): Promise<void> 
 async function runsync(call: Call): Promise<void> {
   const { deps, r } = call;
   const wait = queryInteger('wait', r.query.get('wait'), DEFAULT_SYNC_WAIT_MS, 1_000, 300_000, true);
-  const job = await submitSync(call);
+  const { job, replayed } = await submitSync(call);
+  // A retry under its Idempotency-Key waits on the job the first try made, as that try would have.
   const latest = (await deps.jobs.waitTerminal(r.endpointId, job.id, wait, r.signal)) ?? job;
   // A finished job in full; an unfinished one as `{id, status}` so the client polls.
-  sendJsonText(r.res, 200, isTerminal(latest.status) ? renderJob(latest) : renderJobRef(latest));
+  sendJsonText(r.res, 200, isTerminal(latest.status) ? renderJob(latest) : renderJobRef(latest), replayed ? REPLAYED : undefined);
 }
 
 /** Submits a runsync job in a scope of its own: the parsed input is not kept alive while the call waits. */
-async function submitSync({ deps, endpoint, principal, body }: Call): Promise<JobRecord> {
+async function submitSync({ deps, r, endpoint, principal, body }: Call): Promise<KeyedSubmission> {
   const request = parseSubmitBody(body, endpoint.executionTimeoutMs);
-  return deps.jobs.submit(endpoint, request, { sync: true, keyId: principal.keyId });
+  const key = readIdempotencyKey(r.req);
+  if (key !== undefined) return submitWithKey(deps.jobs, endpoint, request, { key, keyId: principal.keyId, sync: true, operation: 'runsync' });
+  return { job: await deps.jobs.submit(endpoint, request, { sync: true, keyId: principal.keyId }), replayed: false };
 }
 
 async function status({ deps, r, jobId }: Call): Promise<void> {
