@@ -27,7 +27,7 @@ export function readIdempotencyKey(req: IncomingMessage): string | undefined {
   const raw = given.length === 1 ? (given[0] ?? '') : '';
   const value = raw.length >= 2 && raw.startsWith('"') && raw.endsWith('"') ? raw.slice(1, -1) : raw;
   if (value.length === 0 || value.length > IDEMPOTENCY_KEY_MAX_LENGTH || !/^[\x20-\x7e]+$/.test(value)) {
-    throw new AppError(400, 'INVALID_IDEMPOTENCY_KEY', `Invalid Idempotency-Key: one header of 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} printable ASCII characters (a UUID makes a good key)`, { field: 'Idempotency-Key' });
+    throw new AppError('INVALID_IDEMPOTENCY_KEY', `Invalid Idempotency-Key: one header of 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} printable ASCII characters (a UUID makes a good key)`, { field: 'Idempotency-Key' });
   }
   return value;
 }
@@ -38,7 +38,6 @@ export function readIdempotencyKey(req: IncomingMessage): string | undefined {
  */
 export function idempotencyKeyReused(job: JobRecord): AppError {
   return new AppError(
-    409,
     'IDEMPOTENCY_KEY_REUSED',
     `This Idempotency-Key was used for another request (job ${job.id}): a retry must send the same route and body; a new request needs a new key`,
     { id: job.id },

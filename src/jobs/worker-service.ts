@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { GantryConfig } from '../config/config.js';
 import type { StopSignals } from '../dispatch/stop-signals.js';
 import type { TakeQueue } from '../dispatch/take-queue.js';
+import type { WorkerLiveness } from '../dispatch/worker-liveness.js';
 import { AppError } from '../model/errors.js';
 import type { Notifier } from '../model/events.js';
 import { isTerminal } from '../model/job-states.js';
@@ -78,6 +79,8 @@ export interface WorkerServiceDeps {
   transitions: JobTransitions;
   takeQueue: TakeQueue;
   stopSignals: StopSignals;
+  /** Pings are recorded there; a worker the pool is stopping gets its job-stop answered at once. */
+  liveness: Pick<WorkerLiveness, 'pinged' | 'isStopping'>;
   notifier: Pick<Notifier, 'publish'>;
   /** Opens a job's sealed s3Config for its worker. */
   secrets: Pick<SecretBox, 'open'>;
@@ -86,7 +89,7 @@ export interface WorkerServiceDeps {
   now(): number;
 }
 
-/** @example const workers = createWorkerService({ store, transitions, takeQueue, stopSignals, notifier, secrets, config, logger, now: Date.now }); */
+/** @example const workers = createWorkerService({ store, transitions, takeQueue, stopSignals, liveness, notifier, secrets, config, logger, now: Date.now }); */
 export function createWorkerService(deps: WorkerServiceDeps): WorkerService {
   return new Workers(deps);
 }
@@ -143,12 +146,14 @@ class Workers implements WorkerService {
 
   async stops(endpointId: string, workerId: string, signal: AbortSignal): Promise<string[]> {
     await this.touch(endpointId, workerId);
-    return this.deps.stopSignals.take(workerId, this.deps.config.jobTakeWaitMs, signal);
+    // A stopping worker is answered at once (what is pending, if anything): holding its poll would hold its exit.
+    const waitMs = this.deps.liveness.isStopping(workerId) ? 0 : this.deps.config.jobTakeWaitMs;
+    return this.deps.stopSignals.take(workerId, waitMs, signal);
   }
 
   async done(endpointId: string, workerId: string, jobId: string, body: unknown): Promise<DoneOutcome> {
     await this.touch(endpointId, workerId);
-    if (!isObject(body)) throw new AppError(400, 'INVALID_BODY', 'Invalid job result: expected a JSON object with "output" or "error"');
+    if (!isObject(body)) throw new AppError('INVALID_BODY', 'Invalid job result: expected a JSON object with "output" or "error"');
     if (body.stopPod === true) this.deps.notifier.publish({ type: 'worker-recycle', workerId, endpointId });
     if (body.status === 'IN_PROGRESS') {
       // A progress update; it may arrive after the final result and must never reopen a job.
@@ -185,7 +190,7 @@ class Workers implements WorkerService {
     const items = Array.isArray(body) ? body : [body];
     const chunks: string[] = [];
     for (const item of items) {
-      if (!isObject(item) || !('output' in item)) throw new AppError(400, 'INVALID_BODY', 'Invalid stream chunk: expected {"output": ...}');
+      if (!isObject(item) || !('output' in item)) throw new AppError('INVALID_BODY', 'Invalid stream chunk: expected {"output": ...}');
       chunks.push(...splitChunk(item.output));
     }
     const accepted = await this.deps.transitions.appendStream({ id: jobId, workerId, endpointId, chunks });
@@ -208,6 +213,7 @@ class Workers implements WorkerService {
    */
   async ping(endpointId: string, workerId: string, held: string[], health: WorkerHealthReport): Promise<void> {
     await this.touch(endpointId, workerId, health);
+    this.deps.liveness.pinged(workerId);
     if (health.version !== null) await this.returnUnlisted(endpointId, workerId, held);
     if (held.length === 0) return;
     const states = await this.deps.store.jobStates(held);
@@ -230,23 +236,23 @@ class Workers implements WorkerService {
     }
     if (lost.length === 0) return;
     const { requeued, failed } = await this.deps.transitions.returnLost(endpointId, workerId, lost);
-    if (requeued.length > 0) this.deps.logger.warn({ workerId, endpointId, jobs: requeued }, 'worker does not hold jobs given to it; returned to the queue');
+    if (requeued.length > 0) this.deps.logger.warn({ workerId, endpointId, jobs: requeued.map((j) => j.id) }, 'worker does not hold jobs given to it; returned to the queue');
     if (failed.length > 0) this.deps.logger.warn({ workerId, endpointId, jobs: failed.map((j) => j.id) }, 'worker does not hold jobs given to it; failed after maxAttempts hand-outs');
   }
 
   private async requireJob(endpointId: string, jobId: string): Promise<JobRecord> {
     const job = await this.deps.store.getJob(jobId);
-    if (!job || job.endpointId !== endpointId) throw new AppError(404, 'JOB_NOT_FOUND', `Job ${jobId} not found`, { id: jobId });
+    if (!job || job.endpointId !== endpointId) throw new AppError('JOB_NOT_FOUND', `Job ${jobId} not found`, { id: jobId });
     return job;
   }
 }
 
 function otherEndpoint(workerId: string, endpointId: string): AppError {
-  return new AppError(409, 'WORKER_OF_OTHER_ENDPOINT', `Worker id ${workerId} belongs to another endpoint than ${endpointId}; give each worker an id of its own`, {
+  return new AppError('WORKER_OF_OTHER_ENDPOINT', `Worker id ${workerId} belongs to another endpoint than ${endpointId}; give each worker an id of its own`, {
     workerId,
   });
 }
 
 function notHeld(job: JobRecord, workerId: string): AppError {
-  return new AppError(409, 'JOB_NOT_HELD', `Job ${job.id} is ${job.status} and not held by worker ${workerId}`, { id: job.id, status: job.status });
+  return new AppError('JOB_NOT_HELD', `Job ${job.id} is ${job.status} and not held by worker ${workerId}`, { id: job.id, status: job.status });
 }

@@ -21,7 +21,7 @@ export const NO_RETRY: Readonly<Record<string, string>> = { 'x-should-retry': 'f
  * wait is aborted with): the job goes on, and the clients send the request again by themselves,
  * to a gateway that is up.
  */
-export const GATEWAY_CLOSING = new AppError(503, 'GATEWAY_CLOSING', 'The gateway is shutting down before the job finished; send the request again', undefined, {
+export const GATEWAY_CLOSING = new AppError('GATEWAY_CLOSING', 'The gateway is shutting down before the job finished; send the request again', undefined, {
   'x-should-retry': 'true',
 });
 
@@ -37,7 +37,7 @@ function typeFor(status: number): string {
  * An AppError in OpenAI's shape: `{"error": {message, type, param, code}}`, `param` the field
  * a 400 names, `code` Gantry's code in lower case, `type` the worker's own when it gave one.
  *
- * @example openAiErrorBody(new AppError(429, 'RATE_LIMITED', 'slow down')).error.type === 'rate_limit_error'
+ * @example openAiErrorBody(new AppError('RATE_LIMITED', 'slow down')).error.type === 'rate_limit_error'
  */
 export function openAiErrorBody(err: AppError): OpenAiErrorBody {
   const type = typeof err.extra?.type === 'string' ? err.extra.type : typeFor(err.status);
@@ -62,7 +62,7 @@ export function sendOpenAiError(res: ServerResponse, err: unknown, logger: Logge
     return;
   }
   logger.error({ err, ...context }, 'openai request failed');
-  sendJson(res, 500, openAiErrorBody(new AppError(500, 'INTERNAL', 'Internal server error')), NO_RETRY);
+  sendJson(res, 500, openAiErrorBody(new AppError('INTERNAL', 'Internal server error')), NO_RETRY);
 }
 
 /**
@@ -74,16 +74,16 @@ export function sendOpenAiError(res: ServerResponse, err: unknown, logger: Logge
  */
 export function jobFailure(job: JobRecord): AppError {
   if (job.status === 'TIMED_OUT') {
-    return new AppError(504, 'JOB_TIMED_OUT', `Job ${job.id} timed out: ${job.error ?? 'no result within its time limits'}`, undefined, NO_RETRY);
+    return new AppError('JOB_TIMED_OUT', `Job ${job.id} timed out: ${job.error ?? 'no result within its time limits'}`, undefined, NO_RETRY);
   }
-  if (job.status === 'CANCELLED') return new AppError(409, 'JOB_CANCELLED', `Job ${job.id} was cancelled`, undefined, NO_RETRY);
+  if (job.status === 'CANCELLED') return new AppError('JOB_CANCELLED', `Job ${job.id} was cancelled`, undefined, NO_RETRY);
   const text = job.error ?? 'the worker failed without an error message';
   const parsed = parseJson(text);
   const known = workerError(parsed);
   if (known) return known;
   // The job's `error` (/status) keeps the whole text; the answer only what a client needs.
   const { message, type } = summariseWorkerError(text, parsed);
-  return new AppError(500, 'WORKER_ERROR', message, type === undefined ? undefined : { type }, NO_RETRY);
+  return new AppError('WORKER_ERROR', message, type === undefined ? undefined : { type }, NO_RETRY);
 }
 
 /** The most of a worker's error message an OpenAI error body carries (the job's `error` keeps it all). */
@@ -140,7 +140,7 @@ export function workerError(value: unknown): AppError | undefined {
   const extra: Record<string, unknown> = {};
   if (typeof detail.type === 'string') extra.type = detail.type;
   if (typeof detail.param === 'string') extra.field = detail.param;
-  return new AppError(status, 'WORKER_ERROR', detail.message, extra, NO_RETRY);
+  return new AppError('WORKER_ERROR', detail.message, extra, NO_RETRY, status);
 }
 
 function parseJson(text: string): unknown {

@@ -101,7 +101,7 @@ async function serve(deps: OpenAiRouteDeps, req: IncomingMessage, res: ServerRes
   const route = openAiRoute(req.method ?? 'GET', target.rest);
   const principal = await authorize(deps.keys, req, 'run', target.endpointId);
   const endpoint = await deps.endpoints.get(target.endpointId);
-  if (!endpoint) throw new AppError(404, 'ENDPOINT_NOT_FOUND', `Endpoint ${target.endpointId} not found`);
+  if (!endpoint) throw new AppError('ENDPOINT_NOT_FOUND', `Endpoint ${target.endpointId} not found`);
   // The body first: a slow upload must not hold one of the endpoint's concurrency slots.
   const body = route === MODELS_ROUTE ? null : await readJsonBody(req, OPENAI_BODY_LIMIT);
   // Streams count among the concurrent requests for as long as they are open.
@@ -157,7 +157,6 @@ async function submitOpenAi(
 /** 409 for a streaming request retried under its Idempotency-Key: the stream went to the first try. */
 function streamNotReplayable(endpointId: string, jobId: string): AppError {
   return new AppError(
-    409,
     'STREAM_NOT_REPLAYABLE',
     `Job ${jobId} of this Idempotency-Key streams to the request that made it, and a stream is delivered once: read its result at /v2/${endpointId}/status/${jobId}`,
     { id: jobId },
