@@ -1,8 +1,11 @@
 import type { Logger } from 'pino';
 import type { JobObserver } from '../jobs/job-observer.js';
+import { delayTimeOf } from '../model/job-times.js';
 import type { JobRecord } from '../model/records.js';
 import { emptyBuckets, MINUTE_BUCKETS_MS, type MinuteDelta, type MinuteStore } from '../store/minute-store.js';
 import type { Store } from '../store/store.js';
+import { systemClock, type Clock } from '../util/clock.js';
+import { periodic, type Periodic } from '../util/periodic.js';
 
 const MINUTE = 60_000;
 
@@ -27,6 +30,8 @@ export interface MinuteRecorderDeps {
   logger: Logger;
   /** Default 10 s. */
   intervalMs?: number;
+  /** The flush timer's clock (default: the system's). */
+  clock?: Clock;
 }
 
 /** The index of the bucket of MINUTE_BUCKETS_MS that holds `ms`. */
@@ -47,7 +52,7 @@ export function createMinuteRecorder(now: () => number): MinuteRecorder {
   // The latest delta of each endpoint: the hot path's one lookup (no key string to build).
   let latest = new Map<string, MinuteDelta>();
   let deps: MinuteRecorderDeps | undefined;
-  let timer: NodeJS.Timeout | undefined;
+  let loop: Periodic | undefined;
   const slow = (endpointId: string, minute: number): MinuteDelta => {
     const key = `${minute} ${endpointId}`;
     let d = pending.get(key);
@@ -83,8 +88,9 @@ export function createMinuteRecorder(now: () => number): MinuteRecorder {
     observer,
     start(d) {
       deps = d;
-      timer = setInterval(() => flush().catch((err: unknown) => d.logger.warn({ err }, 'writing the per-minute job aggregates failed')), d.intervalMs ?? 10_000);
-      timer.unref();
+      const pass = (): Promise<void> => flush().catch((err: unknown) => d.logger.warn({ err }, 'writing the per-minute job aggregates failed'));
+      loop = periodic({ name: 'minute recorder', everyMs: d.intervalMs ?? 10_000, pass, logger: d.logger, clock: d.clock ?? systemClock });
+      loop.start();
     },
     flush,
     async read(endpointId, from, to) {
@@ -92,7 +98,7 @@ export function createMinuteRecorder(now: () => number): MinuteRecorder {
       return mergePending(rows, [...pending.values()].filter((d) => d.endpointId === endpointId && d.minute >= from && d.minute < to));
     },
     async stop() {
-      clearInterval(timer);
+      await loop?.stop();
       await flush();
     },
   };
@@ -102,7 +108,10 @@ function minuteObserver(delta: (endpointId: string, at: number) => MinuteDelta, 
   return {
     submitted: (job) => void delta(job.endpointId, job.queuedAt).submitted++,
     started(jobs) {
-      for (const job of jobs) if (job.startedAt !== null) delta(job.endpointId, job.startedAt).delay[bucketOf(job.startedAt - job.queuedAt)]!++;
+      for (const job of jobs) {
+        const delay = delayTimeOf(job);
+        if (delay !== null) delta(job.endpointId, job.startedAt!).delay[bucketOf(delay)]!++;
+      }
     },
     ended(job: JobRecord) {
       const at = job.finishedAt ?? now();

@@ -3,6 +3,7 @@ import { renderJob, renderJobRef } from '../jobs/job-view.js';
 import { parseSubmitBody } from '../jobs/policy.js';
 import { AppError, jobNotFound } from '../model/errors.js';
 import { isTerminal } from '../model/job-states.js';
+import { delayTimeOf, executionTimeOf } from '../model/job-times.js';
 import type { JobRecord } from '../model/records.js';
 import { MB } from './body.js';
 import { queryInteger } from './query.js';
@@ -177,9 +178,10 @@ function requestSummary(job: JobRecord) {
     id: job.id,
     status: job.status,
     createdAt: new Date(job.createdAt).toISOString(),
-    delayTime: job.startedAt === null ? null : job.startedAt - job.queuedAt,
-    executionTime: job.startedAt === null || job.finishedAt === null ? null : job.finishedAt - job.startedAt,
+    delayTime: delayTimeOf(job),
+    executionTime: executionTimeOf(job),
     workerId: job.workerId,
     retries: job.retries,
+    attempts: job.attempts,
   };
 }

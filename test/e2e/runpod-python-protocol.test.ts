@@ -3,7 +3,8 @@
 // request: `?&` queries, raw Authorization, form-encoded JSON results with a `charset`
 // header, sticky X-Request-ID, job-stop long-polls, progress posts to job-done, ...).
 // If these pass, an unmodified `runpod.serverless.start({"handler": ...})` worker works.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { spawnOwned } from '../helpers/processes.js';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -29,7 +30,7 @@ class PyWorker {
 
   constructor(readonly workerId: string, env: Record<string, string>, args: string[]) {
     const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('RUNPOD_')));
-    this.proc = spawn('python3', ['-u', WORKER_SCRIPT, ...args], { env: { ...base, ...env }, stdio: 'pipe' });
+    this.proc = spawnOwned('python3', ['-u', WORKER_SCRIPT, ...args], { env: { ...base, ...env }, stdio: 'pipe' });
     this.proc.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
       this.stdout += chunk;
       for (const m of chunk.matchAll(/^EVENT (\S+) (\S+)$/gm)) this.events.push({ what: m[1]!, id: m[2]! });
@@ -51,11 +52,12 @@ class PyWorker {
     return this.stderr.split('\n').filter((l) => / -> [45]\d\d$/.test(l) || l.includes('failed to'));
   }
 
+  /** Ends the process at once (SIGKILL): a SIGTERMed runpod-python waits for its open polls to be answered. */
   async stop(): Promise<void> {
     if (process.env.DUMP_WORKER_LOGS) console.log(`--- ${this.workerId}\n${this.stdout}${this.stderr}`);
     if (this.exitCode !== undefined) return;
     const exited = new Promise((resolve) => this.proc.once('exit', resolve));
-    this.proc.kill('SIGTERM');
+    this.proc.kill('SIGKILL');
     await exited;
   }
 }
