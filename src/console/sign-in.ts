@@ -4,6 +4,7 @@ import { AppError, invalidParameter } from '../model/errors.js';
 import { isObject } from '../model/json.js';
 import type { KeyService } from '../security/keys.js';
 import { TtlCache } from '../util/ttl-cache.js';
+import { keyRefused } from '../http/auth.js';
 
 /** The name of the admin key that password sessions act with (shown on the API keys page). */
 export const CONSOLE_PASSWORD_KEY_NAME = 'admin (console password)';
@@ -96,11 +97,10 @@ class Guard implements SignInGuard {
       this.failures.delete(address);
       return this.sessionKeyForPassword();
     }
-    try {
-      await this.options.keys.authorize(presented.key, 'admin');
-    } catch (err) {
-      if (err instanceof AppError && err.status === 401) this.failed(address, now, 'key');
-      throw err;
+    const outcome = await this.options.keys.authorize(presented.key, 'admin');
+    if (!outcome.ok) {
+      this.failed(address, now, 'key');
+      throw keyRefused(outcome.refusal, 'admin');
     }
     this.failures.delete(address);
     return presented.key;
@@ -147,11 +147,7 @@ class Guard implements SignInGuard {
   private async sessionKeyForPassword(): Promise<string> {
     const key = this.passwordKey;
     if (key === null) throw new AppError('UNAUTHORIZED', 'Wrong console password');
-    try {
-      await this.options.keys.authorize(key, 'admin');
-    } catch {
-      await this.options.keys.install(this.keySpec, key, [CONSOLE_PASSWORD_KEY_NAME]);
-    }
+    if (!(await this.options.keys.authorize(key, 'admin')).ok) await this.options.keys.install(this.keySpec, key, [CONSOLE_PASSWORD_KEY_NAME]);
     return key;
   }
 }

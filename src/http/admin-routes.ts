@@ -1,4 +1,4 @@
-import type { EndpointService } from '../jobs/endpoint-service.js';
+import type { EndpointChange, EndpointService } from '../jobs/endpoint-service.js';
 import { renderEndpoint } from '../jobs/endpoint-settings.js';
 import { AppError, endpointNotFound, invalidBody, invalidParameter } from '../model/errors.js';
 import { isObject } from '../model/json.js';
@@ -78,12 +78,11 @@ export function adminRoutes(deps: AdminRouteDeps): Route[] {
       sendJson(res, 200, { id, deleted: true });
     }),
     route('GET', '/endpoints', async ({ res }) => sendJson(res, 200, { endpoints: (await endpoints.list()).map(renderEndpoint) })),
-    route('POST', '/endpoints', async ({ res, body }) => sendJson(res, 200, renderEndpoint(await endpoints.create(checkEndpointBody(body)))), MB),
+    route('POST', '/endpoints', async ({ res, body }) => sendJson(res, 200, renderEndpoint(changed(await endpoints.create(checkEndpointBody(body))))), MB),
     route('GET', '/endpoints/{endpoint}', async ({ res, params }) => sendJson(res, 200, renderEndpoint(await existing(endpoints, params.endpoint!)))),
     route('PATCH', '/endpoints/{endpoint}', async ({ res, params, body }) => {
       const id = params.endpoint!;
-      await existing(endpoints, id);
-      sendJson(res, 200, renderEndpoint(await endpoints.update(id, checkEndpointBody(body))));
+      sendJson(res, 200, renderEndpoint(changed(await endpoints.update(id, checkEndpointBody(body)))));
     }, MB),
     route('DELETE', '/endpoints/{endpoint}', async ({ res, params }) => {
       const id = params.endpoint!;
@@ -101,6 +100,13 @@ export function adminRoutes(deps: AdminRouteDeps): Route[] {
 function checkEndpointBody(body: unknown): unknown {
   if (isObject(body)) refuseControl('name', body.name);
   return body;
+}
+
+/** The endpoint a create or update stored; 409 when the id is taken, 404 when there is none. */
+function changed(change: EndpointChange): EndpointRecord {
+  if (change.ok) return change.endpoint;
+  if (change.reason === 'exists') throw new AppError('ENDPOINT_EXISTS', `Endpoint ${change.id} already exists`, { id: change.id });
+  throw endpointNotFound(change.id);
 }
 
 /** The endpoint as stored now (no cache); 404 when there is none. */

@@ -1,5 +1,5 @@
-import { AppError, invalidParameter } from '../model/errors.js';
-import type { WorkerService } from '../jobs/worker-service.js';
+import { AppError, invalidParameter, jobNotFound } from '../model/errors.js';
+import type { WorkerRefusal, WorkerService } from '../jobs/worker-service.js';
 import { queryInteger } from './query.js';
 import { MB } from './body.js';
 import type { EndpointCall, EndpointRoute, HttpMethod, Route } from './route-table.js';
@@ -87,6 +87,7 @@ async function ping(workers: WorkerService, { res, endpointId, query }: Endpoint
 
 async function done(workers: WorkerService, { res, endpointId, body }: EndpointCall, workerId: string, jobId: string): Promise<void> {
   const outcome = await workers.done(endpointId, workerId, jobId, body);
+  if (outcome.kind === 'refused') throw refused(outcome, workerId);
   if (outcome.kind === 'progress') return sendJson(res, 200, { id: jobId, status: 'IN_PROGRESS', applied: outcome.applied });
   sendJson(res, 200, { id: jobId, status: outcome.job.status, accepted: outcome.kind === 'finished' });
 }
@@ -102,6 +103,14 @@ async function refuseResult(workers: WorkerService, call: EndpointCall, err: unk
 }
 
 async function stream(workers: WorkerService, { res, endpointId, body }: EndpointCall, workerId: string, jobId: string): Promise<void> {
-  const result = await workers.stream(endpointId, workerId, jobId, body);
-  sendJson(res, 200, { id: jobId, ...result });
+  const outcome = await workers.stream(endpointId, workerId, jobId, body);
+  if (outcome.kind === 'refused') throw refused(outcome, workerId);
+  sendJson(res, 200, { id: jobId, accepted: outcome.accepted, chunks: outcome.chunks });
+}
+
+/** A worker's post refused: 404 for a job the endpoint does not have, 409 for one the worker does not hold. */
+function refused(outcome: WorkerRefusal, workerId: string): AppError {
+  if (outcome.refusal === 'job-not-found') return jobNotFound(outcome.jobId);
+  const { job } = outcome;
+  return new AppError('JOB_NOT_HELD', `Job ${job.id} is ${job.status} and not held by worker ${workerId}`, { id: job.id, status: job.status });
 }

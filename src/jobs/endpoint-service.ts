@@ -1,5 +1,4 @@
 import type { Notifier } from '../model/events.js';
-import { AppError } from '../model/errors.js';
 import type { EndpointRecord, JobRecord, UsageRecord } from '../model/records.js';
 import type { SecretBox } from '../security/secret-box.js';
 import type { EndpointStore } from '../store/store.js';
@@ -10,6 +9,9 @@ import { parseEndpointSettings } from './endpoint-settings.js';
 const CACHE_MS = 2_000;
 /** Endpoint ids remembered at most (known and unknown): requests naming random ids cannot grow memory. */
 export const ENDPOINT_CACHE_MAX = 10_000;
+
+/** What a create or update did: the endpoint as stored now, or why nothing changed. */
+export type EndpointChange = { ok: true; endpoint: EndpointRecord } | { ok: false; reason: 'exists' | 'not-found'; id: string };
 
 /**
  * What a feature adds to endpoints it owns (the public image endpoints, src/images): its own
@@ -29,10 +31,10 @@ export interface EndpointService {
   /** The endpoint's settings as stored now (no cache): what the admin API shows. */
   load(id: string): Promise<EndpointRecord | undefined>;
   list(): Promise<EndpointRecord[]>;
-  /** Validates an admin API body and creates the endpoint (400 naming the field, 409 when the id is taken). */
-  create(settings: unknown): Promise<EndpointRecord>;
-  /** Validates an admin API body and changes the endpoint (400, or 404 when there is none). */
-  update(id: string, settings: unknown): Promise<EndpointRecord>;
+  /** Validates an admin API body (throws a 400 naming the field) and creates the endpoint, unless its id is taken. */
+  create(settings: unknown): Promise<EndpointChange>;
+  /** Validates an admin API body (throws a 400 naming the field) and changes the endpoint, if there is one. */
+  update(id: string, settings: unknown): Promise<EndpointChange>;
   /** Deletes the endpoint with its jobs and workers; false when there is none. */
   remove(id: string): Promise<boolean>;
   /** Creates the endpoint when it does not exist (an operator's later changes to it are kept); true when created. */
@@ -87,22 +89,20 @@ class Endpoints implements EndpointService {
     return this.deps.store.listEndpoints();
   }
 
-  async create(settings: unknown): Promise<EndpointRecord> {
+  async create(settings: unknown): Promise<EndpointChange> {
     const endpoint = parseEndpointSettings(settings, undefined, this.deps.now(), (plain) => this.deps.secrets.seal(plain));
-    if (!(await this.deps.store.createEndpoint(endpoint))) {
-      throw new AppError('ENDPOINT_EXISTS', `Endpoint ${endpoint.id} already exists`, { id: endpoint.id });
-    }
+    if (!(await this.deps.store.createEndpoint(endpoint))) return { ok: false, reason: 'exists', id: endpoint.id };
     this.changed(endpoint.id);
-    return endpoint;
+    return { ok: true, endpoint };
   }
 
-  async update(id: string, settings: unknown): Promise<EndpointRecord> {
+  async update(id: string, settings: unknown): Promise<EndpointChange> {
     const existing = await this.deps.store.getEndpoint(id);
-    if (!existing) throw notFound(id);
+    if (!existing) return { ok: false, reason: 'not-found', id };
     const endpoint = parseEndpointSettings(settings, existing, this.deps.now(), (plain) => this.deps.secrets.seal(plain));
-    if (!(await this.deps.store.updateEndpoint(endpoint))) throw notFound(id);
+    if (!(await this.deps.store.updateEndpoint(endpoint))) return { ok: false, reason: 'not-found', id };
     this.changed(id);
-    return endpoint;
+    return { ok: true, endpoint };
   }
 
   async remove(id: string): Promise<boolean> {
@@ -135,8 +135,4 @@ class Endpoints implements EndpointService {
     this.cache.delete(id);
     this.deps.notifier.publish({ type: 'endpoint-changed', endpointId: id });
   }
-}
-
-function notFound(id: string): AppError {
-  return new AppError('ENDPOINT_NOT_FOUND', `Endpoint ${id} not found`, { id });
 }

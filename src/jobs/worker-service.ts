@@ -25,11 +25,17 @@ const TOUCH_EVERY_MS = 1_000;
 /** How often the last-contact records older than TOUCH_EVERY_MS are swept (they only throttle writes). */
 const SWEEP_EVERY_MS = 10_000;
 
-/** What a job-done did: ended the job, applied (or not) a progress update, or was a duplicate or late result. */
-export type DoneOutcome =
-  | { kind: 'finished'; job: JobRecord }
-  | { kind: 'progress'; applied: boolean }
-  | { kind: 'ignored'; job: JobRecord };
+/**
+ * Why a worker's post changed nothing and is refused: no job of the endpoint has this id, or the
+ * job is live and held by another worker (or queued: the worker was presumed lost).
+ */
+export type WorkerRefusal = { kind: 'refused'; refusal: 'job-not-found'; jobId: string } | { kind: 'refused'; refusal: 'not-held'; job: JobRecord };
+
+/** What a job-done did: ended the job, applied (or not) a progress update, was a duplicate or late result, or was refused. */
+export type DoneOutcome = { kind: 'finished'; job: JobRecord } | { kind: 'progress'; applied: boolean } | { kind: 'ignored'; job: JobRecord } | WorkerRefusal;
+
+/** What a job-stream did: appended its chunks (or not, for a job that ended), or was refused. */
+export type StreamOutcome = { kind: 'appended'; accepted: boolean; chunks: number } | WorkerRefusal;
 
 /** What a ping says about the worker's health (ping?status=unhealthy&check=&reason=, runpod_version). */
 export interface WorkerHealthReport {
@@ -53,7 +59,7 @@ export interface WorkerService {
   /** job-done: a result (COMPLETED / FAILED) or a progress update. */
   done(endpointId: string, workerId: string, jobId: string, body: unknown): Promise<DoneOutcome>;
   /** job-stream: `{output: chunk}` or an array of such objects. */
-  stream(endpointId: string, workerId: string, jobId: string, body: unknown): Promise<{ accepted: boolean; chunks: number }>;
+  stream(endpointId: string, workerId: string, jobId: string, body: unknown): Promise<StreamOutcome>;
   /**
    * A result the gateway refused (too large, not JSON) would be refused every time the worker
    * tried: the job it was for ends FAILED with `reason`, if this worker holds it.
@@ -158,7 +164,7 @@ class Workers implements WorkerService {
     if (body.status === 'IN_PROGRESS') {
       // A progress update; it may arrive after the final result and must never reopen a job.
       const applied = await this.deps.transitions.progress({ id: jobId, workerId, endpointId, outputJson: JSON.stringify(body.output ?? null) });
-      if (!applied) await this.requireJob(endpointId, jobId);
+      if (!applied && !(await this.findJob(endpointId, jobId))) return { kind: 'refused', refusal: 'job-not-found', jobId };
       return { kind: 'progress', applied };
     }
     const error = body.error;
@@ -173,11 +179,12 @@ class Workers implements WorkerService {
       error: failed ? (typeof error === 'string' ? error : JSON.stringify(error)) : null,
     });
     if (finished) return { kind: 'finished', job: finished };
-    const job = await this.requireJob(endpointId, jobId);
+    const job = await this.findJob(endpointId, jobId);
+    if (!job) return { kind: 'refused', refusal: 'job-not-found', jobId };
     // A duplicate of an accepted result, or a late one for a cancelled / timed-out job: 2xx so
     // the worker does not retry, and nothing changes.
     if (isTerminal(job.status)) return { kind: 'ignored', job };
-    throw notHeld(job, workerId);
+    return { kind: 'refused', refusal: 'not-held', job };
   }
 
   async refuseResult(endpointId: string, workerId: string, jobId: string, reason: string): Promise<void> {
@@ -185,7 +192,7 @@ class Workers implements WorkerService {
     if (failed) this.deps.logger.warn({ workerId, endpointId, jobId, reason }, 'result refused; job failed');
   }
 
-  async stream(endpointId: string, workerId: string, jobId: string, body: unknown): Promise<{ accepted: boolean; chunks: number }> {
+  async stream(endpointId: string, workerId: string, jobId: string, body: unknown): Promise<StreamOutcome> {
     await this.touch(endpointId, workerId);
     const items = Array.isArray(body) ? body : [body];
     const chunks: string[] = [];
@@ -195,10 +202,11 @@ class Workers implements WorkerService {
     }
     const accepted = await this.deps.transitions.appendStream({ id: jobId, workerId, endpointId, chunks });
     if (!accepted) {
-      const job = await this.requireJob(endpointId, jobId);
-      if (!isTerminal(job.status)) throw notHeld(job, workerId);
+      const job = await this.findJob(endpointId, jobId);
+      if (!job) return { kind: 'refused', refusal: 'job-not-found', jobId };
+      if (!isTerminal(job.status)) return { kind: 'refused', refusal: 'not-held', job };
     }
-    return { accepted, chunks: accepted ? chunks.length : 0 };
+    return { kind: 'appended', accepted, chunks: accepted ? chunks.length : 0 };
   }
 
   /**
@@ -240,10 +248,10 @@ class Workers implements WorkerService {
     if (failed.length > 0) this.deps.logger.warn({ workerId, endpointId, jobs: failed.map((j) => j.id) }, 'worker does not hold jobs given to it; failed after maxAttempts hand-outs');
   }
 
-  private async requireJob(endpointId: string, jobId: string): Promise<JobRecord> {
+  /** The job, if it is one of the endpoint's: a job of another endpoint is not found. */
+  private async findJob(endpointId: string, jobId: string): Promise<JobRecord | undefined> {
     const job = await this.deps.store.getJob(jobId);
-    if (!job || job.endpointId !== endpointId) throw new AppError('JOB_NOT_FOUND', `Job ${jobId} not found`, { id: jobId });
-    return job;
+    return job && job.endpointId === endpointId ? job : undefined;
   }
 }
 
@@ -253,6 +261,3 @@ function otherEndpoint(workerId: string, endpointId: string): AppError {
   });
 }
 
-function notHeld(job: JobRecord, workerId: string): AppError {
-  return new AppError('JOB_NOT_HELD', `Job ${job.id} is ${job.status} and not held by worker ${workerId}`, { id: job.id, status: job.status });
-}

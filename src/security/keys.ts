@@ -1,5 +1,5 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import { AppError, invalidParameter } from '../model/errors.js';
+import { invalidParameter } from '../model/errors.js';
 import type { KeyRecord, Scope } from '../model/records.js';
 import type { KeyStore } from '../store/store.js';
 import { TtlCache } from '../util/ttl-cache.js';
@@ -63,11 +63,18 @@ export interface KeyService {
   revokeNamed(pattern: RegExp): Promise<number>;
   countWithScope(scope: Scope): Promise<number>;
   /**
-   * The principal of a presented key, checked for `scope` (and `endpointId`, when given).
-   * Throws a 401 AppError when the key is unknown or lacks the scope or endpoint.
+   * The principal of a presented key, checked for `scope` (and `endpointId`, when given), or
+   * why it is refused: unknown, lacking the scope, an endpoint-limited key on the admin API, or
+   * not allowed on the endpoint (http/auth.ts answers each with its 401).
    */
-  authorize(rawKey: string, scope: Scope, endpointId?: string): Promise<Principal>;
+  authorize(rawKey: string, scope: Scope, endpointId?: string): Promise<Authorization>;
 }
+
+/** Why a presented key is refused. */
+export type KeyRefusal = 'unknown-key' | 'lacks-scope' | 'admin-limited-to-endpoints' | 'not-on-endpoint';
+
+/** The outcome of KeyService.authorize. */
+export type Authorization = { ok: true; principal: Principal } | { ok: false; refusal: KeyRefusal };
 
 /** SHA-256 hex digest: how API keys are stored and looked up. */
 export function sha256Hex(text: string): string {
@@ -111,7 +118,7 @@ export function grants(scopes: readonly Scope[], scope: Scope): boolean {
  * @example
  * const keys = createKeyService({ store, now: Date.now });
  * const { key } = await keys.create({ name: 'ci', scopes: ['run'], endpoints: ['echo'] });
- * await keys.authorize(key, 'run', 'echo'); // { keyId, scopes: ['run'], endpoints: ['echo'] }
+ * await keys.authorize(key, 'run', 'echo'); // { ok: true, principal: { keyId, scopes: ['run'], endpoints: ['echo'] } }
  */
 export function createKeyService(deps: { store: KeyStore; now: () => number }): KeyService {
   return new Keys(deps.store, deps.now);
@@ -170,17 +177,15 @@ class Keys implements KeyService {
     return this.store.countKeysWithScope(scope);
   }
 
-  async authorize(rawKey: string, scope: Scope, endpointId?: string): Promise<Principal> {
-    if (rawKey === '' || rawKey.length > MAX_KEY_CHARS) throw new AppError('UNAUTHORIZED', 'Invalid API key');
+  async authorize(rawKey: string, scope: Scope, endpointId?: string): Promise<Authorization> {
+    if (rawKey === '' || rawKey.length > MAX_KEY_CHARS) return { ok: false, refusal: 'unknown-key' };
     const key = await this.lookup(rawKey);
-    if (!key) throw new AppError('UNAUTHORIZED', 'Invalid API key');
-    if (!grants(key.scopes, scope)) throw new AppError('INSUFFICIENT_SCOPE', `API key lacks the "${scope}" scope`);
+    if (!key) return { ok: false, refusal: 'unknown-key' };
+    if (!grants(key.scopes, scope)) return { ok: false, refusal: 'lacks-scope' };
     // An admin key stored with an endpoint limit (made before such keys were refused) is no admin.
-    if (scope === 'admin' && key.endpoints !== null) throw new AppError('INSUFFICIENT_SCOPE', 'An API key limited to endpoints cannot use the admin API');
-    if (endpointId !== undefined && key.endpoints !== null && !key.endpoints.includes(endpointId)) {
-      throw new AppError('INSUFFICIENT_SCOPE', `API key is not allowed on endpoint ${endpointId}`);
-    }
-    return { keyId: key.id, scopes: key.scopes, endpoints: key.endpoints };
+    if (scope === 'admin' && key.endpoints !== null) return { ok: false, refusal: 'admin-limited-to-endpoints' };
+    if (endpointId !== undefined && key.endpoints !== null && !key.endpoints.includes(endpointId)) return { ok: false, refusal: 'not-on-endpoint' };
+    return { ok: true, principal: { keyId: key.id, scopes: key.scopes, endpoints: key.endpoints } };
   }
 
   private async lookup(raw: string): Promise<KeyRecord | undefined> {

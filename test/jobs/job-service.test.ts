@@ -79,8 +79,8 @@ describe('job service state machine', () => {
   it('refuses a result from a worker that does not hold the job', async () => {
     const job = await submit();
     await take('w1');
-    await expect(app.workers.done('ep', 'w2', job.id, { output: 1 })).rejects.toMatchObject({ status: 409, code: 'JOB_NOT_HELD' });
-    await expect(app.workers.done('ep', 'w1', 'nope', { output: 1 })).rejects.toMatchObject({ status: 404 });
+    expect(await app.workers.done('ep', 'w2', job.id, { output: 1 })).toMatchObject({ kind: 'refused', refusal: 'not-held', job: { id: job.id, status: 'IN_PROGRESS' } });
+    expect(await app.workers.done('ep', 'w1', 'nope', { output: 1 })).toEqual({ kind: 'refused', refusal: 'job-not-found', jobId: 'nope' });
     expect((await app.jobs.getJob('ep', job.id))?.status).toBe('IN_PROGRESS');
   });
 
