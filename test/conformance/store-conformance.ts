@@ -916,7 +916,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           inQueueNormal: 0,
           oldestNormalQueuedAt: null,
           inProgress: 0,
-          heldBy: {},
+          heldBy: new Map(),
         });
         await running('w1');
         await running('w1');
@@ -933,7 +933,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           inQueueNormal: 2,
           oldestNormalQueuedAt: T0 + 20,
           inProgress: 3,
-          heldBy: { w1: 2, w2: 1 },
+          heldBy: new Map([['w1', 2], ['w2', 1]]),
         });
         // Only lowPriority jobs queued: nothing that justifies a new worker.
         await store.claimJobs({ endpointId: 'ep', workerId: 'w4', limit: 1, now: T0 + 2000 }); // the lowPriority one (oldest)
@@ -944,7 +944,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           inQueueNormal: 0,
           oldestNormalQueuedAt: null,
           inProgress: 6,
-          heldBy: { w1: 2, w2: 1, w4: 3 },
+          heldBy: new Map([['w1', 2], ['w2', 1], ['w4', 3]]),
         });
         expect(await store.queueStats({ endpointId: 'other', now: T0 + 2000 })).toMatchObject({ inQueue: 1, inQueueNormal: 1, oldestNormalQueuedAt: T0 });
       });
