@@ -89,9 +89,10 @@ async function runsync(deps: ClientRouteDeps, call: EndpointCall): Promise<void>
 async function submitSync(deps: ClientRouteDeps, call: EndpointCall): Promise<KeyedSubmission> {
   const request = parseSubmitBody(call.body, call.endpoint.executionTimeoutMs);
   call.body = undefined;
+  const keyId = call.principal.keyId;
   const key = readIdempotencyKey(call.req);
-  if (key !== undefined) return submitWithKey(deps.jobs, call.endpoint, request, { key, keyId: call.principal.keyId, sync: true, operation: 'runsync' });
-  return { job: await deps.jobs.submit(call.endpoint, request, { sync: true, keyId: call.principal.keyId }), replayed: false };
+  if (key !== undefined) return submitWithKey(deps.jobs, call.endpoint, request, { key, keyId, sync: true, operation: 'runsync' });
+  return { job: await deps.jobs.submit(call.endpoint, request, { sync: true, keyId }), replayed: false };
 }
 
 async function status(deps: ClientRouteDeps, { res, endpointId, params, query }: EndpointCall): Promise<void> {

@@ -1,12 +1,11 @@
-import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
-import { readIdempotencyKey, REPLAYED_HEADER, submitWithKey, type KeyedSubmission } from '../http/idempotency.js';
 import type { EndpointCall, Route, RouteErrorSender } from '../http/route-table.js';
+import { readIdempotencyKey, REPLAYED_HEADER, submitWithKey, type KeyedSubmission } from '../http/idempotency.js';
 import type { JobService } from '../jobs/job-service.js';
-import { AppError, routeNotFound } from '../model/errors.js';
 import { isTerminal } from '../model/job-states.js';
 import type { SubmitRequest } from '../jobs/policy.js';
-import type { EndpointRecord, JobRecord } from '../model/records.js';
+import { AppError, routeNotFound } from '../model/errors.js';
+import type { JobRecord } from '../model/records.js';
 import { sendOpenAiJson } from './openai-answer.js';
 import { GATEWAY_CLOSING, NO_RETRY, sendOpenAiError } from './openai-errors.js';
 import { MODELS_ROUTE, OPENAI_BODY_LIMIT, openAiJob, openAiRoute } from './openai-request.js';
@@ -109,13 +108,13 @@ interface Served {
 }
 
 async function serve(deps: OpenAiRouteDeps, call: EndpointCall, served: Served): Promise<void> {
-  const { req, res, endpoint } = call;
+  const { res, endpoint } = call;
   const route = call.params.rest === undefined ? MODELS_ROUTE : openAiRoute('POST', ['v1', ...call.params.rest]);
   const { request, stream } = openAiJob(route, call.body, endpoint.executionTimeoutMs);
   call.body = undefined;
   // A gateway that has begun its shutdown (or a client already gone) gets no new job.
   if (call.signal.aborted || served.stop.signal.aborted) throw GATEWAY_CLOSING;
-  const { job, replayed } = await submitOpenAi(deps, req, endpoint, request, call.principal.keyId, served);
+  const { job, replayed } = await submitOpenAi(deps, call, request, served);
   // The job id, for /status and /cancel (the official clients show it as the request id).
   res.setHeader('x-request-id', job.id);
   deps.logger.debug({ endpointId: endpoint.id, jobId: job.id, route, stream, replayed }, 'openai request');
@@ -138,15 +137,10 @@ async function serve(deps: OpenAiRouteDeps, call: EndpointCall, served: Served):
 }
 
 /** Submits the request's job: under its Idempotency-Key when it has one (docs/api.md), the job an earlier try made. */
-async function submitOpenAi(
-  deps: OpenAiRouteDeps,
-  req: IncomingMessage,
-  endpoint: EndpointRecord,
-  request: SubmitRequest,
-  keyId: string,
-  served: Served,
-): Promise<KeyedSubmission> {
-  const key = readIdempotencyKey(req);
+async function submitOpenAi(deps: OpenAiRouteDeps, call: EndpointCall, request: SubmitRequest, served: Served): Promise<KeyedSubmission> {
+  const { endpoint } = call;
+  const keyId = call.principal.keyId;
+  const key = readIdempotencyKey(call.req);
   const submitted =
     key === undefined
       ? { job: await deps.jobs.submit(endpoint, request, { sync: true, keyId }), replayed: false }
