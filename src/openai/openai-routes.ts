@@ -23,7 +23,8 @@ export interface OpenAiRouteDeps {
  * with a run key on the endpoint, its `openai` rate bucket, and errors in OpenAI's shape. Each
  * request becomes a job with input `{"openai_route", "openai_input"}`; the answer is the
  * worker's output, or server-sent events from its stream with `"stream": true`. The job is
- * cancelled when the client goes away before the answer (its worker is told through job-stop).
+ * cancelled when the client goes away before the answer (its worker is told through job-stop),
+ * unless the request carried an Idempotency-Key: its job is kept for the client's retry.
  * A gateway shutting down creates no more jobs (503) and waits for those it has until just
  * before its grace ends, then answers 503: a job still queued is cancelled (its client sends the
  * request again), a running one is left to finish (`shutDown`).

@@ -6,7 +6,7 @@
 // retry waits on the first try's job), for concurrent duplicates (across two gateways on
 // PostgreSQL) and for an OpenAI request whose client left (its job is kept, not cancelled).
 // Another body under the key is 409; another caller's same key is another job.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildWorkerEnv, eventually } from '../helpers/gantry.js';
 import { createTestSchema, type TestSchema } from '../helpers/postgres.js';
+import { spawnOwned } from '../helpers/processes.js';
 import { startServe, type ServeProcess } from '../helpers/serve-process.js';
 import { call, uniqueId, type Json, type Reply } from '../http/http-helpers.js';
 
@@ -93,7 +94,7 @@ describe.each(['sqlite', 'postgres'] as const)('Idempotency-Key on a gateway pro
   /** A runpod-python stand-in serving `endpointId` through `g` with the echo handler. */
   function startWorker(endpointId: string, g: ServeProcess = gw): PyWorker {
     const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('RUNPOD_')));
-    const proc = spawn('python3', ['-u', WORKER_SCRIPT, '--handler', 'echo'], {
+    const proc = spawnOwned('python3', ['-u', WORKER_SCRIPT, '--handler', 'echo'], {
       env: { ...base, ...buildWorkerEnv(g.url, endpointId, uniqueId('py'), workerKey) },
       stdio: ['ignore', 'pipe', 'ignore'],
     });
