@@ -5,7 +5,10 @@ const HELP = `usage: gantry serve [--port N] [--data-dir DIR]
 
 Runs the gateway: the v2 job API, the worker protocol, the admin API and the background
 services, on one SQLite file under the data directory. Settings come from the environment
-(docs/configuration.md); the flags override PORT and GANTRY_DATA_DIR.`;
+(docs/configuration.md); the flags override PORT and GANTRY_DATA_DIR.
+
+SIGTERM or SIGINT hands out no more jobs, lets running jobs finish and post their results
+(within the workers' stop grace), then exits 0; a second signal exits at once with 130.`;
 
 /** `gantry serve`: runs until SIGINT/SIGTERM, then drains and closes. */
 export async function serveCommand(argv: string[]): Promise<number> {
@@ -35,6 +38,13 @@ export async function serveCommand(argv: string[]): Promise<number> {
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
   });
+  // The drain can last the workers' stop grace: a second signal does not wait for it.
+  const again = (signal: NodeJS.Signals): void => {
+    console.error(`gantry serve: second ${signal}, exiting without waiting for running jobs`);
+    process.exit(130);
+  };
+  process.once('SIGINT', again);
+  process.once('SIGTERM', again);
   await gantry.close();
   return 0;
 }
