@@ -5,7 +5,11 @@ import { createStopSignals, type StopSignals } from './dispatch/stop-signals.js'
 import { createTakeQueue, type TakeQueue } from './dispatch/take-queue.js';
 import { createWorkerLiveness, type WorkerLiveness } from './dispatch/worker-liveness.js';
 import { createRateLimiter } from './http/rate-limit.js';
-import { createRouteTable, type HttpServices, type RouteTable } from './http/server.js';
+import { adminRoutes } from './http/admin-routes.js';
+import { clientRoutes } from './http/client-routes.js';
+import { createRouteTable, type RouteTable } from './http/route-table.js';
+import type { HttpServices } from './http/server.js';
+import { workerRoutes } from './http/worker-routes.js';
 import { createEndpointService, type EndpointService } from './jobs/endpoint-service.js';
 import type { WorkerSettings } from './jobs/endpoint-settings.js';
 import { observeTransitions, type JobObserver } from './jobs/job-observer.js';
@@ -69,7 +73,7 @@ export interface Gateway {
   readonly webhooks: WebhookSender;
   /** Worker settings features provide for their endpoints (the image workers). */
   readonly builtIns: Map<string, WorkerSettings>;
-  /** Routes features add (/files, …). */
+  /** The one route table: the client, worker and admin routes, and those features add (/files, OpenAI, …). */
   readonly routes: RouteTable;
   /** What the HTTP layer calls. */
   readonly http: HttpServices;
@@ -120,6 +124,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   const webhooks = createWebhookSender({ store, endpoints, secrets, notifier, config, logger, clock, outbound, ...(webhookFetch ? { fetch: webhookFetch } : {}) });
   const unsubscribe = subscribeDispatch(notifier, { takeQueue, waiters, stopSignals, endpoints, liveness });
   const http: HttpServices = { jobs, workers, endpoints, keys, rateLimiter, pool, workerRows: store, usage: store, config, logger, now };
+  const routes = createRouteTable();
+  routes.add(...clientRoutes(http), ...workerRoutes(http), ...adminRoutes(http));
   return {
     keys,
     endpoints,
@@ -131,7 +137,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     reaper,
     webhooks,
     builtIns,
-    routes: createRouteTable(),
+    routes,
     http,
     closeWaits() {
       unsubscribe();

@@ -30,6 +30,11 @@ export interface JobObserver {
 export function observeTransitions(inner: JobTransitions, observer: JobObserver): JobTransitions {
   return {
     submit: (job) => inner.submit(job).then(() => observer.submitted(job)),
+    submitOnce: (job, key) =>
+      inner.submitOnce(job, key).then((outcome) => {
+        if (outcome.created) observer.submitted(job);
+        return outcome;
+      }),
     claim: (endpointId, takers) =>
       inner.claim(endpointId, takers).then((perTaker) => {
         for (const jobs of perTaker) if (jobs.length > 0) observer.started(jobs);
@@ -39,6 +44,7 @@ export function observeTransitions(inner: JobTransitions, observer: JobObserver)
     returnLost: (endpointId, workerId, ids) =>
       inner.returnLost(endpointId, workerId, ids).then((lost) => {
         endedAll(observer, lost.failed);
+        if (lost.requeued.length > 0) observer.requeued(lost.requeued, 'worker-lost');
         return lost;
       }),
     finish: (write: Parameters<JobTransitions['finish']>[0]) => inner.finish(write).then((job) => ended(observer, job)),

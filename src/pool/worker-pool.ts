@@ -153,7 +153,7 @@ class Pool implements WorkerPool {
         if (slot.state === 'starting') moveTo(slot, 'serving', 'it polled for a job');
       }
       slot.selfUnhealthy = row && !row.healthy ? (row.reason ?? 'reported unhealthy by the worker') : null;
-      slot.held = stats.heldBy[slot.id] ?? 0;
+      slot.held = stats.heldBy.get(slot.id) ?? 0;
       const serving = slot.state === 'serving';
       const waiting = slot.state === 'crashed' || slot.state === 'waiting-for-room';
       const idle = (serving || waiting) && slot.held === 0 && stats.inQueue === 0;

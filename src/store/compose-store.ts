@@ -30,6 +30,8 @@ export function composeStore(parts: StoreParts): Store {
 
     insertJob: (job) => jobs.insertJob(job),
     getJob: (id) => jobs.getJob(id),
+    findIdempotentJob: (keyDigest) => jobs.findIdempotentJob(keyDigest),
+    insertJobOnce: (args) => jobs.insertJobOnce(args),
     claimJobs: (args) => jobs.claimJobs(args),
     claimJobsFor: (args) => jobs.claimJobsFor(args),
     finishJob: (args) => jobs.finishJob(args),
@@ -39,8 +41,7 @@ export function composeStore(parts: StoreParts): Store {
     retryJob: (args) => jobs.retryJob(args),
     timeOutRunning: (args) => jobs.timeOutRunning(args),
     expireQueued: (args) => jobs.expireQueued(args),
-    releaseWorkerJobs: (args) => jobs.releaseWorkerJobs(args),
-    returnJobs: (args) => jobs.returnJobs(args),
+    requeueJobs: (args) => jobs.requeueJobs(args),
     deleteExpired: (args) => jobs.deleteExpired(args),
     shortenRetention: (args) => jobs.shortenRetention(args),
     appendStream: (args) => jobs.appendStream(args),
