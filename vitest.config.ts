@@ -11,6 +11,7 @@ const BOTH_STORES = [
   'test/http/documented-limits.test.ts',
   'test/e2e/autoscaler.test.ts',
   'test/sdk/worker.test.ts',
+  'test/e2e/gateway-restart.test.ts',
 ];
 
 export default defineConfig({

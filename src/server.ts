@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { loadConfig, type GantryConfig } from './config/config.js';
+import { loadConfig, poolStopGraceMs, type GantryConfig } from './config/config.js';
 import { createGateway, type Gateway } from './gateway.js';
 import { createBodyBudget } from './http/body.js';
 import { createReadiness, probeRoutes } from './http/readiness.js';
@@ -113,7 +113,8 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   logger.info({ url, dataDir: config.dataDir, store: store.kind, metrics: metricsConfig.access }, 'gantry listening');
 
   let closing: Promise<void> | undefined;
-  const close = (): Promise<void> => shutDown({ logger, readiness, listener, gateway, singletons, poller, images, openai, minutes, server, notifier, store });
+  const stopGraceMs = poolStopGraceMs(config);
+  const close = (): Promise<void> => shutDown({ logger, readiness, listener, gateway, singletons, poller, images, openai, minutes, server, notifier, store, stopGraceMs });
   return { gateway, server, url, port, adminKey, leader, close: () => (closing ??= close()) };
 }
 
@@ -131,22 +132,28 @@ interface Running {
   server: Server;
   notifier: { close(): Promise<void> };
   store: { close(): Promise<void> };
+  /** How long workers get to finish their jobs: the pool's stop grace, for hand-started workers too. */
+  stopGraceMs: number;
 }
 
 /**
  * SIGINT / SIGTERM (`gantry serve`) and `close()`: at once no more jobs are handed out and
  * waiting calls answer; the singletons stop (the autoscaler drains its workers while their
- * results are still taken); requests in flight finish (up to SHUTDOWN_GRACE_MS); then the
- * connections, the notifier and the store close. The start and end are logged.
+ * results are still taken) while the jobs of the other workers connected here (started by
+ * hand) finish, both within the stop grace; requests in flight finish (up to
+ * SHUTDOWN_GRACE_MS); then the connections, the notifier and the store close. The start and
+ * end are logged.
  */
 async function shutDown(r: Running): Promise<void> {
   const began = Date.now();
   r.logger.info({ inFlight: r.listener.inFlight() }, 'shutdown started: no more jobs handed out, waiting calls answered, requests in flight finishing');
   r.readiness.closing();
+  // The jobs of the workers pinging this gateway (hand-started ones too) get the stop grace.
+  const connected = finishConnectedJobs(r);
   // At once: job-take answers 204 and hands out nothing; runsync / status-sync / stream answer now.
   r.listener.beginShutdown();
   r.gateway.closeWaits();
-  await r.singletons.stop();
+  await Promise.all([r.singletons.stop(), connected]);
   r.poller?.stop();
   r.images.stop();
   r.gateway.closeWaits();
@@ -161,6 +168,16 @@ async function shutDown(r: Running): Promise<void> {
   await r.notifier.close();
   await r.store.close();
   r.logger.info({ ms: Date.now() - began }, 'shutdown finished');
+}
+
+/** Waits, within the stop grace, for the jobs running on workers connected to this gateway, so their results are taken before it goes. */
+async function finishConnectedJobs(r: Running): Promise<void> {
+  try {
+    const left = await r.gateway.workers.finishConnected(r.stopGraceMs);
+    if (left.length > 0) r.logger.warn({ jobs: left, graceMs: r.stopGraceMs }, 'shutdown: jobs of connected workers still running after the stop grace; their results go to the next gateway');
+  } catch (err) {
+    r.logger.warn({ err }, 'shutdown: could not wait for the jobs of connected workers');
+  }
 }
 
 /** How long a shutdown waits for requests in flight (a result being posted, a body being read) before closing their connections. */

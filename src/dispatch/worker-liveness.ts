@@ -22,6 +22,8 @@ export interface WorkerLiveness {
   isStopping(workerId: string): boolean;
   /** Whether jobs may go to a take of `workerId` parked here since `parkedAt` (ms on this clock). */
   mayReceive(workerId: string, parkedAt: number): boolean;
+  /** The workers pinging this gateway now (none of them silent), e.g. whose jobs a shutdown waits for. */
+  pinging(): string[];
   /** Records kept (both are bounded, see MAX_PINGING and MAX_STOPPING). */
   size(): { pinging: number; stopping: number };
 }
@@ -59,6 +61,11 @@ interface PingRecord {
   intervalMs: number;
   /** Whether intervalMs was measured (false: still the default). */
   measured: boolean;
+}
+
+/** How long after its last sign of life a worker with this ping record counts as silent. */
+function silentAfter(record: PingRecord): number {
+  return SILENT_AFTER_INTERVALS * record.intervalMs + SILENT_SLACK_MS;
 }
 
 /** @example const liveness = createWorkerLiveness({ now: Date.now, defaultPingIntervalMs: 10_000 }); liveness.pinged('w1'); liveness.mayReceive('w1', Date.now()); // true */
@@ -107,7 +114,14 @@ class Liveness implements WorkerLiveness {
     const record = this.pings.get(workerId);
     if (!record) return true;
     const lastSign = Math.max(record.at, parkedAt);
-    return this.options.now() - lastSign <= SILENT_AFTER_INTERVALS * record.intervalMs + SILENT_SLACK_MS;
+    return this.options.now() - lastSign <= silentAfter(record);
+  }
+
+  pinging(): string[] {
+    const now = this.options.now();
+    const ids: string[] = [];
+    for (const [id, record] of this.pings) if (now - record.at <= silentAfter(record)) ids.push(id);
+    return ids;
   }
 
   size(): { pinging: number; stopping: number } {

@@ -77,7 +77,17 @@ export interface WorkerService {
   trackedWorkers(): number;
   /** Marks every worker with an open job-take long-poll on this gateway alive. */
   touchWaiting(): Promise<void>;
+  /**
+   * Shutdown: waits until the jobs held by the workers pinging this gateway have ended, for at
+   * most `graceMs`; resolves with the ids of those still running then. Their results keep
+   * being taken meanwhile; a worker that stops pinging (it died) is not waited for, nor is one
+   * that never pings.
+   */
+  finishConnected(graceMs: number): Promise<string[]>;
 }
+
+/** How often a shutdown re-reads the jobs it waits for. */
+const FINISH_POLL_MS = 200;
 
 /** What the worker side of the protocol uses. */
 export interface WorkerServiceDeps {
@@ -86,7 +96,7 @@ export interface WorkerServiceDeps {
   takeQueue: TakeQueue;
   stopSignals: StopSignals;
   /** Pings are recorded there; a worker the pool is stopping gets its job-stop answered at once. */
-  liveness: Pick<WorkerLiveness, 'pinged' | 'isStopping'>;
+  liveness: Pick<WorkerLiveness, 'pinged' | 'isStopping' | 'pinging'>;
   notifier: Pick<Notifier, 'publish'>;
   /** Opens a job's sealed s3Config for its worker. */
   secrets: Pick<SecretBox, 'open'>;
@@ -104,8 +114,12 @@ class Workers implements WorkerService {
   /** Last write of each worker's liveness row, to throttle it; swept so it holds only recent workers. */
   private readonly lastTouch = new Map<string, { endpointId: string; at: number }>();
   private lastSweep = 0;
+  /** When this gateway started: a job is "unlisted" only for the time since (the reconnect grace). */
+  private readonly startedAt: number;
 
-  constructor(private readonly deps: WorkerServiceDeps) {}
+  constructor(private readonly deps: WorkerServiceDeps) {
+    this.startedAt = deps.now();
+  }
 
   async touch(endpointId: string, workerId: string, health?: WorkerHealthReport): Promise<void> {
     // `t` is when the request arrived; lastTouch is set only when a row write is issued, so the
@@ -131,6 +145,21 @@ class Workers implements WorkerService {
       await this.touch(endpointId, workerId).catch((err: unknown) => {
         if (!(err instanceof AppError)) throw err; // a 409: the id went to another endpoint since it parked; its requests are refused
       });
+    }
+  }
+
+  async finishConnected(graceMs: number): Promise<string[]> {
+    const deadline = Date.now() + graceMs;
+    const { liveness, store } = this.deps;
+    const held = new Map<string, string>();
+    for (const workerId of liveness.pinging()) for (const jobId of await store.jobsHeldBy(workerId)) held.set(jobId, workerId);
+    for (;;) {
+      // A worker that stops pinging meanwhile (it died) is not waited for.
+      const alive = new Set(liveness.pinging());
+      const states = held.size === 0 ? [] : await store.jobStates([...held.keys()]);
+      const running = states.filter((s) => s.status === 'IN_PROGRESS' && s.workerId === held.get(s.id) && alive.has(s.workerId)).map((s) => s.id);
+      if (running.length === 0 || Date.now() >= deadline) return running;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(FINISH_POLL_MS, deadline - Date.now())));
     }
   }
 
@@ -215,8 +244,8 @@ class Workers implements WorkerService {
    * list, so a stop signal lost in transit is repaired by the next ping.
    *
    * The other way round: a job the store says this worker holds but that the worker has not
-   * listed for PING_GRACE_MS never reached it (its job-take answer was lost) and goes back to
-   * the queue. Only workers that send `runpod_version` (runpod-python, our SDK) list their
+   * listed for PING_GRACE_MS (counted from the later of the job's start and this gateway's)
+   * never reached it (its job-take answer was lost) and goes back to the queue. Only workers that send `runpod_version` (runpod-python, our SDK) list their
    * jobs reliably, so only their pings are read that way.
    */
   async ping(endpointId: string, workerId: string, held: string[], health: WorkerHealthReport): Promise<void> {
@@ -234,9 +263,12 @@ class Workers implements WorkerService {
   }
 
   private async returnUnlisted(endpointId: string, workerId: string, listed: string[]): Promise<void> {
+    const cutoff = this.deps.now() - PING_GRACE_MS;
+    // Reconnect grace: in the first PING_GRACE_MS after a gateway starts, workers are still
+    // finding it again and re-sending what they hold; lists are not enforced yet.
+    if (this.startedAt > cutoff) return;
     const missing = (await this.deps.store.jobsHeldBy(workerId)).filter((id) => !listed.includes(id));
     if (missing.length === 0) return;
-    const cutoff = this.deps.now() - PING_GRACE_MS;
     const lost: string[] = [];
     for (const id of missing) {
       const job = await this.deps.store.getJob(id);

@@ -1,7 +1,8 @@
 /**
- * The worker's HTTP calls: long-poll GETs with a deadline, and result POSTs retried on
- * network errors and 5xx (never on 4xx: the server has judged the request and a repeat
- * would be judged the same). Node's global fetch keeps connections alive.
+ * The worker's HTTP calls: long-poll GETs with a deadline, and POSTs retried on network errors
+ * and 5xx (never on 4xx but 429: the server has judged the request and a repeat would be judged
+ * the same). A job's result is retried until a deadline rather than a number of times, so it
+ * survives a gateway restart. Node's global fetch keeps connections alive.
  */
 import { setTimeout as delay } from 'node:timers/promises';
 
@@ -17,8 +18,9 @@ export interface WorkerHttp {
   /** GET; rejects on network errors, after `timeoutMs`, and when `signal` aborts before the server answers. */
   get(url: string, timeoutMs: number, signal?: AbortSignal): Promise<WorkerResponse>;
   /**
-   * POSTs JSON text, up to `attempts` times on network errors and 5xx; resolves with the
-   * last response, or rejects with the last network error.
+   * POSTs JSON text, up to `attempts` times on network errors and 5xx (or, with `retryUntil`,
+   * on those and 429 until that time); resolves with the last response, or rejects with the
+   * last network error.
    */
   postJson(url: string, json: string, options?: PostOptions): Promise<WorkerResponse>;
 }
@@ -29,9 +31,18 @@ export interface PostOptions {
   /** Waits between attempts; the last one repeats. */
   backoffMs?: number[];
   timeoutMs?: number;
+  /**
+   * Instead of `attempts`: keep trying (network errors, 5xx, 429) until this time (epoch ms),
+   * waiting 0.5 s doubling to RETRY_UNTIL_MAX_WAIT_MS with jitter, or what a Retry-After says.
+   */
+  retryUntil?: number;
+  /** Called before each wait of a `retryUntil` post, with what failed. */
+  onRetry?: (failure: { status: number | null; error: string | null; waitMs: number }) => void;
 }
 
-const DEFAULT_POST: Required<PostOptions> = { attempts: 3, backoffMs: [1000, 2000], timeoutMs: 60_000 };
+const DEFAULT_POST = { attempts: 3, backoffMs: [1000, 2000], timeoutMs: 60_000 };
+/** The longest wait between two tries of a `retryUntil` post: a gateway that is back gets the result within this. */
+export const RETRY_UNTIL_MAX_WAIT_MS = 5_000;
 
 /**
  * Creates the worker's HTTP client.
@@ -76,6 +87,7 @@ export function createWorkerHttp(apiKey: string, version: string): WorkerHttp {
     async postJson(url, json, options = {}) {
       const { attempts, backoffMs, timeoutMs } = { ...DEFAULT_POST, ...options };
       const init: RequestInit = { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: json };
+      if (options.retryUntil !== undefined) return postUntil(() => request(url, init, timeoutMs), options.retryUntil, options.onRetry);
       let lastError: unknown;
       for (let attempt = 1; attempt <= attempts; attempt++) {
         try {
@@ -91,6 +103,28 @@ export function createWorkerHttp(apiKey: string, version: string): WorkerHttp {
       throw lastError instanceof Error ? lastError : new Error(String(lastError));
     },
   };
+}
+
+/** Tries `send` until it gets an answer other than 5xx or 429, or until `until` (epoch ms) leaves no time for another wait. */
+async function postUntil(send: () => Promise<WorkerResponse>, until: number, onRetry: PostOptions['onRetry']): Promise<WorkerResponse> {
+  const backoff = createBackoff(500, RETRY_UNTIL_MAX_WAIT_MS);
+  for (;;) {
+    let res: WorkerResponse | undefined;
+    let error: unknown;
+    try {
+      res = await send();
+      if (res.status < 500 && res.status !== 429) return res;
+    } catch (err) {
+      error = err;
+    }
+    const waitMs = Math.min(res?.retryAfterMs ?? backoff.next(), RETRY_UNTIL_MAX_WAIT_MS * 6);
+    if (Date.now() + waitMs > until) {
+      if (res) return res;
+      throw error instanceof Error ? error : new Error(String(error));
+    }
+    onRetry?.({ status: res?.status ?? null, error: error === undefined ? null : describeError(error), waitMs });
+    await delay(waitMs);
+  }
 }
 
 /**

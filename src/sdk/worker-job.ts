@@ -28,6 +28,25 @@ export type JobOutcome = 'posted' | 'post-failed' | 'stopped';
 
 const STOPPED = Symbol('stopped');
 
+/** A job's execution timeout when its policy names none (RunPod's default). */
+const DEFAULT_EXECUTION_TIMEOUT_MS = 600_000;
+
+/**
+ * Until when a job's result is worth posting: the server accepts it while the job is still
+ * running under this worker, which ends at the latest when its execution timeout (from the
+ * job's policy) has passed since it was taken. A result is retried until then, so it survives
+ * a gateway restart.
+ *
+ * @example
+ * ```ts
+ * resultDeadline({ id: 'J', input: {}, policy: { executionTimeout: 60_000 } }, Date.now()); // now + 60 s
+ * ```
+ */
+export function resultDeadline(job: WorkerJob, takenAt: number): number {
+  const timeout = job.policy?.executionTimeout;
+  return takenAt + (typeof timeout === 'number' && timeout > 0 ? timeout : DEFAULT_EXECUTION_TIMEOUT_MS);
+}
+
 /**
  * Runs `job` to the end and posts its result unless `signal` aborts first (the server
  * stopped the job: then nothing is posted). Never rejects. `refresh` is true when the
@@ -59,6 +78,7 @@ export async function runJob(
   };
 
   log.info(fields, 'job started');
+  const deadline = resultDeadline(job, Date.now());
   const startedAt = performance.now();
   const result = await produceResult(job, ctx, deps);
   // Progress posts go out before the result, so a late one cannot follow the final job-done.
@@ -71,7 +91,7 @@ export async function runJob(
   if (refresh) body.stopPod = true;
   if (body.stopPod) refresh = true;
   const url = withQuery(doneUrl, { isStream: result.kind === 'stream' ? 'true' : 'false' });
-  const outcome = await postResult(url, body, fields, deps);
+  const outcome = await postResult(url, body, fields, deadline, deps);
   if (outcome === 'posted') log.info({ ...fields, ms: Math.round(performance.now() - startedAt), failed: body.error !== undefined }, 'job finished');
   return { outcome, refresh };
 }
@@ -107,17 +127,31 @@ function createProgressPoster(doneUrl: string, signal: AbortSignal, fields: Reco
   };
 }
 
-/** Posts a job's result; an output the server cannot take still ends the job (as FAILED), or it would hang until its timeout. */
-async function postResult(url: string, body: JobResult, fields: Record<string, string>, deps: JobRunDeps): Promise<'posted' | 'post-failed'> {
+/**
+ * Posts a job's result, retrying network errors, 5xx and 429 until `deadline` (the gateway may
+ * be restarting); an output the server cannot take still ends the job (as FAILED), or it would
+ * hang until its timeout.
+ */
+async function postResult(url: string, body: JobResult, fields: Record<string, string>, deadline: number, deps: JobRunDeps): Promise<'posted' | 'post-failed'> {
   const { http, log } = deps;
   let json = toJson(body);
   if (json instanceof Error) json = failureJson(`job output cannot be sent as JSON: ${json.message}`, body);
+  let retries = 0;
+  const options = {
+    retryUntil: deadline,
+    onRetry: (failure: { status: number | null; error: string | null; waitMs: number }) => {
+      // The first failure is worth a line; the rest of an outage is at debug.
+      if (retries++ === 0) log.warn({ ...fields, ...failure, until: new Date(deadline).toISOString() }, 'job result not delivered yet; retrying while the job can still be accepted');
+      else log.debug({ ...fields, ...failure }, 'job result not delivered yet; retrying');
+    },
+  };
   try {
-    let res = await http.postJson(url, json);
+    let res = await http.postJson(url, json, options);
     if (res.status === 413) {
       log.error({ ...fields, bytes: Buffer.byteLength(json) }, 'job output too large for the server; failing the job');
-      res = await http.postJson(url, failureJson(`job output of ${Buffer.byteLength(json)} bytes is over the server's limit`, body));
+      res = await http.postJson(url, failureJson(`job output of ${Buffer.byteLength(json)} bytes is over the server's limit`, body), options);
     }
+    if (retries > 0 && res.status < 300) log.info({ ...fields, retries }, 'job result delivered after retries');
     if (res.status >= 300) {
       log.error({ ...fields, status: res.status, body: res.body.slice(0, 200) }, 'job result rejected');
       return 'post-failed';

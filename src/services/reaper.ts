@@ -69,6 +69,8 @@ const count = (jobs: JobRecord[]): number => jobs.length;
 
 class Reaping implements Reaper {
   private readonly loop: Periodic;
+  /** When start() last ran: silence before it is not counted (the reconnect grace). */
+  private startedAt: number | undefined;
 
   constructor(private readonly deps: ReaperDeps) {
     this.loop = periodic({
@@ -99,10 +101,12 @@ class Reaping implements Reaper {
   }
 
   start(): void {
+    this.startedAt ??= this.deps.clock.now();
     this.loop.start();
   }
 
   stop(): Promise<void> {
+    this.startedAt = undefined;
     return this.loop.stop();
   }
 
@@ -112,7 +116,13 @@ class Reaping implements Reaper {
     // Silence the gateway caused is not the worker's: a pass that fires late (a blocked event
     // loop, a paused process) allows that much more, since requests that waited meanwhile are
     // handled only after it. Rows hold the time a request arrived, on this same clock.
-    const stale = await this.deps.store.findStaleWorkers(this.deps.clock.now() - this.deps.config.workerLostMs - lateMs);
+    const now = this.deps.clock.now();
+    // Reconnect grace: no worker is lost before this reaper has run workerLostMs (the gateway
+    // started, or took the lead). After a restart the rows still hold the time before it, and
+    // workers get the whole of workerLostMs to find the gateway again and post what they hold.
+    if (this.startedAt !== undefined && now - this.startedAt < this.deps.config.workerLostMs) return { requeued: 0, failed: 0 };
+    const cutoff = now - this.deps.config.workerLostMs - lateMs;
+    const stale = await this.deps.store.findStaleWorkers(cutoff);
     if (stale.length === 0) return { requeued: 0, failed: 0 };
     const ids = stale.map((w) => w.id);
     const released = await this.deps.transitions.releaseWorkers(ids);

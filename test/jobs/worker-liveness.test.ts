@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createGateway, type Gateway } from '../../src/gateway.js';
+import { PING_GRACE_MS } from '../../src/jobs/worker-service.js';
 import { DEFAULTS } from '../../src/config/config.js';
 import { parseEndpointSettings } from '../../src/jobs/endpoint-settings.js';
 import { parseSubmitBody } from '../../src/jobs/policy.js';
@@ -131,5 +132,33 @@ describe('worker liveness', () => {
     // The same pass on time (runOnce: lateMs 0) releases wa too.
     expect(await app.reaper.runOnce()).toMatchObject({ requeued: 1 });
     expect((await app.jobs.getJob('ep', jobB.id))?.status).toBe('IN_QUEUE');
+  });
+
+  it('reconnect grace after a start: no worker is lost before the reaper has run workerLostMs, whatever its row says', async () => {
+    const job = await submit();
+    // wr was last heard from long before this gateway started (its row is from the earlier process).
+    await store.touchWorker({ id: 'wr', endpointId: 'ep', now: clock - 60_000 });
+    expect((await app.transitions.claim('ep', [{ workerId: 'wr', limit: 1 }]))[0]?.map((j) => j.id)).toEqual([job.id]);
+    app.reaper.start();
+    clock += WORKER_LOST_MS - 1;
+    expect(await app.reaper.runOnce()).toMatchObject({ requeued: 0 });
+    expect(await app.jobs.getJob('ep', job.id)).toMatchObject({ status: 'IN_PROGRESS', workerId: 'wr' });
+    clock += 1;
+    expect(await app.reaper.runOnce()).toMatchObject({ requeued: 1 });
+    expect((await app.jobs.getJob('ep', job.id))?.status).toBe('IN_QUEUE');
+  });
+
+  it('reconnect grace after a start: a ping that does not list a held job returns it only once the gateway has run PING_GRACE_MS', async () => {
+    const started = clock; // when the gateway (its worker service) was made
+    clock -= 60_000; // the job was handed out by the earlier process, long ago
+    const job = await submit();
+    expect((await app.transitions.claim('ep', [{ workerId: 'wp', limit: 1 }]))[0]?.map((j) => j.id)).toEqual([job.id]);
+    const health = { healthy: true, reason: null, version: '1.12.0' };
+    clock = started + PING_GRACE_MS - 1;
+    await app.workers.ping('ep', 'wp', [], health);
+    expect(await app.jobs.getJob('ep', job.id)).toMatchObject({ status: 'IN_PROGRESS', workerId: 'wp' });
+    clock = started + PING_GRACE_MS + 1;
+    await app.workers.ping('ep', 'wp', [], health);
+    expect((await app.jobs.getJob('ep', job.id))?.status).toBe('IN_QUEUE');
   });
 });

@@ -190,6 +190,31 @@ describe('worker protocol', () => {
     expect(server.posts('job-done').map((p) => p.path.split('/').pop())).toEqual(['J1', 'J1', 'J2']);
   });
 
+  it('keeps retrying a result on 5xx and 429, past three tries, while the job can still be accepted, and holds the job meanwhile', async () => {
+    server.doneStatuses = [503, 429, 502, 200];
+    start((job) => job.id);
+    server.enqueue({ id: 'J1', input: {}, policy: { executionTimeout: 600_000 } });
+    await waitFor(() => server.posts('job-done').length === 4, 15_000, 'four posts of the result');
+    // While it retried, its pings still named the job (the gateway keeps it IN_PROGRESS under this worker).
+    const retrying = server.requests.filter((r) => r.path.includes('/ping/') && r.at > server.requests.find((q) => q.path.includes('/job-done/'))!.at);
+    expect(retrying.some((r) => r.url.includes('job_id=J1'))).toBe(true);
+    await worker?.stop();
+    expect(server.posts('job-done').map((p) => p.body)).toEqual(Array.from({ length: 4 }, () => ({ output: 'J1' })));
+  }, 20_000);
+
+  it('gives a result up once the job\'s execution timeout has passed since it was taken (the server would refuse it)', async () => {
+    server.doneStatuses = Array.from({ length: 50 }, () => 503);
+    const logged: string[] = [];
+    const logger: WorkerLogger = { ...silent, error: (_fields, msg) => void logged.push(String(msg)) };
+    start((job) => job.id, { logger });
+    server.enqueue({ id: 'J1', input: {}, policy: { executionTimeout: 1_200 } });
+    await waitFor(() => logged.includes('job result rejected'), 10_000, 'the result to be given up');
+    const posts = server.posts('job-done').length;
+    // 0.5 s doubling (±25%): the tries at about 0, 0.5 and 1.5 s fit in 1.2 s, no more.
+    expect(posts).toBeGreaterThanOrEqual(2);
+    expect(posts).toBeLessThanOrEqual(3);
+  }, 20_000);
+
   it('fails a job whose output cannot be sent: not JSON, or over the server limit', async () => {
     server.doneStatuses = [413];
     start((job) => (job.input === 'big' ? { big: 'x'.repeat(10) } : { n: 1n }));
