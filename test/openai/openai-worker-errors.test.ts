@@ -3,7 +3,8 @@
 // worker id); the job's `error` on /status keeps the whole text. Real worker processes: the
 // runpod-python stand-in (test/e2e/fixtures/runpod_like_worker.py) with a raising handler and a
 // raising generator; the answer with and without `"stream": true`.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { spawnOwned } from '../helpers/processes.js';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_MESSAGE_LIMIT, summariseWorkerError } from '../../src/openai/openai-errors.js';
@@ -36,7 +37,7 @@ async function endpointWith(handler: string): Promise<string> {
   const id = uniqueId('oai-err');
   await t.createEndpoint(id);
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('RUNPOD_')));
-  workers.push(spawn('python3', ['-u', WORKER_SCRIPT, '--handler', handler], { env: { ...base, ...t.workerEnv(id) }, stdio: 'ignore' }));
+  workers.push(spawnOwned('python3', ['-u', WORKER_SCRIPT, '--handler', handler], { env: { ...base, ...t.workerEnv(id) }, stdio: 'ignore' }));
   return id;
 }
 
