@@ -89,7 +89,7 @@ function schemas(): Record<string, Schema> {
     Job: {
       type: 'object',
       required: ['id', 'status'],
-      properties: { id: { type: 'string' }, status: ref('JobStatus'), delayTime: { type: 'integer' }, executionTime: { type: 'integer' }, workerId: { type: 'string' }, retries: { type: 'integer' }, input: {}, output: {}, error: {} },
+      properties: { id: { type: 'string' }, status: ref('JobStatus'), delayTime: { type: 'integer' }, executionTime: { type: 'integer' }, workerId: { type: 'string' }, retries: { type: 'integer', description: 'times a client retried the job (/retry)' }, attempts: { type: 'integer', description: 'hand-outs to workers since the submit or the last /retry' }, input: {}, output: {}, error: {} },
     },
     ...endpointSchemas(integerSettings, worker),
     OpenAiError: {
@@ -217,16 +217,17 @@ function adminPaths(): Record<string, Record<string, Operation>> {
     ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: body } } } } : {}),
     responses: { '200': json(response), ...ERRORS },
   });
-  const id = pathParam('id', 'Endpoint or key id');
+  const key = pathParam('key', 'Key id');
+  const id = pathParam('endpoint', 'Endpoint id');
   const deleted = { type: 'object', properties: { id: { type: 'string' }, deleted: { type: 'boolean' } } };
   const time = (name: string) => ({ name, in: 'query', required: false, description: 'Epoch ms or ISO 8601', schema: { type: 'string' } });
   return {
     '/admin/v1/keys': { get: op('List API keys', [], { type: 'object', properties: { keys: { type: 'array', items: ref('Key') } } }), post: op('Create an API key (the key is in this answer only)', [], ref('Key'), ref('KeySpec')) },
-    '/admin/v1/keys/{id}': { delete: op('Revoke an API key', [id], deleted) },
+    '/admin/v1/keys/{key}': { delete: op('Revoke an API key', [key], deleted) },
     '/admin/v1/endpoints': { get: op('List endpoints', [], { type: 'object', properties: { endpoints: { type: 'array', items: ref('Endpoint') } } }), post: op('Create an endpoint', [], ref('Endpoint'), ref('EndpointSettings')) },
-    '/admin/v1/endpoints/{id}': { get: op('An endpoint', [id], ref('Endpoint')), patch: op('Change an endpoint\'s settings', [id], ref('Endpoint'), ref('EndpointSettings')), delete: op('Delete an endpoint', [id], deleted) },
-    '/admin/v1/endpoints/{id}/workers': { get: op('The endpoint\'s workers and Docker hosts', [id], { type: 'object' }) },
-    '/admin/v1/endpoints/{id}/workers/{worker}/logs': { get: op('The last lines of a pool worker\'s output', [id, pathParam('worker', 'Worker id'), intQuery('lines', 'How many lines', 1, MAX_LOG_LINES, DEFAULT_LOG_LINES)], { type: 'object' }) },
+    '/admin/v1/endpoints/{endpoint}': { get: op('An endpoint', [id], ref('Endpoint')), patch: op('Change an endpoint\'s settings', [id], ref('Endpoint'), ref('EndpointSettings')), delete: op('Delete an endpoint', [id], deleted) },
+    '/admin/v1/endpoints/{endpoint}/workers': { get: op('The endpoint\'s workers and Docker hosts', [id], { type: 'object' }) },
+    '/admin/v1/endpoints/{endpoint}/workers/{worker}/logs': { get: op('The last lines of a pool worker\'s output', [id, pathParam('worker', 'Worker id'), intQuery('lines', 'How many lines', 1, MAX_LOG_LINES, DEFAULT_LOG_LINES)], { type: 'object' }) },
     '/admin/v1/usage': {
       get: op('Usage summed by key or endpoint over [from, to)', [time('from'), time('to'), { name: 'groupBy', in: 'query', required: false, schema: { type: 'string', enum: ['endpoint', 'key'], default: 'endpoint' } }], { type: 'object' }),
     },

@@ -234,7 +234,7 @@ class Jobs implements JobService {
       if (worker.lastSeenAt < cutoff) continue;
       polling.add(worker.id);
       if (!worker.healthy) unhealthy++;
-      else if ((stats.heldBy[worker.id] ?? 0) > 0) running++;
+      else if ((stats.heldBy.get(worker.id) ?? 0) > 0) running++;
       else idle++;
     }
     // A pool worker counts as initializing until the store shows it polling.
