@@ -4,50 +4,17 @@
 // /run) ends COMPLETED, and its completion is accepted exactly once. Several gateways on
 // PostgreSQL with one killed: test/e2e/multi-gateway.test.ts.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { eventually } from '../helpers/gantry.js';
 import { startEmbedded } from '../helpers/postgres.js';
-import { startServe, type ServeProcess } from '../helpers/serve-process.js';
+import { startGateway, type ServeProcess } from '../helpers/serve-process.js';
 import { call, type Json } from '../http/http-helpers.js';
+import { freePort } from '../helpers/ports.js';
 
-const ADMIN_KEY = `fault-admin-${randomBytes(8).toString('hex')}`;
 const SETTINGS = { GANTRY_JOB_TAKE_WAIT_MS: '1000', GANTRY_WORKER_LOST_MS: '3000', GANTRY_REAPER_INTERVAL_MS: '250' };
-const dirs: string[] = [];
-const running: ServeProcess[] = [];
 
-afterAll(async () => {
-  for (const s of running) if (s.proc.exitCode === null && s.proc.signalCode === null) s.proc.kill('SIGKILL');
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
-
-function newDir(label: string): string {
-  const dir = mkdtempSync(join(tmpdir(), `gantry-fault-${label}-`));
-  dirs.push(dir);
-  return dir;
-}
-
-/** A port that was free a moment ago: the restarted gateway listens where the first one did. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function serve(env: Record<string, string>): Promise<ServeProcess> {
-  const s = await startServe(ADMIN_KEY, { ...SETTINGS, ...env });
-  if (!s.url) throw new Error(`gantry serve exited: ${s.output().slice(-2000)}`);
-  running.push(s);
-  return s;
-}
+/** `gantry serve` with this file's settings and `env`, on `dataDir` (default a new scratch folder). */
+const serve = (env: Record<string, string>, dataDir?: string): Promise<ServeProcess> => startGateway({ env: { ...SETTINGS, ...env }, ...(dataDir ? { dataDir } : {}) });
 
 const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -105,13 +72,8 @@ function createLoad(url: string, endpointId: string, keys: { run: string; worker
 }
 
 async function setUp(s: ServeProcess, endpointId: string): Promise<{ run: string; worker: string }> {
-  const admin = async (path: string, body: unknown): Promise<Json> => {
-    const r = await call(s.url, 'POST', `/admin/v1/${path}`, { key: ADMIN_KEY, body });
-    if (r.status !== 200) throw new Error(`admin ${path}: ${r.status} ${r.text}`);
-    return r.json;
-  };
-  await admin('endpoints', { id: endpointId });
-  return { run: (await admin('keys', { name: 'run', scopes: ['run', 'read'] })).key as string, worker: (await admin('keys', { name: 'w', scopes: ['worker'] })).key as string };
+  await s.admin.createEndpoint({ id: endpointId });
+  return { run: (await s.admin.createKey({ name: 'run', scopes: ['run', 'read'] })).key, worker: (await s.admin.createKey({ name: 'w', scopes: ['worker'] })).key };
 }
 
 /** Every acknowledged job COMPLETED, each completion accepted exactly once. */
@@ -131,30 +93,26 @@ async function expectEachEndedOnce(url: string, endpointId: string, runKey: stri
 
 describe('faults under load', { timeout: 180_000 }, () => {
   it('SQLite: the gateway killed with SIGKILL, then started again on the same file: every acknowledged job ends exactly once', async () => {
-    const dir = newDir('sqlite');
-    const port = await freePort();
-    const env = { GANTRY_DATA_DIR: dir, PORT: String(port) };
+    const env = { PORT: String(await freePort()) };
     const first = await serve(env);
     const keys = await setUp(first, 'fault');
     const load = createLoad(first.url, 'fault', keys);
     await eventually(async () => (load.acknowledged.length >= 300 && load.accepted.size >= 100 ? true : undefined), 60_000, 'load to flow');
-    first.proc.kill('SIGKILL');
-    await first.exited;
+    await first.stop('SIGKILL');
     const before = load.acknowledged.length;
-    const second = await serve(env);
+    const second = await serve(env, first.dataDir);
     expect(second.url).toBe(first.url);
     await eventually(async () => (load.acknowledged.length >= before + 300 ? true : undefined), 60_000, 'load to flow again');
     await load.stopSubmitting();
     await expectEachEndedOnce(second.url, 'fault', keys.run, load);
-    second.proc.kill('SIGTERM');
-    expect(await second.exited).toBe(0);
+    expect(await second.stop()).toBe(0);
   });
 
   it('PostgreSQL: the database server restarted under load: every acknowledged job ends exactly once', async () => {
     // A server of this test alone, so that restarting it disturbs no other test.
     const pg = await startEmbedded();
     try {
-      const first = await serve({ GANTRY_DATA_DIR: newDir('pg'), DATABASE_URL: pg.url, GANTRY_SECRET_KEY: randomBytes(32).toString('base64') });
+      const first = await serve({ DATABASE_URL: pg.url, GANTRY_SECRET_KEY: randomBytes(32).toString('base64') });
       const keys = await setUp(first, 'fault');
       const load = createLoad(first.url, 'fault', keys);
       await eventually(async () => (load.acknowledged.length >= 300 && load.accepted.size >= 100 ? true : undefined), 60_000, 'load to flow');
@@ -163,8 +121,7 @@ describe('faults under load', { timeout: 180_000 }, () => {
       await eventually(async () => (load.acknowledged.length >= before + 300 ? true : undefined), 60_000, 'load to flow after the restart');
       await load.stopSubmitting();
       await expectEachEndedOnce(first.url, 'fault', keys.run, load);
-      first.proc.kill('SIGTERM');
-      expect(await first.exited).toBe(0);
+      expect(await first.stop()).toBe(0);
     } finally {
       await pg.stop();
     }

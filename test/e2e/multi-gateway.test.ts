@@ -1,27 +1,21 @@
 // Several gateway processes (`gantry serve`) on one PostgreSQL schema, clients and workers
 // spread over them (docs/postgres.md): hand-off, waits, cancels and streams cross gateways;
 // every job completes exactly once; a gateway killed with SIGKILL loses no accepted job.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../helpers/gantry.js';
+import { newEndpoint as createEndpoint, newKey, uniqueId, workerListed } from '../helpers/jobs.js';
 import { createTestSchema, type TestSchema } from '../helpers/postgres.js';
-import { call, uniqueId, type Json } from '../http/http-helpers.js';
+import { startGateway, type ServeProcess } from '../helpers/serve-process.js';
+import { call, type Json } from '../http/http-helpers.js';
 
-const MAIN = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
 const ADMIN_KEY = `multi-admin-${randomBytes(8).toString('hex')}`;
 const SECRET_KEY = randomBytes(32).toString('base64');
 
-interface Gateway {
+interface Gateway extends ServeProcess {
   name: string;
-  url: string;
-  proc: ChildProcess;
+  /** What its last log line with a `leader` field said. */
   leader: boolean;
-  dir: string;
 }
 
 let schema: TestSchema;
@@ -29,95 +23,50 @@ const gateways: Gateway[] = [];
 let runKey: string;
 let workerKey: string;
 
-async function startGateway(name: string): Promise<Gateway> {
-  const dir = mkdtempSync(join(tmpdir(), `gantry-${name}-`));
-  const proc = spawn(process.execPath, [MAIN, 'serve'], {
+async function startNamed(name: string): Promise<Gateway> {
+  const serve = await startGateway({
+    adminKey: ADMIN_KEY,
     env: {
-      ...process.env,
       DATABASE_URL: schema.url,
-      PORT: '0',
-      GANTRY_HOST: '127.0.0.1',
-      GANTRY_DATA_DIR: dir,
-      GANTRY_ADMIN_KEY: ADMIN_KEY,
       GANTRY_SECRET_KEY: SECRET_KEY,
-      GANTRY_LOG_LEVEL: 'info',
-      GANTRY_RATE_LIMITS: 'off',
       GANTRY_JOB_TAKE_WAIT_MS: '1000',
       GANTRY_WORKER_LOST_MS: '3000',
       GANTRY_REAPER_INTERVAL_MS: '250',
-      GANTRY_IMAGE_WORKERS: 'off', // the built-in image workers are not under test here
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const gw: Gateway = { name, url: '', proc, leader: false, dir };
-  let buffered = '';
-  proc.stdout?.on('data', (data: Buffer) => {
-    buffered += data.toString('utf8');
-    let nl: number;
-    while ((nl = buffered.indexOf('\n')) >= 0) {
-      const line = buffered.slice(0, nl);
-      buffered = buffered.slice(nl + 1);
-      try {
-        const log = JSON.parse(line) as { msg?: string; url?: string; leader?: boolean };
-        if (log.msg === 'gantry listening' && log.url) gw.url = log.url;
-        if (typeof log.leader === 'boolean') gw.leader = log.leader;
-      } catch {
-        // not a log line
-      }
-    }
-  });
-  let stderr = '';
-  proc.stderr?.on('data', (data: Buffer) => (stderr += data.toString('utf8')));
-  await eventually(async () => (gw.url ? true : proc.exitCode !== null ? Promise.reject(new Error(stderr)) : undefined), 20_000, `${name} to listen`);
+  const gw: Gateway = Object.assign(serve, { name, leader: false });
+  const follow = (line: Json): void => {
+    if (typeof line.leader === 'boolean') gw.leader = line.leader;
+  };
+  serve.logs().forEach(follow);
+  serve.onLog(follow);
   return gw;
 }
 
-const admin = async (gw: Gateway, path: string, body: unknown): Promise<Json> => {
-  const r = await call(gw.url, 'POST', `/admin/v1/${path}`, { key: ADMIN_KEY, body });
-  if (r.status !== 200) throw new Error(`admin ${path}: ${r.status} ${r.text}`);
-  return r.json;
-};
 const v2 = (gw: Gateway, endpointId: string, method: string, path: string, body?: unknown) =>
   call(gw.url, method, `/v2/${endpointId}/${path}`, { key: runKey, body });
 const worker = (gw: Gateway, endpointId: string, method: string, path: string, body?: unknown) =>
   call(gw.url, method, `/v2/${endpointId}/${path}`, { key: workerKey, rawAuth: true, body, contentType: body === undefined ? null : 'application/json' });
 
-async function newEndpoint(): Promise<string> {
-  const id = uniqueId('multi');
-  await admin(gateways[0] as Gateway, 'endpoints', { id });
-  return id;
-}
+const newEndpoint = (): Promise<string> => createEndpoint(gw(0), {}, 'multi');
 
 const gw = (i: number): Gateway => gateways[i] as Gateway;
 
-/** Waits until `g` lists `workerId` among the endpoint's workers: its request has reached the gateway. */
-async function seenBy(g: Gateway, endpointId: string, workerId: string): Promise<void> {
-  await eventually(async () => {
-    const r = await call(g.url, 'GET', `/admin/v1/endpoints/${endpointId}/workers`, { key: ADMIN_KEY });
-    return (r.json.workers as Json[] | undefined)?.some((w) => w.id === workerId) ? true : undefined;
-  }, 10_000, `${workerId} seen by ${g.name}`);
-}
 
 beforeAll(async () => {
   schema = await createTestSchema('multi');
-  // Started together: the migration lock makes that safe.
-  gateways.push(...(await Promise.all(['a', 'b', 'c'].map(startGateway))));
-  runKey = (await admin(gw(0), 'keys', { name: 'run', scopes: ['run'] })).key as string;
-  workerKey = (await admin(gw(1), 'keys', { name: 'workers', scopes: ['worker'] })).key as string;
+  // Started together: the migration lock makes that safe. One that fails to start leaves the
+  // others to the test kit, which kills them with this file.
+  gateways.push(...(await Promise.all(['a', 'b', 'c'].map(startNamed))));
+  runKey = await newKey(gw(0), ['run']);
+  workerKey = await newKey(gw(1), ['worker']);
   await eventually(async () => (gateways.filter((g) => g.leader).length === 1 ? true : undefined), 10_000, 'one leader');
-}, 60_000);
+}, 180_000);
 
 afterAll(async () => {
-  for (const g of gateways) {
-    if (g.proc.exitCode === null && g.proc.signalCode === null) {
-      const exited = new Promise((resolve) => g.proc.once('exit', resolve));
-      g.proc.kill('SIGTERM');
-      await exited;
-    }
-    rmSync(g.dir, { recursive: true, force: true });
-  }
+  for (const g of gateways) await g.stop();
   await schema?.drop();
-}, 30_000);
+}, 60_000);
 
 describe('several gateways on one PostgreSQL database', () => {
   it('exactly one gateway is the leader', () => {
@@ -130,7 +79,7 @@ describe('several gateways on one PostgreSQL database', () => {
     for (let i = 0; i < 5; i++) {
       const workerId = `w-hand-off-${i}`;
       const take = worker(gw(1), ep, 'GET', `job-take/${workerId}?job_in_progress=0`);
-      await seenBy(gw(1), ep, workerId); // its long-poll has reached B
+      await workerListed(gw(1), ep, workerId); // its long-poll has reached B
       const run = await v2(gw(0), ep, 'POST', 'run', { input: { i } });
       let taken = await take;
       if (taken.status === 204) taken = await worker(gw(1), ep, 'GET', `job-take/${workerId}?job_in_progress=0`); // the 1 s poll ended first
@@ -217,7 +166,7 @@ describe('several gateways on one PostgreSQL database', () => {
     // the victim's take queue.
     const held: string[] = [];
     const grabbing = worker(victim, ep, 'GET', 'job-take-batch/w-doomed?batch_size=5&job_in_progress=0');
-    await seenBy(victim, ep, 'w-doomed');
+    await workerListed(victim, ep, 'w-doomed');
     const pool = createWorkerPool(ep, [0, 0, 1, 1, 2, 2]);
     let killed = false;
     const submitting = submitMany(ep, 400, (i) => {

@@ -6,11 +6,11 @@
 // test does not stop it.
 import { execFileSync, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, cpSync, existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { spawnOwned } from './processes.js';
+import { freePort } from './ports.js';
 
 /** How long the server may take to start or stop on a busy machine before the test is told. */
 const START_CAP_MS = 120_000;
@@ -69,18 +69,6 @@ async function reachableBinaries(user: { uid: number; gid: number } | undefined)
   }
   if (!runs(at(copy))) throw new Error(`the postgres user cannot run ${at(copy).initdb}: is ${tmpdir()} reachable by it?`);
   return at(copy);
-}
-
-/** A TCP port that was free a moment ago. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Runs initdb into `data`: user `postgres` with password `postgres`, UTF-8, C locale. */

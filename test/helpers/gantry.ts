@@ -7,6 +7,8 @@ import { IMAGE_DEFAULTS } from '../../src/config/image-config.js';
 import type { Gantry } from '../../src/server.js';
 import type { Clock } from '../../src/util/clock.js';
 import type { Scope } from '../../src/model/records.js';
+import { createAdminClient, type AdminClient } from '../../src/sdk/admin-client.js';
+import { createClient, type GantryClient } from '../../src/sdk/client.js';
 import { createTestSchema } from './postgres.js';
 import { runpodWorkerEnv } from '../../src/pool/worker-env.js';
 
@@ -31,6 +33,10 @@ export interface TestGantry {
   adminKey: string;
   gantry: Gantry;
   dataDir: string;
+  /** The admin API (the SDK's client) with the admin key: for setting up what a test needs. */
+  admin: AdminClient;
+  /** The job API (the SDK's client) with `apiKey` (default: the admin key). */
+  client(apiKey?: string): GantryClient;
   createEndpoint(id: string, settings?: Record<string, unknown>): Promise<void>;
   createKey(scopes: Scope[], endpoints?: string[]): Promise<string>;
   /** PostgreSQL: the connection string of this gateway's schema (for a second gateway on it). */
@@ -63,30 +69,23 @@ export async function startTestGantry(config: Partial<GantryConfig> = {}, option
   const url = gantry.url;
   let counter = 0;
 
-  async function admin(path: string, body: unknown): Promise<Record<string, unknown>> {
-    const res = await fetch(`${url}/admin/v1/${path}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    const json = (await res.json()) as Record<string, unknown>;
-    if (res.status !== 200) throw new Error(`admin ${path} failed: ${res.status} ${JSON.stringify(json)}`);
-    return json;
-  }
+  const admin = createAdminClient({ url, adminKey });
 
-  const workerKey = (await admin('keys', { name: 'test workers', scopes: ['worker'] })).key as string;
+  const workerKey = (await admin.createKey({ name: 'test workers', scopes: ['worker'] })).key;
 
   const t: TestGantry = {
     url,
     adminKey,
     gantry,
     dataDir,
+    admin,
+    client: (apiKey = adminKey) => createClient({ url, apiKey }),
     ...(databaseUrl ? { databaseUrl } : {}),
     async createEndpoint(id, settings = {}) {
-      await admin('endpoints', { id, ...settings });
+      await admin.createEndpoint({ id, ...settings });
     },
     async createKey(scopes, endpoints) {
-      return (await admin('keys', { name: `test ${scopes.join('+')}`, scopes, ...(endpoints ? { endpoints } : {}) })).key as string;
+      return (await admin.createKey({ name: `test ${scopes.join('+')}`, scopes, ...(endpoints ? { endpoints } : {}) })).key;
     },
     workerEnv(endpointId, workerId = `worker-${process.pid}-${++counter}`) {
       return buildWorkerEnv(url, endpointId, workerId, workerKey);

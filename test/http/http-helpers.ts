@@ -2,7 +2,7 @@
 // and a simulated worker speaking runpod-python's worker protocol, both over global fetch.
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { TestGantry } from '../helpers/gantry.js';
+import { uniqueId } from '../helpers/jobs.js';
 
 export type Json = Record<string, unknown>;
 
@@ -45,14 +45,15 @@ export async function call(base: string, method: string, path: string, opts: Cal
   return { status: res.status, json, text, headers: res.headers, ms: Date.now() - started };
 }
 
-let counter = 0;
-/** A fresh endpoint id per test. */
-export function uniqueId(prefix: string): string {
-  return `${prefix}-${process.pid}-${++counter}-${Math.random().toString(36).slice(2, 7)}`;
+export { uniqueId } from '../helpers/jobs.js';
+
+/** A gateway as these helpers need it: in the test process (TestGantry) or a `gantry serve` process. */
+export interface Reachable {
+  url: string;
 }
 
 /** Client side of one endpoint, with a run-scoped key by default. */
-export function clientFor(t: TestGantry, endpointId: string, key: string) {
+export function clientFor(t: Reachable, endpointId: string, key: string) {
   const v2 = (path: string) => `/v2/${endpointId}/${path}`;
   const c = {
     key,
@@ -80,7 +81,7 @@ export function clientFor(t: TestGantry, endpointId: string, key: string) {
 export type Client = ReturnType<typeof clientFor>;
 
 /** A worker simulated over HTTP: runpod-python's requests, with a worker key sent raw. */
-export function workerFor(t: TestGantry, endpointId: string, key: string, workerId = uniqueId('w')) {
+export function workerFor(t: Reachable, endpointId: string, key: string, workerId = uniqueId('w')) {
   const v2 = (path: string) => `/v2/${endpointId}/${path}`;
   const w = {
     id: workerId,
