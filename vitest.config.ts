@@ -21,8 +21,12 @@ export default defineConfig({
     // Two test files at a time: the e2e files start gateways, worker processes and containers
     // of their own, and this suite must hold on a 2-core machine.
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },
-    // One PostgreSQL server for the whole run (an embedded one when none is configured).
-    globalSetup: ['test/helpers/global-postgres.ts'],
+    // One temp folder for the whole run, whose processes are all killed at its end (docs/testing.md,
+    // "What the suite starts and stops"); one PostgreSQL server for the whole run (an embedded one
+    // when none is configured).
+    globalSetup: ['test/helpers/global-processes.ts', 'test/helpers/global-postgres.ts'],
+    // Kills what a test file started and left running, after the file's own afterAll.
+    setupFiles: ['test/helpers/setup-file.ts'],
     projects: [
       { extends: true, test: { name: 'main', include: ['test/**/*.test.ts'] } },
       { extends: true, test: { name: 'postgres', include: BOTH_STORES, env: { GANTRY_TEST_BACKEND: 'postgres' } } },

@@ -95,7 +95,7 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   const images = await setUpImageFeature({ config, endpoints: gateway.endpoints, routes: gateway.routes, builtIns: gateway.builtIns, fileSigningKey, logger, now: clock.now });
   const openai = setUpOpenAiFeature({ routes: gateway.routes, ...gateway.http });
   await setUpConsole({ routes: gateway.routes, http: gateway.http, publicUrl: config.publicUrl, now: clock.now, minutes, consolePassword: config.consolePassword, secretKey });
-  minutes.start({ store, endpoints: gateway.endpoints, logger });
+  minutes.start({ store, endpoints: gateway.endpoints, logger, clock });
   metrics?.serve({ config: metricsConfig, routes: gateway.routes, keys: gateway.keys, endpoints: gateway.endpoints, jobs: gateway.jobs, isLeader: () => leader.isLeader() });
   const readiness = createReadiness({ store, logger });
 

@@ -23,7 +23,7 @@ const pcts = (buckets: number[]) => ({ p70: percentile(buckets, PERCENTILES[0]),
  */
 export async function sendCharts(deps: ChartDeps, res: ServerResponse, endpointId: string, query: URLSearchParams): Promise<void> {
   const span = queryInteger('minutes', query.get('minutes'), 60, 1, 1440);
-  if (!(await deps.endpoints.get(endpointId))) throw new AppError(404, 'ENDPOINT_NOT_FOUND', `Endpoint ${endpointId} not found`);
+  if (!(await deps.endpoints.get(endpointId))) throw new AppError('ENDPOINT_NOT_FOUND', `Endpoint ${endpointId} not found`);
   const to = Math.floor(deps.now() / MINUTE) * MINUTE + MINUTE;
   const from = to - span * MINUTE;
   const rows = new Map((await deps.minutes.read(endpointId, from, to)).map((r) => [r.minute, r]));

@@ -42,13 +42,13 @@ function sessionCookie(deps: ConsoleApiDeps, value: string, maxAgeS: number): st
   return `${SESSION_COOKIE}=${value}; Path=/console; HttpOnly; SameSite=Strict; Max-Age=${maxAgeS}${deps.secureCookie ? '; Secure' : ''}`;
 }
 
-const unauthorized = (): AppError => new AppError(401, 'UNAUTHORIZED', 'Not signed in to the console (POST /console/api/session with an admin key or the console password)');
+const unauthorized = (): AppError => new AppError('UNAUTHORIZED', 'Not signed in to the console (POST /console/api/session with an admin key or the console password)');
 
 /** A state-changing call must carry the session's CSRF token in `X-CSRF-Token`. */
 function checkCsrf(req: IncomingMessage, session: ConsoleSession): void {
   const method = req.method ?? 'GET';
   if (method === 'GET' || method === 'HEAD') return;
-  if (!csrfMatches(session, req.headers['x-csrf-token'])) throw new AppError(403, 'CSRF_TOKEN_INVALID', 'Missing or wrong X-CSRF-Token header');
+  if (!csrfMatches(session, req.headers['x-csrf-token'])) throw new AppError('CSRF_TOKEN_INVALID', 'Missing or wrong X-CSRF-Token header');
 }
 
 /**
@@ -83,7 +83,7 @@ export async function handleConsoleApi(deps: ConsoleApiDeps, req: IncomingMessag
   if (first === 'v2' && endpointId !== undefined && operation !== undefined && isClientOperation(operation) && extra === undefined) {
     return handleClientRoute(deps.http, { req, res, endpointId, operation, jobId, query, signal: clientGone(req, res) });
   }
-  throw new AppError(404, 'NOT_FOUND', 'Unknown console API route');
+  throw new AppError('NOT_FOUND', 'Unknown console API route');
 }
 
 async function sessionRoute(deps: ConsoleApiDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -92,14 +92,14 @@ async function sessionRoute(deps: ConsoleApiDeps, req: IncomingMessage, res: Ser
   if (method === 'POST') return signIn(deps, req, res);
   const session = deps.sessions.get(id, deps.now());
   // The sign-in page learns here whether to offer the console password.
-  if (!session) throw new AppError(401, 'UNAUTHORIZED', unauthorized().message, { passwordSignIn: deps.signIns.passwordSignIn });
+  if (!session) throw new AppError('UNAUTHORIZED', unauthorized().message, { passwordSignIn: deps.signIns.passwordSignIn });
   if (method === 'GET') return sendJson(res, 200, { signedIn: true, csrfToken: session.csrf });
   if (method === 'DELETE') {
     checkCsrf(req, session);
     deps.sessions.close(id);
     return sendJson(res, 200, { signedIn: false }, { 'set-cookie': sessionCookie(deps, '', 0) });
   }
-  throw new AppError(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed on /console/api/session`, undefined, { allow: 'GET, POST, DELETE' });
+  throw new AppError('METHOD_NOT_ALLOWED', `${method} is not allowed on /console/api/session`, undefined, { allow: 'GET, POST, DELETE' });
 }
 
 /**
@@ -109,7 +109,7 @@ async function sessionRoute(deps: ConsoleApiDeps, req: IncomingMessage, res: Ser
  */
 async function signIn(deps: ConsoleApiDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
   if (!(req.headers['content-type'] ?? '').startsWith('application/json')) {
-    throw new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Sign in with a JSON body: Content-Type: application/json');
+    throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Sign in with a JSON body: Content-Type: application/json');
   }
   const body = await readJsonBody(req, MB / 100);
   const key = await deps.signIns.verify(req.socket.remoteAddress ?? 'unknown', body, deps.now());

@@ -52,13 +52,13 @@ export async function setUpConsole(deps: ConsoleFeatureDeps): Promise<void> {
   await signIns.prepare();
   const api = { http: deps.http, sessions, signIns, secureCookie: (deps.publicUrl ?? '').startsWith('https://'), minutes: deps.minutes, now: deps.now };
   deps.routes.add('', async (req, res, target) => {
-    if (target.segments.length > 0) throw new AppError(404, 'NOT_FOUND', 'No such route');
+    if (target.segments.length > 0) throw new AppError('NOT_FOUND', 'No such route');
     res.writeHead(302, { location: '/console/' });
     res.end();
   });
   const openApi = JSON.stringify(openApiDocument(deps.version ?? packageVersion()));
   deps.routes.add('openapi.json', async (req, res, target) => {
-    if (target.segments.length > 0) throw new AppError(404, 'NOT_FOUND', 'No such route');
+    if (target.segments.length > 0) throw new AppError('NOT_FOUND', 'No such route');
     sendJsonText(res, 200, openApi, { 'cache-control': 'public, max-age=300', 'access-control-allow-origin': '*' });
   });
   deps.routes.add('console', async (req, res, target) => {
@@ -72,7 +72,7 @@ export async function setUpConsole(deps: ConsoleFeatureDeps): Promise<void> {
 /** `/console/` → index.html, `/console/assets/<name>` → a bundle file; nothing else. */
 function serveAsset(assets: Map<string, ConsoleAsset>, req: IncomingMessage, res: ServerResponse, segments: string[]): void {
   const method = req.method ?? 'GET';
-  if (method !== 'GET' && method !== 'HEAD') throw new AppError(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here`, undefined, { allow: 'GET, HEAD' });
+  if (method !== 'GET' && method !== 'HEAD') throw new AppError('METHOD_NOT_ALLOWED', `${method} is not allowed here`, undefined, { allow: 'GET, HEAD' });
   if (segments.length === 0 && !(req.url ?? '').split('?')[0]!.endsWith('/')) {
     res.writeHead(301, { location: '/console/' });
     res.end();
@@ -81,8 +81,8 @@ function serveAsset(assets: Map<string, ConsoleAsset>, req: IncomingMessage, res
   const name = segments.length === 0 ? 'index.html' : segments.length === 2 && segments[0] === 'assets' ? segments[1]! : undefined;
   const asset = name === undefined ? undefined : assets.get(name);
   if (!asset) {
-    if (assets.size === 0) throw new AppError(503, 'CONSOLE_NOT_BUILT', 'The console bundle is missing: run npm run build');
-    throw new AppError(404, 'NOT_FOUND', 'No such console file');
+    if (assets.size === 0) throw new AppError('CONSOLE_NOT_BUILT', 'The console bundle is missing: run npm run build');
+    throw new AppError('NOT_FOUND', 'No such console file');
   }
   res.writeHead(200, {
     'content-type': asset.type,

@@ -106,12 +106,12 @@ function originOf(url: string): string {
  */
 export async function sendJobPage(deps: JobPageDeps, req: IncomingMessage, res: ServerResponse, endpointId: string, jobId: string, query: URLSearchParams): Promise<void> {
   const method = req.method ?? 'GET';
-  if (method !== 'GET') throw new AppError(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here (use GET)`, undefined, { allow: 'GET' });
+  if (method !== 'GET') throw new AppError('METHOD_NOT_ALLOWED', `${method} is not allowed here (use GET)`, undefined, { allow: 'GET' });
   const limit = queryInteger('chunks', query.get('chunks'), JOB_PAGE_CHUNKS.fallback, 1, JOB_PAGE_CHUNKS.max);
   await authorize(deps.keys, req, 'read', endpointId);
-  if (!(await deps.endpoints.get(endpointId))) throw new AppError(404, 'ENDPOINT_NOT_FOUND', `Endpoint ${endpointId} not found`);
+  if (!(await deps.endpoints.get(endpointId))) throw new AppError('ENDPOINT_NOT_FOUND', `Endpoint ${endpointId} not found`);
   const found = await deps.jobs.inspect(endpointId, jobId, { limit, maxChars: JOB_PAGE_CHUNKS.maxChars });
-  if (!found) throw new AppError(404, 'JOB_NOT_FOUND', `Job ${jobId} not found`, { id: jobId });
+  if (!found) throw new AppError('JOB_NOT_FOUND', `Job ${jobId} not found`, { id: jobId });
   const { job, chunks, totalChunks, webhookAttempts } = found;
   // Chunks are JSON text as the worker sent them: concatenated, never parsed here.
   // The input too is JSON text in the store (written at submit): concatenated, never parsed here.

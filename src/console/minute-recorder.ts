@@ -4,6 +4,8 @@ import { delayTimeOf } from '../model/job-times.js';
 import type { JobRecord } from '../model/records.js';
 import { emptyBuckets, MINUTE_BUCKETS_MS, type MinuteDelta, type MinuteStore } from '../store/minute-store.js';
 import type { Store } from '../store/store.js';
+import { systemClock, type Clock } from '../util/clock.js';
+import { periodic, type Periodic } from '../util/periodic.js';
 
 const MINUTE = 60_000;
 
@@ -28,6 +30,8 @@ export interface MinuteRecorderDeps {
   logger: Logger;
   /** Default 10 s. */
   intervalMs?: number;
+  /** The flush timer's clock (default: the system's). */
+  clock?: Clock;
 }
 
 /** The index of the bucket of MINUTE_BUCKETS_MS that holds `ms`. */
@@ -48,7 +52,7 @@ export function createMinuteRecorder(now: () => number): MinuteRecorder {
   // The latest delta of each endpoint: the hot path's one lookup (no key string to build).
   let latest = new Map<string, MinuteDelta>();
   let deps: MinuteRecorderDeps | undefined;
-  let timer: NodeJS.Timeout | undefined;
+  let loop: Periodic | undefined;
   const slow = (endpointId: string, minute: number): MinuteDelta => {
     const key = `${minute} ${endpointId}`;
     let d = pending.get(key);
@@ -84,8 +88,9 @@ export function createMinuteRecorder(now: () => number): MinuteRecorder {
     observer,
     start(d) {
       deps = d;
-      timer = setInterval(() => flush().catch((err: unknown) => d.logger.warn({ err }, 'writing the per-minute job aggregates failed')), d.intervalMs ?? 10_000);
-      timer.unref();
+      const pass = (): Promise<void> => flush().catch((err: unknown) => d.logger.warn({ err }, 'writing the per-minute job aggregates failed'));
+      loop = periodic({ name: 'minute recorder', everyMs: d.intervalMs ?? 10_000, pass, logger: d.logger, clock: d.clock ?? systemClock });
+      loop.start();
     },
     flush,
     async read(endpointId, from, to) {
@@ -93,7 +98,7 @@ export function createMinuteRecorder(now: () => number): MinuteRecorder {
       return mergePending(rows, [...pending.values()].filter((d) => d.endpointId === endpointId && d.minute >= from && d.minute < to));
     },
     async stop() {
-      clearInterval(timer);
+      await loop?.stop();
       await flush();
     },
   };

@@ -91,7 +91,7 @@ class Guard implements SignInGuard {
     if ('password' in presented) {
       if (this.expected === null || !timingSafeEqual(sha256(presented.password), this.expected)) {
         this.failed(address, now, 'password');
-        throw new AppError(401, 'UNAUTHORIZED', 'Wrong console password');
+        throw new AppError('UNAUTHORIZED', 'Wrong console password');
       }
       this.failures.delete(address);
       return this.sessionKeyForPassword();
@@ -132,7 +132,7 @@ class Guard implements SignInGuard {
     const hit = this.failures.get(address, now)?.value;
     if (!hit || hit.count < this.limits.maxFailures) return;
     const retryS = Math.max(1, Math.ceil((hit.since + this.limits.windowMs - now) / 1000));
-    throw new AppError(429, 'TOO_MANY_SIGN_INS', `Too many failed sign-ins from this address: try again in ${retryS} s`, undefined, { 'retry-after': String(retryS) });
+    throw new AppError('TOO_MANY_SIGN_INS', `Too many failed sign-ins from this address: try again in ${retryS} s`, undefined, { 'retry-after': String(retryS) });
   }
 
   /** Counts a failure of the address; the log line names the address, never what was typed. */
@@ -146,7 +146,7 @@ class Guard implements SignInGuard {
   /** The password's key, installed again if someone revoked it (a revocation ends the sessions, not the password). */
   private async sessionKeyForPassword(): Promise<string> {
     const key = this.passwordKey;
-    if (key === null) throw new AppError(401, 'UNAUTHORIZED', 'Wrong console password');
+    if (key === null) throw new AppError('UNAUTHORIZED', 'Wrong console password');
     try {
       await this.options.keys.authorize(key, 'admin');
     } catch {

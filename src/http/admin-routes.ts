@@ -31,7 +31,7 @@ function refuseControl(field: string, value: unknown): void {
 
 /** Validates `{name, scopes, endpoints?}` of POST /admin/v1/keys. */
 function parseKeyBody(body: unknown): KeySpec {
-  if (!isObject(body)) throw new AppError(400, 'INVALID_BODY', 'Invalid request body: expected a JSON object');
+  if (!isObject(body)) throw new AppError('INVALID_BODY', 'Invalid request body: expected a JSON object');
   for (const k of Object.keys(body)) {
     if (!['name', 'scopes', 'endpoints'].includes(k)) throw invalidParameter(k, 'is not a known field (expected name, scopes, endpoints)');
   }
@@ -63,10 +63,10 @@ export async function handleAdminRoute(deps: AdminRouteDeps, req: IncomingMessag
   const [collection, id, ...extra] = segments;
   if (collection === 'endpoints' && id !== undefined && extra[0] === 'workers') return handlePoolRoute(deps, req, res, id, extra.slice(1));
   if (collection === 'usage' && id === undefined) return handleUsageRoute(deps, req, res);
-  if (extra.length > 0) throw new AppError(404, 'NOT_FOUND', 'Unknown admin route');
+  if (extra.length > 0) throw new AppError('NOT_FOUND', 'Unknown admin route');
   if (collection === 'keys') return keyRoute(deps.keys, req, res, id);
   if (collection === 'endpoints') return endpointRoute(deps.endpoints, req, res, id);
-  throw new AppError(404, 'NOT_FOUND', 'Unknown admin route');
+  throw new AppError('NOT_FOUND', 'Unknown admin route');
 }
 
 async function keyRoute(keys: KeyService, req: IncomingMessage, res: ServerResponse, id: string | undefined): Promise<void> {
@@ -74,7 +74,7 @@ async function keyRoute(keys: KeyService, req: IncomingMessage, res: ServerRespo
   if (id === undefined && method === 'POST') return sendJson(res, 200, await keys.create(parseKeyBody(await readJsonBody(req, MB))));
   if (id === undefined && method === 'GET') return sendJson(res, 200, { keys: await keys.list() });
   if (id !== undefined && method === 'DELETE') {
-    if (!(await keys.revoke(id))) throw new AppError(404, 'KEY_NOT_FOUND', `API key ${id} not found`, { id });
+    if (!(await keys.revoke(id))) throw new AppError('KEY_NOT_FOUND', `API key ${id} not found`, { id });
     return sendJson(res, 200, { id, deleted: true });
   }
   throw methodNotAllowed(method);
@@ -95,7 +95,7 @@ async function endpointRoute(endpoints: EndpointService, req: IncomingMessage, r
     throw methodNotAllowed(method);
   }
   const existing = await endpoints.load(id);
-  if (!existing) throw new AppError(404, 'ENDPOINT_NOT_FOUND', `Endpoint ${id} not found`, { id });
+  if (!existing) throw new AppError('ENDPOINT_NOT_FOUND', `Endpoint ${id} not found`, { id });
   if (method === 'GET') return sendJson(res, 200, renderEndpoint(existing));
   if (method === 'PATCH') return sendJson(res, 200, renderEndpoint(await endpoints.update(id, await readEndpointBody(req))));
   if (method === 'DELETE') {
@@ -106,5 +106,5 @@ async function endpointRoute(endpoints: EndpointService, req: IncomingMessage, r
 }
 
 function methodNotAllowed(method: string): AppError {
-  return new AppError(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here`);
+  return new AppError('METHOD_NOT_ALLOWED', `${method} is not allowed here`);
 }

@@ -12,7 +12,7 @@ import type { KeyService, Principal } from '../security/keys.js';
  */
 export function authorize(keys: Pick<KeyService, 'authorize'>, req: IncomingMessage, scope: Scope, endpointId?: string): Promise<Principal> {
   const header = req.headers.authorization;
-  if (!header) throw new AppError(401, 'UNAUTHORIZED', 'Missing API key: send "Authorization: Bearer <key>"');
+  if (!header) throw new AppError('UNAUTHORIZED', 'Missing API key: send "Authorization: Bearer <key>"');
   const raw = header.startsWith('Bearer ') || header.startsWith('bearer ') ? header.slice(7).trim() : header.trim();
   return keys.authorize(raw, scope, endpointId);
 }

@@ -74,7 +74,7 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
 function reserve(budget: BodyBudget, counter: { counted: number }, bytes: number): AppError | undefined {
   if (budget.inFlight + bytes > budget.policy.bytesInFlight) {
     const mb = (n: number): number => Math.round(n / MB);
-    return new AppError(503, 'BODIES_IN_FLIGHT', `The gateway is reading ${mb(budget.inFlight)} MB of request bodies (limit ${mb(budget.policy.bytesInFlight)} MB): retry later`, undefined, {
+    return new AppError('BODIES_IN_FLIGHT', `The gateway is reading ${mb(budget.inFlight)} MB of request bodies (limit ${mb(budget.policy.bytesInFlight)} MB): retry later`, undefined, {
       'retry-after': '1',
       connection: 'close',
     });
@@ -118,7 +118,7 @@ function receive(req: IncomingMessage, limit: number, budget: BodyBudget | undef
     });
     req.once('error', (err) => settle(err, false));
     req.once('close', () => {
-      if (!req.complete) settle(new AppError(400, 'INCOMPLETE_BODY', 'The request body ended early'), false);
+      if (!req.complete) settle(new AppError('INCOMPLETE_BODY', 'The request body ended early'), false);
     });
   });
 }
@@ -132,11 +132,11 @@ function parse(chunks: Buffer[], size: number): unknown {
   try {
     value = JSON.parse(text) as unknown;
   } catch (err) {
-    throw new AppError(400, 'INVALID_JSON', `Malformed JSON body: ${(err as Error).message}`);
+    throw new AppError('INVALID_JSON', `Malformed JSON body: ${(err as Error).message}`);
   }
   // A body shorter than twice the limit cannot nest past it: small bodies skip the walk.
   if (size > 2 * MAX_JSON_DEPTH && nestedDeeperThan(value, MAX_JSON_DEPTH)) {
-    throw new AppError(400, 'JSON_TOO_DEEP', `JSON body nested deeper than ${MAX_JSON_DEPTH} levels`);
+    throw new AppError('JSON_TOO_DEEP', `JSON body nested deeper than ${MAX_JSON_DEPTH} levels`);
   }
   return value;
 }
@@ -169,9 +169,9 @@ function drain(req: IncomingMessage, withinMs = 30_000): Promise<void> {
 }
 
 function tooLarge(limit: number): AppError {
-  return new AppError(413, 'PAYLOAD_TOO_LARGE', `Request body is larger than ${limit / MB} MB`, undefined, { connection: 'close' });
+  return new AppError('PAYLOAD_TOO_LARGE', `Request body is larger than ${limit / MB} MB`, undefined, { connection: 'close' });
 }
 
 function timedOut(ms: number): AppError {
-  return new AppError(408, 'BODY_TIMEOUT', `The request body was not received within ${ms / 1000} s`, undefined, { connection: 'close' });
+  return new AppError('BODY_TIMEOUT', `The request body was not received within ${ms / 1000} s`, undefined, { connection: 'close' });
 }

@@ -92,17 +92,17 @@ export function isClientOperation(operation: string): boolean {
  */
 export async function handleClientRoute(deps: ClientRouteDeps, r: ClientRequest): Promise<void> {
   const op = OPERATIONS[r.operation];
-  if (!op) throw new AppError(404, 'NOT_FOUND', `Unknown operation: ${r.operation}`);
+  if (!op) throw new AppError('NOT_FOUND', `Unknown operation: ${r.operation}`);
   const method = r.req.method ?? 'GET';
   if (!op.methods.includes(method)) {
-    throw new AppError(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed on /${r.operation} (use ${op.methods.join(' or ')})`, undefined, { allow: op.methods.join(', ') });
+    throw new AppError('METHOD_NOT_ALLOWED', `${method} is not allowed on /${r.operation} (use ${op.methods.join(' or ')})`, undefined, { allow: op.methods.join(', ') });
   }
   if (op.needsJob !== (r.jobId !== undefined)) {
-    throw new AppError(404, 'NOT_FOUND', op.needsJob ? `/${r.operation} needs a job id: /${r.operation}/{job_id}` : `Unknown route: /${r.operation}/${r.jobId}`);
+    throw new AppError('NOT_FOUND', op.needsJob ? `/${r.operation} needs a job id: /${r.operation}/{job_id}` : `Unknown route: /${r.operation}/${r.jobId}`);
   }
   const principal = await authorize(deps.keys, r.req, op.scope, r.endpointId);
   const endpoint = await deps.endpoints.get(r.endpointId);
-  if (!endpoint) throw new AppError(404, 'ENDPOINT_NOT_FOUND', `Endpoint ${r.endpointId} not found`);
+  if (!endpoint) throw new AppError('ENDPOINT_NOT_FOUND', `Endpoint ${r.endpointId} not found`);
   // The body first: a slow upload must not hold one of the endpoint's concurrency slots.
   const body = op.bodyLimit === undefined ? undefined : await readJsonBody(r.req, op.bodyLimit);
   const leave = deps.rateLimiter.enter(r.endpointId, op.bucket, { concurrent: op.longPoll !== true, overrides: endpoint.rateLimitsJson });
@@ -210,17 +210,17 @@ async function requests({ deps, r }: Call): Promise<void> {
 }
 
 function jobNotFound(id: string): AppError {
-  return new AppError(404, 'JOB_NOT_FOUND', `Job ${id} not found`, { id });
+  return new AppError('JOB_NOT_FOUND', `Job ${id} not found`, { id });
 }
 
 function refusal(id: string, result: Exclude<RetryResult, { ok: true }>, action: 'cancel' | 'retry'): AppError {
   if (result.reason === 'not-found') return jobNotFound(id);
   const status = result.job.status;
   if (result.reason === 'expired') {
-    return new AppError(410, 'JOB_EXPIRED', `Job ${id} can no longer be retried: its result has expired`, { id, status });
+    return new AppError('JOB_EXPIRED', `Job ${id} can no longer be retried: its result has expired`, { id, status });
   }
   const allowed = action === 'cancel' ? 'IN_QUEUE or IN_PROGRESS' : 'FAILED or TIMED_OUT';
-  return new AppError(409, 'INVALID_STATE', `Job ${id} is ${status}: only ${allowed} jobs can be ${action === 'cancel' ? 'cancelled' : 'retried'}`, { id, status });
+  return new AppError('INVALID_STATE', `Job ${id} is ${status}: only ${allowed} jobs can be ${action === 'cancel' ? 'cancelled' : 'retried'}`, { id, status });
 }
 
 function requestSummary(job: JobRecord) {

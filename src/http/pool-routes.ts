@@ -43,9 +43,9 @@ export interface PoolRouteDeps {
  *   pool worker, running or stopped lately.
  */
 export async function handlePoolRoute(deps: PoolRouteDeps, req: IncomingMessage, res: ServerResponse, endpointId: string, rest: string[]): Promise<void> {
-  if ((req.method ?? 'GET') !== 'GET') throw new AppError(405, 'METHOD_NOT_ALLOWED', `${req.method} is not allowed here`);
+  if ((req.method ?? 'GET') !== 'GET') throw new AppError('METHOD_NOT_ALLOWED', `${req.method} is not allowed here`);
   const endpoint = await deps.endpoints.load(endpointId);
-  if (!endpoint) throw new AppError(404, 'ENDPOINT_NOT_FOUND', `Endpoint ${endpointId} not found`, { id: endpointId });
+  if (!endpoint) throw new AppError('ENDPOINT_NOT_FOUND', `Endpoint ${endpointId} not found`, { id: endpointId });
   const [workerId, what, ...extra] = rest;
 
   if (workerId === undefined) {
@@ -83,8 +83,8 @@ export async function handlePoolRoute(deps: PoolRouteDeps, req: IncomingMessage,
     const lines = raw === null || raw === '' ? DEFAULT_LOG_LINES : Number(raw);
     if (!Number.isInteger(lines) || lines < 1 || lines > MAX_LOG_LINES) throw invalidParameter('lines', `must be an integer from 1 to ${MAX_LOG_LINES}`);
     const log = deps.pool.logs(endpointId, workerId, lines);
-    if (!log) throw new AppError(404, 'WORKER_NOT_FOUND', `No pool worker ${workerId} on endpoint ${endpointId}`, { id: workerId });
+    if (!log) throw new AppError('WORKER_NOT_FOUND', `No pool worker ${workerId} on endpoint ${endpointId}`, { id: workerId });
     return sendJson(res, 200, { endpointId, workerId, lines: log.map((l) => ({ at: new Date(l.at).toISOString(), stream: l.stream, line: l.line })) });
   }
-  throw new AppError(404, 'NOT_FOUND', 'Unknown admin route');
+  throw new AppError('NOT_FOUND', 'Unknown admin route');
 }

@@ -86,11 +86,11 @@ export function createRateLimiter(enabled: boolean, now: () => number = Date.now
       }
       if (w.count >= limit.per10s) {
         const retry = Math.max(1, Math.ceil((w.start + WINDOW_MS - t) / 1000));
-        throw new AppError(429, 'RATE_LIMITED', `Rate limit exceeded: ${limit.per10s} ${operation} requests per 10 s on endpoint ${endpointId}`, undefined, { 'retry-after': String(retry) });
+        throw new AppError('RATE_LIMITED', `Rate limit exceeded: ${limit.per10s} ${operation} requests per 10 s on endpoint ${endpointId}`, undefined, { 'retry-after': String(retry) });
       }
       const concurrent = options?.concurrent !== false;
       if (concurrent && w.active >= limit.concurrent) {
-        throw new AppError(429, 'TOO_MANY_CONCURRENT', `Too many concurrent ${operation} requests (limit ${limit.concurrent}) on endpoint ${endpointId}`, undefined, { 'retry-after': '1' });
+        throw new AppError('TOO_MANY_CONCURRENT', `Too many concurrent ${operation} requests (limit ${limit.concurrent}) on endpoint ${endpointId}`, undefined, { 'retry-after': '1' });
       }
       w.count++;
       if (!concurrent) return noop;

@@ -92,7 +92,7 @@ const NO_QUERY = new URLSearchParams();
 /** Splits `/a/b/c?q` into decoded segments and the query. */
 function parseTarget(url: string): { segments: string[]; query: URLSearchParams } {
   // No id, name or query value may hold NUL (the stores cannot compare or keep it).
-  if (url.includes('%00')) throw new AppError(400, 'INVALID_PATH', 'The request path or query contains a NUL byte (%00)');
+  if (url.includes('%00')) throw new AppError('INVALID_PATH', 'The request path or query contains a NUL byte (%00)');
   const q = url.indexOf('?');
   const path = q < 0 ? url : url.slice(0, q);
   const segments: string[] = [];
@@ -105,7 +105,7 @@ function parseTarget(url: string): { segments: string[]; query: URLSearchParams 
     try {
       segments.push(decodeURIComponent(part));
     } catch {
-      throw new AppError(400, 'INVALID_PATH', 'Malformed percent-encoding in the request path');
+      throw new AppError('INVALID_PATH', 'Malformed percent-encoding in the request path');
     }
   }
   return { segments, query: q < 0 || q === url.length - 1 ? NO_QUERY : new URLSearchParams(url.slice(q + 1)) };
@@ -281,7 +281,7 @@ async function route(services: HttpServices, routes: RouteTable, req: IncomingMe
     info.route = routePattern(PATTERNS.feature, first ?? '', featurePattern);
     return feature(req, res, { segments: segments.slice(1), query });
   }
-  throw new AppError(404, 'NOT_FOUND', `No route for ${req.method ?? 'GET'} ${(req.url ?? '/').split('?')[0]}`);
+  throw new AppError('NOT_FOUND', `No route for ${req.method ?? 'GET'} ${(req.url ?? '/').split('?')[0]}`);
 }
 
 /** /readyz: 200 `{"ready":true,...}` when this gateway can serve, else 503 naming the failed check. */

@@ -24,7 +24,7 @@ export interface UsageRouteDeps {
  * (`cost` a JSON number that prints as the exact decimal, `costUsd` the same as a string).
  */
 export async function handleUsageRoute(deps: UsageRouteDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  if ((req.method ?? 'GET') !== 'GET') throw new AppError(405, 'METHOD_NOT_ALLOWED', `${req.method} is not allowed on /admin/v1/usage`, undefined, { allow: 'GET' });
+  if ((req.method ?? 'GET') !== 'GET') throw new AppError('METHOD_NOT_ALLOWED', `${req.method} is not allowed on /admin/v1/usage`, undefined, { allow: 'GET' });
   const query = new URL(req.url ?? '/', 'http://gantry').searchParams;
   for (const key of query.keys()) {
     if (!['from', 'to', 'groupBy'].includes(key)) throw invalidParameter(key, 'is not a known parameter (expected from, to, groupBy)');

@@ -62,20 +62,20 @@ export interface WorkerRouteDeps {
  */
 export async function handleWorkerRoute(deps: WorkerRouteDeps, r: WorkerRequest): Promise<void> {
   const op = OPERATIONS[r.operation];
-  if (!op) throw new AppError(404, 'NOT_FOUND', `Unknown operation: ${r.operation}`);
+  if (!op) throw new AppError('NOT_FOUND', `Unknown operation: ${r.operation}`);
   const method = r.req.method ?? 'GET';
   if (method !== op.method) {
-    throw new AppError(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed on /${r.operation} (use ${op.method})`, undefined, { allow: op.method });
+    throw new AppError('METHOD_NOT_ALLOWED', `${method} is not allowed on /${r.operation} (use ${op.method})`, undefined, { allow: op.method });
   }
   const workerId = r.workerId;
-  if (!workerId) throw new AppError(400, 'INVALID_PARAMETER', `Invalid parameter: /${r.operation} needs a worker id`, { field: 'workerId' });
+  if (!workerId) throw new AppError('INVALID_PARAMETER', `Invalid parameter: /${r.operation} needs a worker id`, { field: 'workerId' });
   if (workerId.length > MAX_WORKER_ID || CONTROL.test(workerId)) throw invalidWorkerId(r.operation);
   if (op.needsJob !== (r.jobId !== undefined)) {
-    throw new AppError(404, 'NOT_FOUND', op.needsJob ? `/${r.operation} needs /{worker_id}/{job_id}` : `Unknown route under /${r.operation}`);
+    throw new AppError('NOT_FOUND', op.needsJob ? `/${r.operation} needs /{worker_id}/{job_id}` : `Unknown route under /${r.operation}`);
   }
   await authorize(deps.keys, r.req, 'worker', r.endpointId);
   const endpoint = await deps.endpoints.get(r.endpointId);
-  if (!endpoint) throw new AppError(404, 'ENDPOINT_NOT_FOUND', `Endpoint ${r.endpointId} not found`);
+  if (!endpoint) throw new AppError('ENDPOINT_NOT_FOUND', `Endpoint ${r.endpointId} not found`);
   await op.handle(deps.workers, r, workerId, r.jobId ?? '');
 }
 
@@ -86,9 +86,9 @@ export async function handleWorkerRoute(deps: WorkerRouteDeps, r: WorkerRequest)
 function invalidWorkerId(operation: string): AppError {
   const message = `Invalid parameter: worker id must be 1-${MAX_WORKER_ID} characters without control characters`;
   if (operation === 'job-take' || operation === 'job-take-batch') {
-    return new AppError(429, 'INVALID_WORKER_ID', message, { field: 'workerId' }, { 'retry-after': String(INVALID_ID_RETRY_S) });
+    return new AppError('INVALID_WORKER_ID', message, { field: 'workerId' }, { 'retry-after': String(INVALID_ID_RETRY_S) });
   }
-  return new AppError(400, 'INVALID_PARAMETER', message, { field: 'workerId' });
+  return new AppError('INVALID_PARAMETER', message, { field: 'workerId' });
 }
 
 async function take(workers: WorkerService, r: WorkerRequest, workerId: string): Promise<void> {

@@ -37,17 +37,17 @@ async function serveFile(
 ): Promise<void> {
   const now = files.now();
   const method = req.method ?? 'GET';
-  if (method !== 'GET' && method !== 'HEAD') throw new AppError(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed on /files`, undefined, { allow: 'GET, HEAD' });
+  if (method !== 'GET' && method !== 'HEAD') throw new AppError('METHOD_NOT_ALLOWED', `${method} is not allowed on /files`, undefined, { allow: 'GET, HEAD' });
   const key = keySegments.join('/');
-  if (!isValidObjectKey(key)) throw new AppError(404, 'NOT_FOUND', 'No such file');
+  if (!isValidObjectKey(key)) throw new AppError('NOT_FOUND', 'No such file');
   if (!verifyFileSignature(files.signingKey, key, query.get('expires'), query.get('sig'), now)) {
-    throw new AppError(403, 'FORBIDDEN', 'Invalid or expired file signature');
+    throw new AppError('FORBIDDEN', 'Invalid or expired file signature');
   }
   const file = join(files.dir, ...keySegments);
   // Opened before anything is answered: a directory, or a file gone since it was signed, is a
   // 404; once open, the file can be deleted without cutting the answer short.
   const handle = await openRegularFile(file);
-  if (!handle) throw new AppError(404, 'NOT_FOUND', 'No such file');
+  if (!handle) throw new AppError('NOT_FOUND', 'No such file');
   res.writeHead(200, {
     'content-type': TYPES[extname(file).toLowerCase()] ?? 'application/octet-stream',
     'content-length': handle.size,

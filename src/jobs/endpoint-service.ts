@@ -90,7 +90,7 @@ class Endpoints implements EndpointService {
   async create(settings: unknown): Promise<EndpointRecord> {
     const endpoint = parseEndpointSettings(settings, undefined, this.deps.now(), (plain) => this.deps.secrets.seal(plain));
     if (!(await this.deps.store.createEndpoint(endpoint))) {
-      throw new AppError(409, 'ENDPOINT_EXISTS', `Endpoint ${endpoint.id} already exists`, { id: endpoint.id });
+      throw new AppError('ENDPOINT_EXISTS', `Endpoint ${endpoint.id} already exists`, { id: endpoint.id });
     }
     this.changed(endpoint.id);
     return endpoint;
@@ -138,5 +138,5 @@ class Endpoints implements EndpointService {
 }
 
 function notFound(id: string): AppError {
-  return new AppError(404, 'ENDPOINT_NOT_FOUND', `Endpoint ${id} not found`, { id });
+  return new AppError('ENDPOINT_NOT_FOUND', `Endpoint ${id} not found`, { id });
 }

@@ -186,7 +186,7 @@ function parseRateLimits(value: unknown): string | null {
  * `webhookSecret` for storage (null removes it).
  */
 export function parseEndpointSettings(body: unknown, existing: EndpointRecord | undefined, now: number, seal: (plain: string) => string): EndpointRecord {
-  if (!isObject(body)) throw new AppError(400, 'INVALID_BODY', 'Invalid request body: expected a JSON object');
+  if (!isObject(body)) throw new AppError('INVALID_BODY', 'Invalid request body: expected a JSON object');
   for (const key of Object.keys(body)) {
     if (!SETTING_FIELDS.has(key)) throw invalidParameter(key, 'is not a known endpoint setting');
   }

@@ -51,7 +51,7 @@ function integerIn(field: string, value: unknown, min: number, max: number, minE
  * @example parseSubmitBody({ input: { prompt: 'hi' }, policy: { ttl: 60000 } }, 600000).ttlMs === 60000
  */
 export function parseSubmitBody(body: unknown, endpointExecutionTimeoutMs: number): SubmitRequest {
-  if (!isObject(body)) throw new AppError(400, 'INVALID_BODY', 'Invalid request body: expected a JSON object with an "input" field');
+  if (!isObject(body)) throw new AppError('INVALID_BODY', 'Invalid request body: expected a JSON object with an "input" field');
   for (const key of Object.keys(body)) {
     if (!BODY_FIELDS.has(key)) throw invalidParameter(key, 'is not a known field (expected input, webhook, policy, s3Config)');
   }

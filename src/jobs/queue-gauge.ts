@@ -25,7 +25,7 @@ export class QueueGauge {
     const entry = this.entry(endpoint.id);
     const limit = Math.max(50, endpoint.workersMax * this.deps.factor);
     if (entry.inQueue > limit) {
-      throw new AppError(429, 'QUEUE_FULL', `Queue is full: ${entry.inQueue} jobs waiting on endpoint ${endpoint.id}`, undefined, { 'retry-after': '1' });
+      throw new AppError('QUEUE_FULL', `Queue is full: ${entry.inQueue} jobs waiting on endpoint ${endpoint.id}`, undefined, { 'retry-after': '1' });
     }
     entry.inQueue++;
     entry.since++;

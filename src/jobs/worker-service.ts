@@ -148,7 +148,7 @@ class Workers implements WorkerService {
 
   async done(endpointId: string, workerId: string, jobId: string, body: unknown): Promise<DoneOutcome> {
     await this.touch(endpointId, workerId);
-    if (!isObject(body)) throw new AppError(400, 'INVALID_BODY', 'Invalid job result: expected a JSON object with "output" or "error"');
+    if (!isObject(body)) throw new AppError('INVALID_BODY', 'Invalid job result: expected a JSON object with "output" or "error"');
     if (body.stopPod === true) this.deps.notifier.publish({ type: 'worker-recycle', workerId, endpointId });
     if (body.status === 'IN_PROGRESS') {
       // A progress update; it may arrive after the final result and must never reopen a job.
@@ -185,7 +185,7 @@ class Workers implements WorkerService {
     const items = Array.isArray(body) ? body : [body];
     const chunks: string[] = [];
     for (const item of items) {
-      if (!isObject(item) || !('output' in item)) throw new AppError(400, 'INVALID_BODY', 'Invalid stream chunk: expected {"output": ...}');
+      if (!isObject(item) || !('output' in item)) throw new AppError('INVALID_BODY', 'Invalid stream chunk: expected {"output": ...}');
       chunks.push(...splitChunk(item.output));
     }
     const accepted = await this.deps.transitions.appendStream({ id: jobId, workerId, endpointId, chunks });
@@ -236,17 +236,17 @@ class Workers implements WorkerService {
 
   private async requireJob(endpointId: string, jobId: string): Promise<JobRecord> {
     const job = await this.deps.store.getJob(jobId);
-    if (!job || job.endpointId !== endpointId) throw new AppError(404, 'JOB_NOT_FOUND', `Job ${jobId} not found`, { id: jobId });
+    if (!job || job.endpointId !== endpointId) throw new AppError('JOB_NOT_FOUND', `Job ${jobId} not found`, { id: jobId });
     return job;
   }
 }
 
 function otherEndpoint(workerId: string, endpointId: string): AppError {
-  return new AppError(409, 'WORKER_OF_OTHER_ENDPOINT', `Worker id ${workerId} belongs to another endpoint than ${endpointId}; give each worker an id of its own`, {
+  return new AppError('WORKER_OF_OTHER_ENDPOINT', `Worker id ${workerId} belongs to another endpoint than ${endpointId}; give each worker an id of its own`, {
     workerId,
   });
 }
 
 function notHeld(job: JobRecord, workerId: string): AppError {
-  return new AppError(409, 'JOB_NOT_HELD', `Job ${job.id} is ${job.status} and not held by worker ${workerId}`, { id: job.id, status: job.status });
+  return new AppError('JOB_NOT_HELD', `Job ${job.id} is ${job.status} and not held by worker ${workerId}`, { id: job.id, status: job.status });
 }

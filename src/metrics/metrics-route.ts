@@ -33,9 +33,9 @@ export function createMetricsRoute(deps: MetricsRouteDeps): RouteHandler {
       .finally(() => (rendering = undefined)));
 
   return async (req: IncomingMessage, res: ServerResponse, target) => {
-    if (target.segments.length > 0) throw new AppError(404, 'NOT_FOUND', 'No route: /metrics has no sub-paths');
+    if (target.segments.length > 0) throw new AppError('NOT_FOUND', 'No route: /metrics has no sub-paths');
     if (req.method !== 'GET' && req.method !== 'HEAD') {
-      throw new AppError(405, 'METHOD_NOT_ALLOWED', `${req.method ?? ''} is not allowed on /metrics (use GET)`, undefined, { allow: 'GET, HEAD' });
+      throw new AppError('METHOD_NOT_ALLOWED', `${req.method ?? ''} is not allowed on /metrics (use GET)`, undefined, { allow: 'GET, HEAD' });
     }
     if (deps.config.access === 'on' && !matchesToken(req, tokenDigest)) await authorize(deps.keys, req, 'admin');
     const text = await render();

@@ -1,24 +1,113 @@
 /**
- * The one error type that crosses into HTTP: a stable machine `code`, the HTTP `status` and a
+ * Every error code Gantry answers with, its HTTP status, and when it is given. docs/api.md
+ * lists the same table (a test holds the two together). A code is the stable part clients
+ * branch on; the message is for people.
+ */
+export const ERROR_CODES = {
+  INVALID_JSON: { status: 400, when: 'the body is not JSON' },
+  INVALID_BODY: { status: 400, when: 'the body is JSON of the wrong shape' },
+  INVALID_PARAMETER: { status: 400, when: 'a field, query value or path id is wrong; `field` names it' },
+  JSON_TOO_DEEP: { status: 400, when: 'the body nests past 1000 levels' },
+  INVALID_PATH: { status: 400, when: 'the path or query holds `%00` or malformed percent-encoding' },
+  INCOMPLETE_BODY: { status: 400, when: 'the body ended before its declared length' },
+  UNAUTHORIZED: { status: 401, when: 'no key, an unknown key, or not signed in' },
+  INSUFFICIENT_SCOPE: { status: 401, when: 'the key lacks the scope or the endpoint' },
+  FORBIDDEN: { status: 403, when: 'a /files signature is wrong or expired' },
+  CSRF_TOKEN_INVALID: { status: 403, when: 'a console call lacks its CSRF token' },
+  NOT_FOUND: { status: 404, when: 'no route has this path' },
+  ENDPOINT_NOT_FOUND: { status: 404, when: 'no endpoint has this id' },
+  JOB_NOT_FOUND: { status: 404, when: 'no job of this endpoint has this id' },
+  KEY_NOT_FOUND: { status: 404, when: 'no API key has this id' },
+  WORKER_NOT_FOUND: { status: 404, when: 'no pool worker has this id' },
+  METHOD_NOT_ALLOWED: { status: 405, when: 'the route exists for other methods; `Allow` lists them' },
+  BODY_TIMEOUT: { status: 408, when: 'the body was not received within GANTRY_BODY_READ_TIMEOUT_MS' },
+  INVALID_STATE: { status: 409, when: 'the job is in a state the call does not apply to; `status` says which' },
+  JOB_NOT_HELD: { status: 409, when: 'a worker posts for a job it does not hold' },
+  ENDPOINT_EXISTS: { status: 409, when: 'an endpoint with this id exists' },
+  WORKER_OF_OTHER_ENDPOINT: { status: 409, when: 'a worker id already serves another endpoint' },
+  JOB_CANCELLED: { status: 409, when: 'an OpenAI request whose job was cancelled' },
+  JOB_EXPIRED: { status: 410, when: 'the job can no longer be retried: its result expired' },
+  PAYLOAD_TOO_LARGE: { status: 413, when: 'the body is larger than the route allows' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, when: 'console sign-in without a JSON body' },
+  RATE_LIMITED: { status: 429, when: "the endpoint's requests per 10 s are used up; `Retry-After`" },
+  TOO_MANY_CONCURRENT: { status: 429, when: "the endpoint's concurrent requests are used up; `Retry-After`" },
+  QUEUE_FULL: { status: 429, when: "the endpoint's queue holds too many jobs; `Retry-After`" },
+  INVALID_WORKER_ID: { status: 429, when: 'job-take with a worker id Gantry cannot use; `Retry-After` (runpod-python backs off)' },
+  TOO_MANY_SIGN_INS: { status: 429, when: 'too many failed console sign-ins from an address; `Retry-After`' },
+  INTERNAL: { status: 500, when: 'a fault; logged, never detailed to the client' },
+  WORKER_ERROR: { status: 500, when: "an OpenAI request's worker failed (its own status when it gave one)" },
+  EMPTY_OUTPUT: { status: 502, when: 'an OpenAI request whose worker finished without output' },
+  BODIES_IN_FLIGHT: { status: 503, when: 'the gateway reads GANTRY_BODY_BYTES_IN_FLIGHT of bodies already; `Retry-After`' },
+  GATEWAY_CLOSING: { status: 503, when: 'the gateway shut down before an OpenAI request finished' },
+  CONSOLE_NOT_BUILT: { status: 503, when: 'the console bundle is missing' },
+  JOB_TIMED_OUT: { status: 504, when: "an OpenAI request's job timed out" },
+  JOB_NOT_FINISHED: { status: 504, when: "an OpenAI request's job did not finish in time" },
+} as const satisfies Record<string, { status: number; when: string }>;
+
+/** A code of ERROR_CODES. */
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/**
+ * The one error type that crosses into HTTP: a `code` of ERROR_CODES, its HTTP `status`, and a
  * message meant for people. src/http/respond.ts is the one place that turns it into
  * `{"error": message, "code": code}` (plus `extra` fields such as a job's id and status).
+ * Build it with a factory below where one fits.
  *
- * @example throw new AppError(400, 'INVALID_PARAMETER', 'Invalid parameter: policy.ttl must be at least 10000');
+ * @example throw new AppError('INVALID_PARAMETER', 'Invalid parameter: policy.ttl must be at least 10000', { field: 'policy.ttl' });
  */
 export class AppError extends Error {
+  readonly status: number;
+
   constructor(
-    readonly status: number,
-    readonly code: string,
+    readonly code: ErrorCode,
     message: string,
     readonly extra?: Record<string, unknown>,
     readonly headers?: Record<string, string>,
+    /** Only for WORKER_ERROR, whose status is the worker's own. */
+    status?: number,
   ) {
     super(message);
     this.name = 'AppError';
+    this.status = status ?? ERROR_CODES[code].status;
   }
 }
 
 /** 400 naming the offending field: `Invalid parameter: <field> <problem>`. */
 export function invalidParameter(field: string, problem: string): AppError {
-  return new AppError(400, 'INVALID_PARAMETER', `Invalid parameter: ${field} ${problem}`, { field });
+  return new AppError('INVALID_PARAMETER', `Invalid parameter: ${field} ${problem}`, { field });
+}
+
+/** 400: a body that is JSON but not the object the route expects (`what` says what it expects). */
+export function invalidBody(what: string): AppError {
+  return new AppError('INVALID_BODY', `Invalid request body: expected ${what}`);
+}
+
+/** 404: no route has this path (or this path under a route family). */
+export function routeNotFound(message = 'No such route'): AppError {
+  return new AppError('NOT_FOUND', message);
+}
+
+/** 405 with `Allow`: the path exists for `allowed` methods only. */
+export function methodNotAllowed(method: string, allowed: readonly string[], where = 'here'): AppError {
+  return new AppError('METHOD_NOT_ALLOWED', `${method} is not allowed ${where} (use ${allowed.join(' or ')})`, undefined, { allow: allowed.join(', ') });
+}
+
+/** 404: no endpoint has this id. */
+export function endpointNotFound(id: string): AppError {
+  return new AppError('ENDPOINT_NOT_FOUND', `Endpoint ${id} not found`, { id });
+}
+
+/** 404: no job of the endpoint has this id. */
+export function jobNotFound(id: string): AppError {
+  return new AppError('JOB_NOT_FOUND', `Job ${id} not found`, { id });
+}
+
+/** 401: no key, or one that is not stored. */
+export function unauthorized(message = 'Invalid API key'): AppError {
+  return new AppError('UNAUTHORIZED', message);
+}
+
+/** 429 with `Retry-After: seconds`, for the 429 codes. */
+export function throttled(code: 'RATE_LIMITED' | 'TOO_MANY_CONCURRENT' | 'QUEUE_FULL' | 'TOO_MANY_SIGN_INS', message: string, retryAfterS: number): AppError {
+  return new AppError(code, message, undefined, { 'retry-after': String(retryAfterS) });
 }

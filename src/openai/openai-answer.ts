@@ -31,7 +31,7 @@ export async function sendOpenAiJson(
     if (signal.reason === GATEWAY_CLOSING) throw GATEWAY_CLOSING;
     return latest;
   }
-  if (!isTerminal(latest.status)) throw new AppError(504, 'JOB_NOT_FINISHED', `Job ${job.id} did not finish within its time limits`, undefined, NO_RETRY);
+  if (!isTerminal(latest.status)) throw new AppError('JOB_NOT_FINISHED', `Job ${job.id} did not finish within its time limits`, undefined, NO_RETRY);
   if (latest.status !== 'COMPLETED') throw jobFailure(latest);
   sendJsonText(res, 200, answerText(latest.outputJson));
   return latest;
@@ -49,7 +49,7 @@ export function answerText(outputJson: string | null): string {
   const error = workerError(value);
   if (error) throw error;
   if (value === null || (Array.isArray(value) && value.length === 0)) {
-    throw new AppError(502, 'EMPTY_OUTPUT', 'The worker finished without output (a streaming worker needs return_aggregate_stream to answer requests without "stream": true)', undefined, NO_RETRY);
+    throw new AppError('EMPTY_OUTPUT', 'The worker finished without output (a streaming worker needs return_aggregate_stream to answer requests without "stream": true)', undefined, NO_RETRY);
   }
   return value === output && outputJson !== null ? outputJson : JSON.stringify(value);
 }

@@ -22,12 +22,12 @@ const MAX_SEGMENTS = 6;
  */
 export function openAiRoute(method: string, rest: string[]): string {
   if (rest[0] !== 'v1' || rest.length < 2 || rest.length > MAX_SEGMENTS || !rest.every((s) => SEGMENT.test(s))) {
-    throw new AppError(404, 'NOT_FOUND', `Unknown OpenAI route: /openai/${rest.join('/')} (use /openai/v1/chat/completions, /openai/v1/completions or /openai/v1/models)`);
+    throw new AppError('NOT_FOUND', `Unknown OpenAI route: /openai/${rest.join('/')} (use /openai/v1/chat/completions, /openai/v1/completions or /openai/v1/models)`);
   }
   const route = `/${rest.join('/')}`;
   const allowed = route === MODELS_ROUTE ? 'GET' : 'POST';
   if (method !== allowed) {
-    throw new AppError(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed on /openai${route} (use ${allowed})`, undefined, { allow: allowed });
+    throw new AppError('METHOD_NOT_ALLOWED', `${method} is not allowed on /openai${route} (use ${allowed})`, undefined, { allow: allowed });
   }
   return route;
 }
@@ -61,7 +61,7 @@ export function openAiJob(route: string, body: unknown, executionTimeoutMs: numb
 }
 
 function checkBody(route: string, body: unknown): asserts body is Record<string, unknown> {
-  if (!isObject(body)) throw new AppError(400, 'INVALID_BODY', 'Invalid request body: expected a JSON object');
+  if (!isObject(body)) throw new AppError('INVALID_BODY', 'Invalid request body: expected a JSON object');
   if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') throw invalidParameter('stream', 'must be a boolean');
   if (body.model !== undefined && typeof body.model !== 'string') throw invalidParameter('model', 'must be a string');
   if (route === '/v1/chat/completions') {

@@ -97,7 +97,7 @@ async function serve(deps: OpenAiRouteDeps, req: IncomingMessage, res: ServerRes
   const route = openAiRoute(req.method ?? 'GET', target.rest);
   const principal = await authorize(deps.keys, req, 'run', target.endpointId);
   const endpoint = await deps.endpoints.get(target.endpointId);
-  if (!endpoint) throw new AppError(404, 'ENDPOINT_NOT_FOUND', `Endpoint ${target.endpointId} not found`);
+  if (!endpoint) throw new AppError('ENDPOINT_NOT_FOUND', `Endpoint ${target.endpointId} not found`);
   // The body first: a slow upload must not hold one of the endpoint's concurrency slots.
   const body = route === MODELS_ROUTE ? null : await readJsonBody(req, OPENAI_BODY_LIMIT);
   // Streams count among the concurrent requests for as long as they are open.

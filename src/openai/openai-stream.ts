@@ -38,14 +38,14 @@ export async function sendOpenAiStream(
       if (signal.reason === GATEWAY_CLOSING) throw GATEWAY_CLOSING;
       return end;
     }
-    if (!end) throw new AppError(404, 'JOB_NOT_FOUND', `Job ${job.id} no longer exists`);
+    if (!end) throw new AppError('JOB_NOT_FOUND', `Job ${job.id} no longer exists`);
     if (end.status !== 'COMPLETED') throw jobFailure(end);
     // A worker that did not stream: its output, if any, is the stream.
     if (events.written === 0 && end.outputJson !== null) await events.chunks([end.outputJson]);
   } catch (err) {
     if (!sse.started) throw err;
     if (!(err instanceof AppError)) deps.logger.error({ err, endpointId, jobId: job.id }, 'openai stream failed');
-    await events.error(err instanceof AppError ? err : new AppError(500, 'INTERNAL', 'Internal server error'));
+    await events.error(err instanceof AppError ? err : new AppError('INTERNAL', 'Internal server error'));
   }
   await events.finish();
   sse.end();

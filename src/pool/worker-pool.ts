@@ -1,14 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { isContainerWorker, type WorkerSettings } from '../jobs/endpoint-settings.js';
-import type { LogLine, PoolHealth, PoolWorkerInfo, PoolWorkerState } from '../jobs/pool-view.js';
+import type { LogLine, PoolHealth, PoolWorkerInfo } from '../jobs/pool-view.js';
 import type { JobTransitions } from '../jobs/transitions.js';
 import type { QueueStats, WorkerRecord } from '../model/records.js';
 import type { KeyService } from '../security/keys.js';
 import { NoCapacityError, type AnyStartSpec, type WorkerDriver, type WorkerExit, type WorkerHandle } from './driver.js';
 import { createStoppedWorkers, STOPPED_WORKER_DEFAULTS, type StoppedWorkerLimits, type StoppedWorkers } from './stopped-workers.js';
+import { describeExit, describeStart, infoOf, moveTo, reportedState, type Slot, type SlotState } from './slot.js';
 import { runpodWorkerEnv } from './worker-env.js';
-import { createWorkerLog, type WorkerLog } from './worker-log.js';
+import { createWorkerLog } from './worker-log.js';
 
 /**
  * The name of a pool worker's key (each worker has its own): `worker pool <endpoint>
@@ -18,12 +19,16 @@ import { createWorkerLog, type WorkerLog } from './worker-log.js';
 export const poolKeyName = (endpointId: string, workerId?: string): string => `worker pool ${endpointId} (autoscaler)${workerId ? ` ${workerId}` : ''}`;
 export const POOL_KEY_NAME = /^worker pool .+ \(autoscaler\)( [A-Za-z0-9_-]+)?$/;
 
+/** Slot states with a process running or being started. */
+const RUNNING: readonly SlotState[] = ['launching', 'starting', 'serving'];
+
+/** Whether the slot was asked to stop (read after an await: a stop may have come meanwhile). */
+const isDraining = (slot: Slot): boolean => slot.state === 'draining';
+
 /** A worker that ran this long before exiting starts its crash count over. */
 const STABLE_MS = 60_000;
 /** Crash backoff never waits longer than this (unless the base itself is longer). */
 const MAX_BACKOFF_MS = 60_000;
-/** Consecutive failed starts after which a worker is reported unhealthy. */
-const UNHEALTHY_AFTER = 2;
 /** Output lines quoted in a crash reason. */
 const REASON_LINES = 5;
 
@@ -51,36 +56,6 @@ export interface WorkerPoolOptions {
   now(): number;
   /** Called when something happened that the autoscaler should look at soon (a worker exited). */
   onChange(): void;
-}
-
-/** One worker slot of the pool: its current process (if any), its log and crash history. */
-interface Slot {
-  id: string;
-  /** The worker settings (as JSON text) this slot runs. */
-  spec: string;
-  handle: WorkerHandle | null;
-  /** The start in flight (from the start request until the process runs or failed to start). */
-  launching: Promise<void> | null;
-  startedAt: number | null;
-  readyAt: number | null;
-  held: number;
-  idleSince: number | null;
-  restarts: number;
-  failures: number;
-  restartAt: number | null;
-  reason: string | null;
-  /** How its last process ended (describeExit), kept across restarts. */
-  lastExit: string | null;
-  stopping: boolean;
-  /** A store row says the worker reported itself unhealthy (ping status=unhealthy). */
-  selfUnhealthy: string | null;
-  /** The last start found no room (no Docker host with the GPUs asked for): waiting, not crashed. */
-  waitingForRoom: boolean;
-  /** The worker's own key, until the process it was given is gone (then revoked). */
-  key: { id: string; key: string } | null;
-  log: WorkerLog;
-  /** Settles once the current process has exited and its jobs were requeued. */
-  finished: Promise<void>;
 }
 
 /** The pool's view of a worker for the scaling rules. */
@@ -155,8 +130,8 @@ class Pool implements WorkerPool {
     this.settings = settings;
     let retired = 0;
     for (const slot of this.slots.values()) {
-      if (slot.spec === spec || slot.stopping) continue;
-      if (slot.handle || slot.launching) retired++;
+      if (slot.spec === spec || slot.state === 'draining') continue;
+      if (RUNNING.includes(slot.state)) retired++;
       this.stop(slot.id, "the endpoint's worker settings changed");
     }
     if (!first) this.log.info({ retired }, 'worker settings changed: rolling the pool');
@@ -170,11 +145,12 @@ class Pool implements WorkerPool {
       if (slot.handle && slot.readyAt === null && row && slot.startedAt !== null && row.lastSeenAt >= slot.startedAt) {
         slot.readyAt = Math.max(row.firstSeenAt, slot.startedAt);
         slot.log.note(`ready: first poll ${slot.readyAt - slot.startedAt} ms after start`);
+        if (slot.state === 'starting') moveTo(slot, 'serving', 'it polled for a job');
       }
       slot.selfUnhealthy = row && !row.healthy ? (row.reason ?? 'reported unhealthy by the worker') : null;
       slot.held = stats.heldBy[slot.id] ?? 0;
-      const serving = slot.handle !== null && slot.readyAt !== null;
-      const waiting = slot.handle === null && !slot.launching;
+      const serving = slot.state === 'serving';
+      const waiting = slot.state === 'crashed' || slot.state === 'waiting-for-room';
       const idle = (serving || waiting) && slot.held === 0 && stats.inQueue === 0;
       if (!idle) slot.idleSince = null;
       else slot.idleSince ??= now;
@@ -184,8 +160,8 @@ class Pool implements WorkerPool {
   active(): ActiveWorker[] {
     const list: ActiveWorker[] = [];
     for (const slot of this.slots.values()) {
-      if (slot.stopping || slot.spec !== this.spec) continue;
-      list.push({ id: slot.id, starting: slot.handle === null || slot.readyAt === null, idleSince: slot.idleSince });
+      if (slot.state === 'draining' || slot.spec !== this.spec) continue;
+      list.push({ id: slot.id, starting: slot.state !== 'serving', idleSince: slot.idleSince });
     }
     return list;
   }
@@ -196,19 +172,20 @@ class Pool implements WorkerPool {
 
   restartDue(now: number): void {
     for (const slot of this.slots.values()) {
-      if (!slot.handle && !slot.launching && !slot.stopping && slot.restartAt !== null && slot.restartAt <= now) this.launch(slot);
+      if ((slot.state === 'crashed' || slot.state === 'waiting-for-room') && slot.restartAt !== null && slot.restartAt <= now) this.launch(slot);
     }
   }
 
   stop(workerId: string, why: string): void {
     const slot = this.slots.get(workerId);
-    if (!slot || slot.stopping) return;
-    slot.stopping = true;
+    if (!slot || slot.state === 'draining' || slot.state === 'gone') return;
     slot.reason = why;
-    if (!slot.handle) {
-      if (!slot.launching) this.forget(slot);
+    if (!slot.handle && !slot.launching) {
+      this.forget(slot, why);
       return;
     }
+    moveTo(slot, 'draining', why);
+    if (!slot.handle) return; // the launch in flight stops what it started
     slot.log.note(`stopping (${why}): SIGTERM, up to ${this.options.graceMs} ms to finish its jobs`);
     this.log.info({ workerId, why }, 'pool worker stopping');
     void slot.handle.stop(this.options.graceMs);
@@ -223,7 +200,7 @@ class Pool implements WorkerPool {
     const unhealthy: string[] = [];
     let waiting = 0;
     for (const slot of this.slots.values()) {
-      const state = stateOf(slot);
+      const state = reportedState(slot);
       if (state === 'initializing') initializing.push(slot.id);
       else if (state === 'throttled') waiting++;
       // A worker that pinged status=unhealthy is counted from its store row by /health.
@@ -276,13 +253,14 @@ class Pool implements WorkerPool {
   }
 
   /** Forgets a slot that will not run again, with its key. */
-  private forget(slot: Slot): void {
-    this.retire(slot, null);
+  private forget(slot: Slot, why: string): void {
+    this.retire(slot, null, why);
     void this.revokeKey(slot);
   }
 
   /** Takes a slot that will not run again out of the pool; its log stays readable among the stopped workers. */
-  private retire(slot: Slot, last: WorkerHandle | null): void {
+  private retire(slot: Slot, last: WorkerHandle | null, why: string): void {
+    moveTo(slot, 'gone', why);
     this.slots.delete(slot.id);
     slot.log.note(`stopped${slot.reason ? ` (${slot.reason})` : ''}`);
     this.stopped.add({ ...infoOf(slot, last), state: 'stopped', jobs: 0, restartAt: null, stoppedAt: this.options.now() }, slot.log);
@@ -303,6 +281,8 @@ class Pool implements WorkerPool {
   private newSlot(): Slot {
     const slot: Slot = {
       id: `${this.endpointId}-${randomBytes(4).toString('hex')}`,
+      state: 'new',
+      movedBecause: 'made',
       spec: this.spec,
       handle: null,
       launching: null,
@@ -315,9 +295,7 @@ class Pool implements WorkerPool {
       restartAt: null,
       reason: null,
       lastExit: null,
-      stopping: false,
       selfUnhealthy: null,
-      waitingForRoom: false,
       key: null,
       log: createWorkerLog(this.options.logLines, this.options.now),
       finished: Promise.resolve(),
@@ -327,6 +305,7 @@ class Pool implements WorkerPool {
   }
 
   private launch(slot: Slot): void {
+    moveTo(slot, 'launching', slot.state === 'new' ? 'started' : 'restarted');
     slot.restartAt = null;
     slot.readyAt = null;
     slot.idleSince = null;
@@ -339,21 +318,21 @@ class Pool implements WorkerPool {
   private async startProcess(slot: Slot): Promise<void> {
     try {
       const apiKey = await this.workerKey(slot);
-      if (slot.stopping || this.closed) {
-        this.forget(slot);
+      if (slot.state === 'draining' || this.closed) {
+        this.forget(slot, 'stopped before it started');
         return;
       }
       slot.startedAt = this.options.now();
       const handle = await this.options.driver.start(this.startSpec(slot, apiKey), (stream, text) => slot.log.write(stream, text));
       slot.handle = handle;
-      slot.waitingForRoom = false;
+      if (slot.state === 'launching') moveTo(slot, 'starting', 'its process runs');
       slot.log.note(`started: ${describeStart(handle, this.settings)}`);
       this.log.info({ workerId: slot.id, pid: handle.pid, host: handle.host, container: handle.container }, 'pool worker started');
       slot.finished = handle.exited.then((exit) => this.exited(slot, handle, exit));
-      if (slot.stopping) void handle.stop(this.options.graceMs); // stopped while it was starting
+      if (isDraining(slot)) void handle.stop(this.options.graceMs); // stopped while it was starting
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
-      if (slot.stopping || this.closed) this.forget(slot);
+      if (slot.state === 'draining' || this.closed) this.forget(slot, `stopped while starting (${message})`);
       else if (err instanceof NoCapacityError) this.waitForRoom(slot, message);
       else {
         slot.log.note(`could not start: ${message}`);
@@ -367,7 +346,7 @@ class Pool implements WorkerPool {
   private waitForRoom(slot: Slot, why: string): void {
     const reason = `waiting for room: ${why}`;
     if (slot.reason !== reason) slot.log.note(reason);
-    slot.waitingForRoom = true;
+    moveTo(slot, 'waiting-for-room', why);
     slot.startedAt = null;
     slot.readyAt = null;
     slot.reason = reason;
@@ -389,11 +368,11 @@ class Pool implements WorkerPool {
     await this.revokeKey(slot);
     // A clean exit of a worker that served (e.g. it asked to be recycled) is not a crash.
     const clean = exit.code === 0 && slot.readyAt !== null;
-    if (slot.stopping || this.closed || clean || slot.spec !== this.spec) {
+    if (slot.state === 'draining' || this.closed || clean || slot.spec !== this.spec) {
       this.log.info({ workerId: slot.id, pid: handle.pid, host: handle.host, exit }, 'pool worker exited');
       // Stopping, closing and a settings change all went through stop(), which set the reason.
-      if (!slot.stopping) slot.reason = 'exited by itself after serving (code 0)';
-      this.retire(slot, handle);
+      if (slot.state !== 'draining') slot.reason = 'exited by itself after serving (code 0)';
+      this.retire(slot, handle, slot.reason ?? 'exited');
     } else {
       if (ranMs >= STABLE_MS) slot.failures = 0;
       this.crashed(slot, exit);
@@ -402,6 +381,7 @@ class Pool implements WorkerPool {
   }
 
   private crashed(slot: Slot, exit: WorkerExit): void {
+    moveTo(slot, 'crashed', describeExit(exit));
     slot.handle = null;
     slot.startedAt = null;
     slot.readyAt = null;
@@ -429,48 +409,4 @@ class Pool implements WorkerPool {
       this.log.warn({ workerId, requeued: released.requeued.map((j) => j.id), failed: released.failed.map((j) => j.id) }, 'pool worker ended holding jobs');
     }
   }
-}
-
-/** The listing's view of a slot; `handle` is its current process, or for a stopped one its last. */
-function infoOf(slot: Slot, handle: WorkerHandle | null): PoolWorkerInfo {
-  return {
-    id: slot.id,
-    state: stateOf(slot),
-    pid: handle?.pid ?? null,
-    host: handle?.host ?? null,
-    container: handle?.container ?? null,
-    startedAt: slot.startedAt,
-    readyAt: slot.readyAt,
-    jobs: slot.held,
-    restarts: slot.restarts,
-    reason: slot.selfUnhealthy ?? slot.reason,
-    restartAt: slot.handle ? null : slot.restartAt,
-    lastExit: slot.lastExit,
-    stoppedAt: null,
-  };
-}
-
-function stateOf(slot: Slot): PoolWorkerState {
-  if (slot.stopping) return 'draining';
-  if (slot.selfUnhealthy !== null) return 'unhealthy';
-  if (slot.handle && slot.readyAt !== null) return slot.held > 0 ? 'running' : 'idle';
-  if (!slot.handle && slot.waitingForRoom) return 'throttled';
-  // Crash-looping: unhealthy until a restart gets as far as polling for jobs.
-  return slot.failures >= UNHEALTHY_AFTER ? 'unhealthy' : 'initializing';
-}
-
-function describeExit(exit: WorkerExit): string {
-  let text: string;
-  if (exit.error) text = `failed to start (${exit.error})`;
-  else if (exit.signal) text = `killed by ${exit.signal}`;
-  else if (exit.code === null) text = 'lost';
-  else text = `exited with code ${exit.code}`;
-  return exit.detail ? `${text}: ${exit.detail}` : text;
-}
-
-/** The `started` note of a worker's log: where it runs and what. */
-function describeStart(handle: WorkerHandle, settings: WorkerSettings): string {
-  if (!isContainerWorker(settings)) return `pid ${handle.pid ?? '-'}, command ${JSON.stringify(settings.command)}`;
-  const command = settings.command === undefined ? '' : `, command ${JSON.stringify(settings.command)}`;
-  return `container ${handle.container ?? '-'} on Docker host ${handle.host ?? '-'}, image ${settings.image}${command}`;
 }

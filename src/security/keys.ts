@@ -171,14 +171,14 @@ class Keys implements KeyService {
   }
 
   async authorize(rawKey: string, scope: Scope, endpointId?: string): Promise<Principal> {
-    if (rawKey === '' || rawKey.length > MAX_KEY_CHARS) throw new AppError(401, 'UNAUTHORIZED', 'Invalid API key');
+    if (rawKey === '' || rawKey.length > MAX_KEY_CHARS) throw new AppError('UNAUTHORIZED', 'Invalid API key');
     const key = await this.lookup(rawKey);
-    if (!key) throw new AppError(401, 'UNAUTHORIZED', 'Invalid API key');
-    if (!grants(key.scopes, scope)) throw new AppError(401, 'INSUFFICIENT_SCOPE', `API key lacks the "${scope}" scope`);
+    if (!key) throw new AppError('UNAUTHORIZED', 'Invalid API key');
+    if (!grants(key.scopes, scope)) throw new AppError('INSUFFICIENT_SCOPE', `API key lacks the "${scope}" scope`);
     // An admin key stored with an endpoint limit (made before such keys were refused) is no admin.
-    if (scope === 'admin' && key.endpoints !== null) throw new AppError(401, 'INSUFFICIENT_SCOPE', 'An API key limited to endpoints cannot use the admin API');
+    if (scope === 'admin' && key.endpoints !== null) throw new AppError('INSUFFICIENT_SCOPE', 'An API key limited to endpoints cannot use the admin API');
     if (endpointId !== undefined && key.endpoints !== null && !key.endpoints.includes(endpointId)) {
-      throw new AppError(401, 'INSUFFICIENT_SCOPE', `API key is not allowed on endpoint ${endpointId}`);
+      throw new AppError('INSUFFICIENT_SCOPE', `API key is not allowed on endpoint ${endpointId}`);
     }
     return { keyId: key.id, scopes: key.scopes, endpoints: key.endpoints };
   }

@@ -6,80 +6,14 @@ import type { PoolView } from '../jobs/pool-view.js';
 import type { JobTransitions } from '../jobs/transitions.js';
 import type { Notifier } from '../model/events.js';
 import type { WorkerDriver } from '../pool/driver.js';
-import { createWorkerPool, POOL_KEY_NAME, type ActiveWorker, type WorkerPool } from '../pool/worker-pool.js';
+import { createWorkerPool, POOL_KEY_NAME, type WorkerPool } from '../pool/worker-pool.js';
 import type { KeyService } from '../security/keys.js';
 import type { JobStore, WorkerStore } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
-import type { EndpointRecord, QueueStats } from '../model/records.js';
-
-/** What planScale decides from. */
-export interface ScaleInput {
-  endpoint: Pick<EndpointRecord, 'workersMin' | 'workersMax' | 'idleTimeout' | 'scalerType' | 'scalerValue'>;
-  stats: QueueStats;
-  now: number;
-  /** The pool's workers of the current spec that are not being stopped. */
-  workers: ActiveWorker[];
-}
-
-/** What planScale decided. */
-export interface ScalePlan {
-  /** Workers to start. */
-  start: number;
-  /** Workers to drain and stop. */
-  stop: string[];
-  /** Workers wanted beyond workersMax (health's `throttled`). */
-  throttled: number;
-}
-
-/**
- * The scaling rules (docs/scaling.md), a pure function of the endpoint's settings, its queue
- * and its workers:
- * - QUEUE_DELAY: one worker at once when normal jobs wait and there is none; one more when
- *   the oldest normal job has waited over `scalerValue` s and no worker is still starting.
- * - REQUEST_COUNT: ceil((normal jobs queued + jobs running) / scalerValue) workers.
- * - Never fewer than workersMin, never more than workersMax (the difference is `throttled`).
- * - policy.lowPriority jobs never add a worker: only normal queued jobs count.
- * - Down: workers idle for idleTimeout s beyond the floor (workersMin, or the REQUEST_COUNT
- *   demand) are stopped; workers beyond a lowered workersMax are stopped at once.
- *
- * @example
- * planScale({ endpoint, stats: { inQueue: 1, inQueueNormal: 1, oldestNormalQueuedAt: now, inProgress: 0, heldBy: {} }, now, workers: [] });
- * // → { start: 1, stop: [], throttled: 0 } for QUEUE_DELAY with workersMax ≥ 1
- */
-export function planScale({ endpoint, stats, now, workers }: ScaleInput): ScalePlan {
-  const n = workers.length;
-  const max = endpoint.workersMax;
-  let wanted: number;
-  if (endpoint.scalerType === 'REQUEST_COUNT') {
-    wanted = Math.ceil((stats.inQueueNormal + stats.inProgress) / endpoint.scalerValue);
-  } else {
-    wanted = n;
-    const waited = stats.oldestNormalQueuedAt === null ? 0 : now - stats.oldestNormalQueuedAt;
-    if (stats.inQueueNormal > 0 && n === 0) wanted = 1;
-    else if (stats.inQueueNormal > 0 && waited > endpoint.scalerValue * 1000 && !workers.some((w) => w.starting)) wanted = n + 1;
-  }
-  const target = Math.max(endpoint.workersMin, wanted);
-  const throttled = Math.max(0, target - max);
-  if (Math.min(target, max) > n) return { start: Math.min(target, max) - n, stop: [], throttled };
-
-  // Idlest first: those waiting to restart or starting, then the longest idle.
-  const order = [...workers].sort(stopOrder);
-  const stop: string[] = order.slice(0, Math.max(0, n - max)).map((w) => w.id);
-  const floor = Math.min(max, Math.max(endpoint.workersMin, endpoint.scalerType === 'REQUEST_COUNT' ? wanted : 0));
-  const idleMs = endpoint.idleTimeout * 1000;
-  for (const w of order) {
-    if (n - stop.length <= floor) break;
-    if (stop.includes(w.id)) continue;
-    if (w.idleSince !== null && now - w.idleSince >= idleMs) stop.push(w.id);
-  }
-  return { start: 0, stop, throttled };
-}
-
-/** Which workers to stop first: not yet serving, then idle the longest, then busy ones. */
-function stopOrder(a: ActiveWorker, b: ActiveWorker): number {
-  if (a.starting !== b.starting) return a.starting ? -1 : 1;
-  return (a.idleSince ?? Number.MAX_SAFE_INTEGER) - (b.idleSince ?? Number.MAX_SAFE_INTEGER);
-}
+import { periodic, type Periodic } from '../util/periodic.js';
+import type { EndpointRecord } from '../model/records.js';
+import { PoolSet } from './pool-set.js';
+import { planScale } from './scale-policy.js';
 
 /** What the autoscaler uses. */
 export interface AutoscalerDeps {
@@ -111,6 +45,10 @@ export interface AutoscalerDeps {
 export interface Autoscaler {
   /** The pools for /health and the admin API (undefined answers while stopped). */
   readonly view: PoolView;
+  /** Passes finished since it was made (tests wait on a count). */
+  readonly passes: number;
+  /** Resolves when a pass that begins after this call has finished (at once while stopped). */
+  nextPass(): Promise<void>;
   start(): void;
   /** Stops scaling and drains every pool worker; resolves when all have exited. A second call waits for the first. */
   stop(): Promise<void>;
@@ -134,12 +72,8 @@ function workerSettingsOf(endpoint: EndpointRecord, builtIns: ReadonlyMap<string
 
 class Scaler implements Autoscaler {
   readonly view: PoolView;
-  private readonly pools = new Map<string, WorkerPool>();
-  /** Pools of deleted endpoints (or ones that lost their worker settings) still draining. */
-  private readonly closing = new Set<Promise<void>>();
-  private cancelTimer: (() => void) | undefined;
-  private running: Promise<void> | undefined;
-  private again = false;
+  private readonly pools: PoolSet;
+  private readonly loop: Periodic;
   /** Between start() and stop(); a stopped autoscaler can be started again (leadership came back). */
   private active = false;
   private stopping: Promise<void> | undefined;
@@ -148,14 +82,17 @@ class Scaler implements Autoscaler {
   private cleanedUp: Promise<void> = Promise.resolve();
 
   constructor(private readonly deps: AutoscalerDeps) {
-    this.view = {
-      running: () => this.active,
-      health: (endpointId) => this.pools.get(endpointId)?.health(),
-      workers: (endpointId) => this.pools.get(endpointId)?.workers(),
-      stoppedWorkers: (endpointId) => this.pools.get(endpointId)?.stoppedWorkers(),
-      logs: (endpointId, workerId, lines) => this.pools.get(endpointId)?.logs(workerId, lines),
-      hosts: () => (this.active ? (this.deps.driver.hosts?.() ?? []) : undefined),
-    };
+    this.pools = new PoolSet({ driver: deps.driver, create: (id) => this.createPool(id), running: () => this.active, logger: deps.logger });
+    this.view = this.pools.view;
+    this.loop = periodic({ name: 'autoscaler', everyMs: deps.config.autoscalerIntervalMs, pass: () => this.pass(), logger: deps.logger, clock: deps.clock, runAtStart: true });
+  }
+
+  get passes(): number {
+    return this.loop.passes;
+  }
+
+  nextPass(): Promise<void> {
+    return this.loop.nextPass();
   }
 
   start(): void {
@@ -164,17 +101,17 @@ class Scaler implements Autoscaler {
     this.stopping = undefined;
     this.cleanedUp = this.cleanUpAfterEarlierRun();
     this.unsubscribe = this.deps.notifier.subscribe((event) => {
-      if (event.type === 'endpoint-changed') this.kick();
+      if (event.type === 'endpoint-changed') this.loop.kick();
       else if (event.type === 'jobs-available') {
         // Cold start: an endpoint with no worker gets one without waiting for the next pass.
         const pool = this.pools.get(event.endpointId);
-        if (pool && pool.active().length === 0) this.kick();
+        if (pool && pool.active().length === 0) this.loop.kick();
       } else if (event.type === 'worker-recycle') {
         this.pools.get(event.endpointId)?.stop(event.workerId, 'the worker asked to be recycled (stopPod)');
-        this.kick();
+        this.loop.kick();
       }
     });
-    this.kick();
+    this.loop.start();
   }
 
   stop(): Promise<void> {
@@ -182,13 +119,8 @@ class Scaler implements Autoscaler {
     this.active = false;
     this.stopping = (async () => {
       this.unsubscribe?.();
-      this.cancelTimer?.();
-      this.cancelTimer = undefined;
-      await this.running;
-      const all = [...this.pools.values()];
-      this.pools.clear();
-      await Promise.all(all.map((pool) => pool.close('the autoscaler is stopping (gateway shutdown or leadership lost)')));
-      await Promise.all(this.closing);
+      await this.loop.stop();
+      await this.pools.closeAll('the autoscaler is stopping (gateway shutdown or leadership lost)');
       this.deps.driver.close?.();
     })();
     return this.stopping;
@@ -224,7 +156,7 @@ class Scaler implements Autoscaler {
       pingIntervalMs: Math.max(1_000, Math.min(10_000, Math.floor(config.workerLostMs / 3))),
       logger: this.deps.logger,
       now: this.deps.clock.now,
-      onChange: () => this.kick(),
+      onChange: () => this.loop.kick(),
     });
   }
 
@@ -251,45 +183,13 @@ class Scaler implements Autoscaler {
       const settings = workerSettingsOf(endpoint, this.deps.builtIns);
       if (settings === null || !this.active) continue;
       wanted.add(endpoint.id);
-      let pool = this.pools.get(endpoint.id);
-      if (!pool) this.pools.set(endpoint.id, (pool = this.createPool(endpoint.id)));
+      const pool = this.pools.ensure(endpoint.id);
       try {
         await this.scaleEndpoint(pool, endpoint, settings);
       } catch (err) {
         this.deps.logger.error({ err, endpointId: endpoint.id }, 'autoscaler pass failed for an endpoint');
       }
     }
-    for (const [id, pool] of this.pools) {
-      if (wanted.has(id) || !this.active) continue;
-      this.pools.delete(id);
-      const done = pool.close('the endpoint was deleted or has no worker command').catch((err: unknown) => {
-        this.deps.logger.error({ err, endpointId: id }, 'closing a worker pool failed');
-      });
-      this.closing.add(done);
-      void done.finally(() => this.closing.delete(done));
-    }
-  }
-
-  /** Runs a pass now, or right after the one in progress. */
-  private kick(): void {
-    if (!this.active) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.cancelTimer?.();
-    this.cancelTimer = undefined;
-    this.running = this.pass()
-      .catch((err: unknown) => this.deps.logger.error({ err }, 'autoscaler pass failed'))
-      .finally(() => {
-        this.running = undefined;
-        if (!this.active) return;
-        if (this.again) {
-          this.again = false;
-          this.kick();
-        } else {
-          this.cancelTimer = this.deps.clock.after(this.deps.config.autoscalerIntervalMs, () => this.kick());
-        }
-      });
+    if (this.active) this.pools.closeOthers(wanted);
   }
 }

@@ -6,6 +6,7 @@ import type { JobRecord } from '../model/records.js';
 import type { MinuteStore } from '../store/minute-store.js';
 import type { WorkerStore } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
+import { periodic, type Periodic } from '../util/periodic.js';
 
 /** Rows handled per store call; a pass repeats a call while it comes back full. */
 const BATCH = 500;
@@ -67,11 +68,19 @@ async function repeat(call: () => Promise<number>): Promise<number> {
 const count = (jobs: JobRecord[]): number => jobs.length;
 
 class Reaping implements Reaper {
-  private cancelTimer: (() => void) | undefined;
-  private running: Promise<void> | undefined;
-  private started = false;
+  private readonly loop: Periodic;
 
-  constructor(private readonly deps: ReaperDeps) {}
+  constructor(private readonly deps: ReaperDeps) {
+    this.loop = periodic({
+      name: 'reaper',
+      everyMs: deps.config.reaperIntervalMs,
+      pass: async ({ lateMs }) => {
+        await this.pass(lateMs);
+      },
+      logger: deps.logger,
+      clock: deps.clock,
+    });
+  }
 
   runOnce(): Promise<ReaperPass> {
     return this.pass(0);
@@ -90,16 +99,11 @@ class Reaping implements Reaper {
   }
 
   start(): void {
-    if (this.started) return;
-    this.started = true;
-    this.schedule();
+    this.loop.start();
   }
 
-  async stop(): Promise<void> {
-    this.started = false;
-    this.cancelTimer?.();
-    this.cancelTimer = undefined;
-    await this.running;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   private async releaseLostWorkers(lateMs: number): Promise<{ requeued: number; failed: number }> {
@@ -116,20 +120,5 @@ class Reaping implements Reaper {
     const failed = released.failed.length;
     if (requeued + failed > 0) this.deps.logger.warn({ workers: ids, requeued, failed }, 'workers lost');
     return { requeued, failed };
-  }
-
-  private schedule(): void {
-    const due = this.deps.clock.now() + this.deps.config.reaperIntervalMs;
-    this.cancelTimer = this.deps.clock.after(this.deps.config.reaperIntervalMs, () => {
-      this.running = this.pass(Math.max(0, this.deps.clock.now() - due))
-        .then(
-          () => undefined,
-          (err: unknown) => this.deps.logger.error({ err }, 'reaper pass failed'),
-        )
-        .finally(() => {
-          this.running = undefined;
-          if (this.started) this.schedule();
-        });
-    });
   }
 }

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { TakeQueue } from '../dispatch/take-queue.js';
 import type { WorkerService } from '../jobs/worker-service.js';
 import type { Clock } from '../util/clock.js';
+import { periodic } from '../util/periodic.js';
 
 /** What the shared-store poller uses. */
 export interface SharedStorePollerDeps {
@@ -30,33 +31,21 @@ export interface SharedStorePoller {
  * @example const poller = createSharedStorePoller({ takeQueue, workers, logger, clock: systemClock }); poller.start();
  */
 export function createSharedStorePoller(deps: SharedStorePollerDeps): SharedStorePoller {
-  const pumpMs = deps.pumpMs ?? 1_000;
-  const touchMs = deps.touchMs ?? 5_000;
-  /** The pending timer of each loop (index 0: pump, 1: touch). */
-  const cancels: (() => void)[] = [];
-  let running = false;
-
-  const every = (slot: number, ms: number, fn: () => void): void => {
-    const tick = (): void => {
-      if (!running) return;
-      fn();
-      cancels[slot] = deps.clock.after(ms, tick);
-    };
-    cancels[slot] = deps.clock.after(ms, tick);
-  };
-
+  const { logger, clock } = deps;
+  const loops = [
+    periodic({ name: 'job-take pump', everyMs: deps.pumpMs ?? 1_000, pass: () => deps.takeQueue.pokeAll(), logger, clock }),
+    periodic({
+      name: 'worker liveness',
+      everyMs: deps.touchMs ?? 5_000,
+      pass: async () => {
+        await deps.workers.touchWaiting().catch((err: unknown) => logger.warn({ err }, 'worker liveness write failed'));
+      },
+      logger,
+      clock,
+    }),
+  ];
   return {
-    start(): void {
-      if (running) return;
-      running = true;
-      every(0, pumpMs, () => deps.takeQueue.pokeAll());
-      every(1, touchMs, () => {
-        deps.workers.touchWaiting().catch((err: unknown) => deps.logger.warn({ err }, 'worker liveness write failed'));
-      });
-    },
-    stop(): void {
-      running = false;
-      for (const cancel of cancels) cancel();
-    },
+    start: () => loops.forEach((loop) => loop.start()),
+    stop: () => loops.forEach((loop) => void loop.stop()),
   };
 }

@@ -9,6 +9,7 @@ import { checkOutboundUrl, createOutboundFetch, createOutboundPolicy, OutboundRe
 import type { SecretBox } from '../security/secret-box.js';
 import type { JobStore } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
+import { periodic, type Periodic } from '../util/periodic.js';
 import type { JobRecord } from '../model/records.js';
 
 /** One delivery and two retries (spec, Events). */
@@ -99,9 +100,7 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
 }
 
 class Sender implements WebhookSender {
-  private cancelTimer: (() => void) | undefined;
-  private running: Promise<void> | undefined;
-  private again = false;
+  private readonly loop: Periodic;
   private stopped = true;
   private unsubscribe: (() => void) | undefined;
   private readonly inFlight = new Set<Promise<void>>();
@@ -113,6 +112,8 @@ class Sender implements WebhookSender {
   constructor(private readonly deps: WebhookSenderDeps) {
     this.outbound = deps.outbound ?? createOutboundPolicy([]);
     this.fetch = deps.fetch ?? createOutboundFetch(this.outbound, { maxSockets: WEBHOOK_CONCURRENCY });
+    // A full batch means more are due: the next pass runs at once.
+    this.loop = periodic({ name: 'webhook', everyMs: POLL_MS, pass: async () => (await this.runOnce()) === BATCH, logger: deps.logger, clock: deps.clock, runAtStart: true });
   }
 
   async runOnce(): Promise<number> {
@@ -130,7 +131,7 @@ class Sender implements WebhookSender {
           this.inFlight.delete(p);
           if (this.capped && !this.stopped) {
             this.capped = false;
-            this.pass();
+            this.loop.kick();
           }
         });
       this.inFlight.add(p);
@@ -143,17 +144,16 @@ class Sender implements WebhookSender {
     if (!this.stopped) return;
     this.stopped = false;
     this.unsubscribe = this.deps.notifier.subscribe((event) => {
-      if (event.type === 'webhook-due') this.pass();
+      if (event.type === 'webhook-due') this.loop.kick();
     });
-    this.pass();
+    this.loop.start();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     this.unsubscribe?.();
     this.unsubscribe = undefined;
-    this.cancelTimer?.();
-    await this.running;
+    await this.loop.stop();
     await Promise.all([...this.inFlight]);
   }
 
@@ -198,31 +198,5 @@ class Sender implements WebhookSender {
     });
     await response.body?.cancel();
     return response.status;
-  }
-
-  private pass(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.cancelTimer?.();
-    this.running = this.runOnce()
-      .then(
-        (n) => {
-          if (n === BATCH) this.again = true;
-        },
-        (err: unknown) => this.deps.logger.error({ err }, 'webhook pass failed'),
-      )
-      .finally(() => {
-        this.running = undefined;
-        if (this.stopped) return;
-        if (this.again) {
-          this.again = false;
-          setImmediate(() => this.pass());
-        } else {
-          this.cancelTimer = this.deps.clock.after(POLL_MS, () => this.pass());
-        }
-      });
   }
 }

@@ -1,6 +1,6 @@
 // `gantry keys` and `gantry endpoints` run as the built CLI in a child process against a real
 // test gateway. The child must be spawned asynchronously: the gateway lives in this process.
-import { spawn } from 'node:child_process';
+import { spawnOwned } from '../helpers/processes.js';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,14 +21,14 @@ const printed: string[] = [];
 
 function cli(args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
+    const child = spawnOwned(process.execPath, [CLI, ...args], {
       env: { ...process.env, GANTRY_URL: gantry.url, GANTRY_ADMIN_KEY: gantry.adminKey, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
     let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     child.on('error', reject);
     child.on('close', (code) => {
       printed.push(stdout, stderr);

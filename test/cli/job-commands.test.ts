@@ -1,6 +1,7 @@
 // `gantry run|runsync|status|stream|cancel|retry|purge|health|usage`, `--help` and `--version`,
 // run as the built CLI against a real gateway with real worker processes.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
+import { spawnOwned } from '../helpers/processes.js';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -198,9 +199,9 @@ describe('help and version', () => {
 /** Runs a shell command on a pseudo-terminal (util-linux `script`); its terminal output comes back as stdout. */
 function onTerminal(command: string, env: Record<string, string>): Promise<CliResult> {
   return new Promise<CliResult>((resolve) => {
-    const child = spawn('script', ['-qec', command, '/dev/null'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawnOwned('script', ['-qec', command, '/dev/null'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
     child.on('close', (code) => resolve({ code, stdout, stderr: '' }));
   });
 }

@@ -1,6 +1,6 @@
 // Runs the built `gantry` CLI in a child process (asynchronously: the test gateway lives in
 // the test's own process) and keeps what it printed.
-import { spawn } from 'node:child_process';
+import { spawnOwned } from '../helpers/processes.js';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
@@ -18,7 +18,7 @@ export const printed: string[] = [];
 export function runCli(args: string[], env: Record<string, string | undefined>, stdin?: string): Promise<CliResult> {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run 'npm run build' first`);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    const child = spawnOwned(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout?.setEncoding('utf8').on('data', (d: string) => (stdout += d));

@@ -3,7 +3,8 @@
 // request: `?&` queries, raw Authorization, form-encoded JSON results with a `charset`
 // header, sticky X-Request-ID, job-stop long-polls, progress posts to job-done, ...).
 // If these pass, an unmodified `runpod.serverless.start({"handler": ...})` worker works.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { spawnOwned } from '../helpers/processes.js';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -29,7 +30,7 @@ class PyWorker {
 
   constructor(readonly workerId: string, env: Record<string, string>, args: string[]) {
     const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('RUNPOD_')));
-    this.proc = spawn('python3', ['-u', WORKER_SCRIPT, ...args], { env: { ...base, ...env }, stdio: 'pipe' });
+    this.proc = spawnOwned('python3', ['-u', WORKER_SCRIPT, ...args], { env: { ...base, ...env }, stdio: 'pipe' });
     this.proc.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
       this.stdout += chunk;
       for (const m of chunk.matchAll(/^EVENT (\S+) (\S+)$/gm)) this.events.push({ what: m[1]!, id: m[2]! });

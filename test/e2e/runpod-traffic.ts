@@ -5,7 +5,8 @@
 // the real runpod-python 1.12's traffic as a fixture (test/e2e/fixtures/runpod-python-traffic.json)
 // and to check the stand-in (fixtures/runpod_like_worker.py) against it. GANTRY_TRAFFIC_DUMP=1
 // prints every request and answer status as the proxy sees them.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { spawnOwned } from '../helpers/processes.js';
 import { randomUUID } from 'node:crypto';
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -119,7 +120,7 @@ export async function recordScenarios(gantry: Gantry, runKey: string, worker: Wo
     const env = gantry.workerEnv(endpointId, workerId);
     for (const k of Object.keys(env)) env[k] = env[k]!.replace(gantry.url, proxy.url);
     const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('RUNPOD_')));
-    const proc: ChildProcess = spawn(worker.command, worker.args(s), { env: { ...base, ...env, ...worker.env(s) }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc: ChildProcess = spawnOwned(worker.command, worker.args(s), { env: { ...base, ...env, ...worker.env(s) }, stdio: ['ignore', 'pipe', 'pipe'] });
     let log = '';
     proc.stdout?.setEncoding('utf8').on('data', (c: string) => (log += c));
     proc.stderr?.setEncoding('utf8').on('data', (c: string) => (log += c));

@@ -3,7 +3,7 @@
  * requests), the start-up memory check, the device settings, and a CUDA setting on a machine
  * without a GPU failing loudly in a real worker process.
  */
-import { spawn } from 'node:child_process';
+import { spawnOwned } from '../helpers/processes.js';
 import { appendFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -214,12 +214,12 @@ describe('memory and devices', () => {
   it('GANTRY_IMAGE_PROVIDER=cuda without a GPU: the worker process exits at once, saying why, and never falls back to the CPU', async () => {
     const script = join(process.cwd(), 'dist', 'src', 'images', 'worker-main.js');
     expect(existsSync(script), 'run npm run build first').toBe(true);
-    const child = spawn(process.execPath, [script], {
+    const child = spawnOwned(process.execPath, [script], {
       env: { PATH: process.env.PATH, GANTRY_IMAGE_KIND: 'fast', GANTRY_IMAGE_MODEL_DIR: join(dir, 'fast'), GANTRY_IMAGE_PROVIDER: 'cuda', RUNPOD_ENDPOINT_ID: 'image-fast', GANTRY_FILES_DIR: dir, GANTRY_FILES_BASE_URL: 'http://127.0.0.1:9', GANTRY_FILES_SIGNING_KEY: 'a2V5' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
     expect(code).toBe(1);
     expect(stderr).toMatch(/image worker failed: .*run on cuda:0 .*no NVIDIA driver.*CUDA provider is not installed.*No CPU fallback is used: set GANTRY_IMAGE_PROVIDER=cpu/s);

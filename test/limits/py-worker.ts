@@ -1,6 +1,7 @@
 // A protocol-exact runpod-python 1.12 stand-in (test/e2e/fixtures/runpod_like_worker.py) as a
 // child process, for the limits, requeue and stream tests.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { spawnOwned } from '../helpers/processes.js';
 import { fileURLToPath } from 'node:url';
 
 const WORKER_SCRIPT = fileURLToPath(new URL('../e2e/fixtures/runpod_like_worker.py', import.meta.url));
@@ -19,7 +20,7 @@ export class PyWorker {
 
   constructor(env: Record<string, string>, args: string[]) {
     const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('RUNPOD_')));
-    this.proc = spawn('python3', ['-u', WORKER_SCRIPT, ...args, '--verbose'], { env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.proc = spawnOwned('python3', ['-u', WORKER_SCRIPT, ...args, '--verbose'], { env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     this.proc.stderr?.setEncoding('utf8').on('data', (chunk: string) => (this.stderr += chunk));
     let pending = '';
     this.proc.stdout?.setEncoding('utf8').on('data', (chunk: string) => {

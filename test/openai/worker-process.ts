@@ -1,6 +1,7 @@
 // A real `gantry worker` process (the built examples in dist/) for the OpenAI tests, with its
 // JSON log lines collected so a test can wait for what the worker did.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { spawnOwned } from '../helpers/processes.js';
 import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
@@ -24,7 +25,7 @@ export interface WorkerProcess {
 /** Spawns `gantry worker <file>` with the RUNPOD_* environment of one endpoint. */
 export function spawnWorker(file: string, env: Record<string, string>): WorkerProcess {
   if (!existsSync(MAIN) || !existsSync(file)) throw new Error('run `npm run build` first: the tests spawn dist/src/cli/main.js');
-  const child = spawn(process.execPath, [MAIN, 'worker', file], { env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnOwned(process.execPath, [MAIN, 'worker', file], { env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: LogLine[] = [];
   const listeners = new Set<() => void>();
   createInterface({ input: child.stdout! }).on('line', (line) => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ActiveWorker } from '../../src/pool/worker-pool.js';
-import { planScale, type ScaleInput } from '../../src/services/autoscaler.js';
+import { planScale, type ScaleInput } from '../../src/services/scale-policy.js';
 import type { QueueStats } from '../../src/model/records.js';
 
 const NOW = 1_700_000_000_000;

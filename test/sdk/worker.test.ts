@@ -2,7 +2,8 @@
  * End to end: real `gantry worker` processes (built examples in dist/) against a real
  * gateway, driven through the client routes. Needs `npm run build` first.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { spawnOwned } from '../helpers/processes.js';
 import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -65,7 +66,7 @@ async function newEndpoint(): Promise<string> {
 
 function spawnWorker(file: string, endpointId: string, args: string[] = [], env: Record<string, string> = {}): WorkerProcess {
   const workerEnv = gantry.workerEnv(endpointId);
-  const child = spawn(process.execPath, [MAIN, 'worker', file, ...args], {
+  const child = spawnOwned(process.execPath, [MAIN, 'worker', file, ...args], {
     env: { ...process.env, ...workerEnv, LOG_LEVEL: 'debug', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -2,7 +2,8 @@
 // up to 256 characters); an id Gantry cannot use is answered so that runpod-python backs off
 // (429 with Retry-After on job-take: it waits 5 s) instead of re-polling at once on a 400.
 // The protocol-exact Python stand-in worker (test/e2e/fixtures) runs a job under such an id.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { spawnOwned } from '../helpers/processes.js';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, startTestGantry, type TestBackend, type TestGantry } from '../helpers/gantry.js';
@@ -37,7 +38,7 @@ describe.each<TestBackend>(['sqlite', 'postgres'])('worker ids (%s)', (backend) 
     const podId = `pod+gpu~0!(a,b);x=1*${Math.random().toString(36).slice(2, 6)}`;
     const env = t.workerEnv(ep, podId);
     const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('RUNPOD_')));
-    const proc = spawn('python3', ['-u', WORKER_SCRIPT, '--handler', 'echo'], { env: { ...base, ...env }, stdio: 'ignore' });
+    const proc = spawnOwned('python3', ['-u', WORKER_SCRIPT, '--handler', 'echo'], { env: { ...base, ...env }, stdio: 'ignore' });
     procs.push(proc);
     const id = (await call(t.url, 'POST', `/v2/${ep}/run`, { key: run, body: { input: { hello: 'pod' } } })).json.id as string;
     const done = await eventually(async () => {

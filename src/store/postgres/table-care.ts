@@ -1,4 +1,6 @@
 import type { Logger } from 'pino';
+import { systemClock } from '../../util/clock.js';
+import { periodic } from '../../util/periodic.js';
 import type { PgConnection } from './connection.js';
 
 /** How often the hot tables' counters are looked at. */
@@ -16,21 +18,18 @@ const HOT_TABLES = ['jobs', 'job_stream'];
  * by a bitmap scan and an on-disk sort of every queued row (≈ 200 ms per claim) instead of reading
  * the claim index in order. Every `everyMs` the table counters are read: a table past `threshold`
  * dead rows is vacuumed and analyzed, one past `threshold` changed rows analyzed; one table at a
- * time, never two passes at once.
+ * time, never two passes at once (util/periodic.ts).
  *
  * @example const care = startTableCare(connection, logger); ... care.stop();
  */
 export function startTableCare(
   db: Pick<PgConnection, 'query'>,
-  logger: Pick<Logger, 'warn' | 'debug'>,
+  logger: Pick<Logger, 'warn' | 'debug' | 'error'>,
   options: { everyMs?: number; threshold?: number } = {},
 ): { stop(): void } {
   const threshold = options.threshold ?? CARE_THRESHOLD;
-  let busy = false;
   let warned = false;
   const pass = async (): Promise<void> => {
-    if (busy) return;
-    busy = true;
     try {
       const rows = await db.query<{ relname: string; dead: number; changed: number }>(
         `SELECT relname, n_dead_tup::int AS dead, n_mod_since_analyze::int AS changed FROM pg_stat_user_tables
@@ -48,11 +47,9 @@ export function startTableCare(
     } catch (err) {
       if (!warned) logger.warn({ err }, 'could not vacuum the jobs tables (autovacuum is off); claims slow down as dead rows pile up');
       warned = true;
-    } finally {
-      busy = false;
     }
   };
-  const timer = setInterval(() => void pass(), options.everyMs ?? CARE_EVERY_MS);
-  timer.unref();
-  return { stop: () => clearInterval(timer) };
+  const loop = periodic({ name: 'table care', everyMs: options.everyMs ?? CARE_EVERY_MS, pass, logger, clock: systemClock });
+  loop.start();
+  return { stop: () => void loop.stop() };
 }

@@ -1,0 +1,130 @@
+import { isContainerWorker, type WorkerSettings } from '../jobs/endpoint-settings.js';
+import type { PoolWorkerInfo, PoolWorkerState } from '../jobs/pool-view.js';
+import type { WorkerExit, WorkerHandle } from './driver.js';
+import type { WorkerLog } from './worker-log.js';
+
+/**
+ * Where one worker slot of a pool is in its life (docs/scaling.md, "A worker's life"):
+ * - `new`: made, nothing started yet;
+ * - `launching`: its key made and the driver asked to start it (for a container: placed,
+ *   pulled, created, started);
+ * - `starting`: its process runs and has not yet polled for a job;
+ * - `serving`: it polled for a job (idle or running, by the jobs it holds);
+ * - `waiting-for-room`: no host had room for it; tried again after a pause, not a crash;
+ * - `crashed`: its process ended (or failed to start) on its own; restarted after a backoff;
+ * - `draining`: asked to stop (SIGTERM, then SIGKILL after the grace); its process or its
+ *   launch is still there;
+ * - `gone`: out of the pool (its log kept among the stopped workers).
+ */
+export type SlotState = 'new' | 'launching' | 'starting' | 'serving' | 'waiting-for-room' | 'crashed' | 'draining' | 'gone';
+
+/** The moves a slot may make; any other is a bug (moveTo throws). */
+export const SLOT_MOVES: Readonly<Record<SlotState, readonly SlotState[]>> = {
+  new: ['launching', 'gone'],
+  launching: ['starting', 'waiting-for-room', 'crashed', 'draining', 'gone'],
+  starting: ['serving', 'crashed', 'draining', 'gone'],
+  serving: ['crashed', 'draining', 'gone'],
+  'waiting-for-room': ['launching', 'gone'],
+  crashed: ['launching', 'gone'],
+  draining: ['gone'],
+  gone: [],
+};
+
+/** A move SLOT_MOVES does not allow. */
+export class SlotMoveError extends Error {
+  constructor(id: string, from: SlotState, to: SlotState, why: string) {
+    super(`pool worker ${id}: no move from ${from} to ${to} (${why})`);
+    this.name = 'SlotMoveError';
+  }
+}
+
+/** One worker slot of the pool: its state, current process (if any), log and crash history. */
+export interface Slot {
+  id: string;
+  state: SlotState;
+  /** Why it made its last move. */
+  movedBecause: string;
+  /** The worker settings (as JSON text) this slot runs. */
+  spec: string;
+  handle: WorkerHandle | null;
+  /** The start in flight (from the start request until the process runs or failed to start). */
+  launching: Promise<void> | null;
+  startedAt: number | null;
+  readyAt: number | null;
+  held: number;
+  idleSince: number | null;
+  restarts: number;
+  failures: number;
+  restartAt: number | null;
+  reason: string | null;
+  /** How its last process ended (describeExit), kept across restarts. */
+  lastExit: string | null;
+  /** A store row says the worker reported itself unhealthy (ping status=unhealthy). */
+  selfUnhealthy: string | null;
+  /** The worker's own key, until the process it was given is gone (then revoked). */
+  key: { id: string; key: string } | null;
+  log: WorkerLog;
+  /** Settles once the current process has exited and its jobs were requeued. */
+  finished: Promise<void>;
+}
+
+/**
+ * Moves a slot to `next`, checked against SLOT_MOVES; `why` is kept with it (and in the error
+ * of a move that is not allowed).
+ *
+ * @example moveTo(slot, 'draining', 'scaled down'); // from starting or serving; from draining it throws
+ */
+export function moveTo(slot: Slot, next: SlotState, why: string): void {
+  if (!SLOT_MOVES[slot.state].includes(next)) throw new SlotMoveError(slot.id, slot.state, next, why);
+  slot.state = next;
+  slot.movedBecause = why;
+}
+
+/** Consecutive failed starts after which a worker is reported unhealthy. */
+const UNHEALTHY_AFTER = 2;
+
+/** What the admin API and /health call the slot's state. */
+export function reportedState(slot: Slot): PoolWorkerState {
+  if (slot.state === 'draining') return 'draining';
+  if (slot.selfUnhealthy !== null) return 'unhealthy';
+  if (slot.state === 'serving') return slot.held > 0 ? 'running' : 'idle';
+  if (slot.state === 'waiting-for-room') return 'throttled';
+  // Crash-looping: unhealthy until a restart gets as far as polling for jobs.
+  return slot.failures >= UNHEALTHY_AFTER ? 'unhealthy' : 'initializing';
+}
+
+/** The listing's view of a slot; `handle` is its current process, or for a stopped one its last. */
+export function infoOf(slot: Slot, handle: WorkerHandle | null): PoolWorkerInfo {
+  return {
+    id: slot.id,
+    state: reportedState(slot),
+    pid: handle?.pid ?? null,
+    host: handle?.host ?? null,
+    container: handle?.container ?? null,
+    startedAt: slot.startedAt,
+    readyAt: slot.readyAt,
+    jobs: slot.held,
+    restarts: slot.restarts,
+    reason: slot.selfUnhealthy ?? slot.reason,
+    restartAt: slot.handle ? null : slot.restartAt,
+    lastExit: slot.lastExit,
+    stoppedAt: null,
+  };
+}
+
+/** How a worker's process ended, in words. */
+export function describeExit(exit: WorkerExit): string {
+  let text: string;
+  if (exit.error) text = `failed to start (${exit.error})`;
+  else if (exit.signal) text = `killed by ${exit.signal}`;
+  else if (exit.code === null) text = 'lost';
+  else text = `exited with code ${exit.code}`;
+  return exit.detail ? `${text}: ${exit.detail}` : text;
+}
+
+/** The `started` note of a worker's log: where it runs and what. */
+export function describeStart(handle: WorkerHandle, settings: WorkerSettings): string {
+  if (!isContainerWorker(settings)) return `pid ${handle.pid ?? '-'}, command ${JSON.stringify(settings.command)}`;
+  const command = settings.command === undefined ? '' : `, command ${JSON.stringify(settings.command)}`;
+  return `container ${handle.container ?? '-'} on Docker host ${handle.host ?? '-'}, image ${settings.image}${command}`;
+}
