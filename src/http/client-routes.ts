@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { EndpointService } from '../jobs/endpoint-service.js';
-import type { JobService, RetryResult } from '../jobs/job-service.js';
+import type { JobService, RetryResult, StreamRead } from '../jobs/job-service.js';
 import { renderJob, renderJobRef } from '../jobs/job-view.js';
 import { parseSubmitBody } from '../jobs/policy.js';
 import { AppError } from '../model/errors.js';
@@ -12,7 +12,7 @@ import { authorize } from './auth.js';
 import { MB, readJsonBody } from './body.js';
 import { queryInteger } from './query.js';
 import type { RateLimiter } from './rate-limit.js';
-import { sendJson, sendJsonText } from './respond.js';
+import { responseWritten, sendJson, sendJsonText } from './respond.js';
 import { acceptsEventStream, sendJobEvents } from './sse.js';
 
 /** A client request after routing: `/v2/{endpointId}/{operation}/{jobId?}`. */
@@ -172,14 +172,29 @@ async function stream(call: Call): Promise<void> {
     return;
   }
   const wait = queryInteger('wait', r.query.get('wait'), DEFAULT_STREAM_WAIT_MS, 0, 300_000, true);
-  // Drained at once when there is something to say; only an empty stream of a live job is held.
-  let result = await deps.jobs.readStream(r.endpointId, jobId, 0, r.signal);
-  if (result && wait > 0 && result.chunks.length === 0 && !isTerminal(result.job.status)) {
-    result = await held(call, () => deps.jobs.readStream(r.endpointId, jobId, wait, r.signal));
+  // Answered at once when there is something to say; only an empty stream of a live job is held.
+  let page = await deps.jobs.readStream(r.endpointId, jobId, 0, r.signal);
+  if (page && wait > 0 && page.through === 0 && !isTerminal(page.job.status)) {
+    page = await held(call, () => deps.jobs.readStream(r.endpointId, jobId, wait, r.signal));
   }
-  if (!result) throw jobNotFound(jobId);
-  const chunks = result.chunks.map((chunk) => `{"output":${chunk}}`).join(',');
-  sendJsonText(r.res, 200, `{"id":${JSON.stringify(jobId)},"status":"${result.job.status}","stream":[${chunks}]}`);
+  if (!page) throw jobNotFound(jobId);
+  sendJsonText(r.res, 200, renderStreamPage(page));
+  // The page's chunks leave the buffer only once the answer is out: a client gone before keeps them.
+  if (page.through > 0 && (await responseWritten(r.res))) await deps.jobs.delivered(jobId, page.through);
+}
+
+/**
+ * The JSON /stream answer: `{id, status, stream: [{output}, …]}` (RunPod's shape, which
+ * runpod-python's and runpod-sdk's readers parse), `truncated: true` after the last chunk of a run
+ * whose stream the byte cap cut. While a finished job still has pages to give, `status` says
+ * IN_PROGRESS: the stream is not over, and readers that stop at a final status (runpod-sdk's
+ * `stream()`) read on.
+ */
+function renderStreamPage(page: StreamRead): string {
+  const status = page.more && isTerminal(page.job.status) ? 'IN_PROGRESS' : page.job.status;
+  let text = `{"id":${JSON.stringify(page.job.id)},"status":"${status}","stream":[`;
+  for (let i = 0; i < page.chunks.length; i++) text += `${i === 0 ? '' : ','}{"output":${page.chunks[i]!}}`;
+  return text + (page.truncated ? '],"truncated":true}' : ']}');
 }
 
 async function cancel({ deps, r, jobId }: Call): Promise<void> {

@@ -51,7 +51,11 @@ export interface WorkerService {
   stops(endpointId: string, workerId: string, signal: AbortSignal): Promise<string[]>;
   /** job-done: a result (COMPLETED / FAILED) or a progress update. */
   done(endpointId: string, workerId: string, jobId: string, body: unknown): Promise<DoneOutcome>;
-  /** job-stream: `{output: chunk}` or an array of such objects. */
+  /**
+   * job-stream: `{output: chunk}` or an array of such objects. Throws 413 STREAM_BUFFER_FULL when
+   * the job's undelivered chunks would pass GANTRY_STREAM_BUFFER_BYTES (the run's stream is then
+   * cut: its later posts are refused too).
+   */
   stream(endpointId: string, workerId: string, jobId: string, body: unknown): Promise<{ accepted: boolean; chunks: number }>;
   /**
    * A result the gateway refused (too large, not JSON) would be refused every time the worker
@@ -81,7 +85,7 @@ export interface WorkerServiceDeps {
   notifier: Pick<Notifier, 'publish'>;
   /** Opens a job's sealed s3Config for its worker. */
   secrets: Pick<SecretBox, 'open'>;
-  config: Pick<GantryConfig, 'jobTakeWaitMs' | 'workerLostMs'>;
+  config: Pick<GantryConfig, 'jobTakeWaitMs' | 'workerLostMs' | 'streamBufferBytes'>;
   logger: Logger;
   now(): number;
 }
@@ -188,11 +192,16 @@ class Workers implements WorkerService {
       if (!isObject(item) || !('output' in item)) throw new AppError('INVALID_BODY', 'Invalid stream chunk: expected {"output": ...}');
       chunks.push(...splitChunk(item.output));
     }
-    const accepted = await this.deps.transitions.appendStream({ id: jobId, workerId, endpointId, chunks });
-    if (!accepted) {
+    let bytes = 0;
+    for (const chunk of chunks) bytes += Buffer.byteLength(chunk);
+    const maxBytes = this.deps.config.streamBufferBytes;
+    const outcome = await this.deps.transitions.appendStream({ id: jobId, workerId, endpointId, chunks, bytes, maxBytes });
+    if (outcome === 'full') throw streamBufferFull(jobId, maxBytes);
+    if (outcome === 'not-held') {
       const job = await this.requireJob(endpointId, jobId);
       if (!isTerminal(job.status)) throw notHeld(job, workerId);
     }
+    const accepted = outcome === 'appended';
     return { accepted, chunks: accepted ? chunks.length : 0 };
   }
 
@@ -245,6 +254,15 @@ function otherEndpoint(workerId: string, endpointId: string): AppError {
   return new AppError('WORKER_OF_OTHER_ENDPOINT', `Worker id ${workerId} belongs to another endpoint than ${endpointId}; give each worker an id of its own`, {
     workerId,
   });
+}
+
+/** 413: the job's undelivered chunks would pass the cap; the run's stream is cut (docs/worker-protocol.md, job-stream). */
+function streamBufferFull(jobId: string, maxBytes: number): AppError {
+  return new AppError(
+    'STREAM_BUFFER_FULL',
+    `Job ${jobId}: its readers have not taken the ${maxBytes} bytes of stream already buffered (GANTRY_STREAM_BUFFER_BYTES); this run's stream is cut and its later chunks are refused. Keep running: the result still goes to job-done`,
+    { id: jobId },
+  );
 }
 
 function notHeld(job: JobRecord, workerId: string): AppError {

@@ -17,7 +17,7 @@ import { sendOpenAiStream } from './openai-stream.js';
 
 /** What the OpenAI routes use: the same services, keys and rate limiter as the client routes. */
 export interface OpenAiRouteDeps {
-  jobs: Pick<JobService, 'submit' | 'getJob' | 'waitTerminal' | 'watchStream' | 'cancel'>;
+  jobs: Pick<JobService, 'submit' | 'getJob' | 'waitTerminal' | 'watchStream' | 'delivered' | 'cancel'>;
   endpoints: Pick<EndpointService, 'get'>;
   keys: Pick<KeyService, 'authorize'>;
   rateLimiter: RateLimiter;
