@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { loadConfig, type GantryConfig } from './config/config.js';
 import { createGateway, type Gateway } from './gateway.js';
 import { createBodyBudget } from './http/body.js';
-import { createReadiness } from './http/readiness.js';
+import { createReadiness, probeRoutes } from './http/readiness.js';
 import { createRequestListener, type GatewayListener } from './http/server.js';
 import { setUpImageFeature } from './images/image-feature.js';
 import { deriveFileSigningKey } from './images/object-store.js';
@@ -100,7 +100,8 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   const readiness = createReadiness({ store, logger });
 
   const bodies = createBodyBudget({ readTimeoutMs: config.bodyReadTimeoutMs, bytesInFlight: config.bodyBytesInFlight });
-  const listener = createRequestListener(gateway.http, gateway.routes, { readiness, bodies, ...(metrics ? { observer: metrics.http } : {}) });
+  gateway.routes.add(...probeRoutes(readiness));
+  const listener = createRequestListener(gateway.http, gateway.routes, { bodies, ...(metrics ? { observer: metrics.http } : {}) });
   const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 60_000 }, listener);
   server.maxConnections = config.maxConnections;
   const port = await listen(server, config);

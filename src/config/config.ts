@@ -209,3 +209,30 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   // The containers' installation label depends on the final data folder (docs/scaling.md).
   return { ...merged, docker: { ...merged.docker, instance: merged.docker.instance ?? dockerInstance(env, merged.dataDir) } };
 }
+
+/**
+ * The ping interval Gantry gives its pool workers (RUNPOD_PING_INTERVAL): three pings within
+ * GANTRY_WORKER_LOST_MS, between 1 and 10 s. Also the interval assumed for any worker until the
+ * gateway has seen two of its pings (src/dispatch/worker-liveness.ts).
+ *
+ * @example workerPingIntervalMs({ workerLostMs: 30_000 }); // 10_000
+ */
+export function workerPingIntervalMs(config: Pick<GantryConfig, 'workerLostMs'>): number {
+  return Math.max(1_000, Math.min(10_000, Math.floor(config.workerLostMs / 3)));
+}
+
+/** A stopped pool worker always gets at least this much longer than the take hold before SIGKILL. */
+export const STOP_GRACE_OVER_TAKE_HOLD_MS = 5_000;
+
+/**
+ * The SIGTERM → SIGKILL grace of a pool worker: GANTRY_WORKER_STOP_GRACE_MS, but never less than
+ * the take hold (GANTRY_JOB_TAKE_WAIT_MS) plus STOP_GRACE_OVER_TAKE_HOLD_MS. runpod-python exits
+ * only once the job-take it has open at SIGTERM is answered; the gateway answers it at once when
+ * the pool stops the worker, and at the latest when the hold ends, so no setting can SIGKILL a
+ * worker that is on its way out (with both at 30 s, idle workers were killed at 30.0 s).
+ *
+ * @example poolStopGraceMs({ workerStopGraceMs: 30_000, jobTakeWaitMs: 30_000 }); // 35_000
+ */
+export function poolStopGraceMs(config: Pick<GantryConfig, 'workerStopGraceMs' | 'jobTakeWaitMs'>): number {
+  return Math.max(config.workerStopGraceMs, config.jobTakeWaitMs + STOP_GRACE_OVER_TAKE_HOLD_MS);
+}

@@ -1,10 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { handleAdminRoute } from '../http/admin-routes.js';
 import { MB, readJsonBody } from '../http/body.js';
-import { handleClientRoute, isClientOperation } from '../http/client-routes.js';
+import type { HttpMethod, Route, RouteCall } from '../http/route-table.js';
 import type { HttpServices } from '../http/server.js';
 import { sendJson } from '../http/respond.js';
-import { AppError } from '../model/errors.js';
+import { AppError, routeNotFound } from '../model/errors.js';
 import { sendCharts } from './charts-route.js';
 import { sendJobPage } from './job-page-route.js';
 import type { MinuteRecorder } from './minute-recorder.js';
@@ -51,8 +50,11 @@ function checkCsrf(req: IncomingMessage, session: ConsoleSession): void {
   if (!csrfMatches(session, req.headers['x-csrf-token'])) throw new AppError('CSRF_TOKEN_INVALID', 'Missing or wrong X-CSRF-Token header');
 }
 
+/** Every method a route may answer: the console's API passes the admin and client routes' own. */
+const ANY_METHOD: HttpMethod[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
 /**
- * `/console/api/...` (docs/console.md):
+ * `/console/api/...` (docs/console.md) as entries of the route table:
  * - `session`: POST `{key}` or `{password}` signs in with an admin key or the console password
  *   (sets the HttpOnly session cookie, answers the CSRF token), GET answers the CSRF token of
  *   the current session (401 with `passwordSignIn` without one), DELETE signs out;
@@ -62,31 +64,46 @@ function checkCsrf(req: IncomingMessage, session: ConsoleSession): void {
  * - `jobs/{endpoint}/{job}`: the job page's buffered chunks (not drained) and webhook attempts;
  * - `charts/{endpoint}`: the per-minute aggregates.
  * Every call but sign-in needs the session; every call but GET also its CSRF token.
+ *
+ * @example routes.add(...consoleApiRoutes(api));
  */
-export async function handleConsoleApi(deps: ConsoleApiDeps, req: IncomingMessage, res: ServerResponse, segments: string[], query: URLSearchParams): Promise<void> {
+export function consoleApiRoutes(deps: ConsoleApiDeps): Route[] {
+  const api = (method: HttpMethod | HttpMethod[], path: string, handle: (call: RouteCall) => Promise<void>): Route => ({
+    family: 'console',
+    method,
+    path: `/console/api${path}`,
+    auth: 'own',
+    handle: (call) => withSession(deps, call, handle),
+  });
+  return [
+    { family: 'console', method: ['GET', 'POST', 'DELETE'], path: '/console/api/session', auth: 'own', handle: (call) => sessionRoute(deps, call) },
+    api(ANY_METHOD, '/admin/{*rest}', (call) => call.dispatchAs(['admin', 'v1', ...call.params.rest!], 'admin')),
+    api(ANY_METHOD, '/v2/{*rest}', (call) => call.dispatchAs(['v2', ...call.params.rest!], 'client')),
+    api('GET', '/jobs/{endpoint}/{job}', ({ req, res, params, query }) => sendJobPage(deps.http, req, res, params.endpoint!, params.job!, query)),
+    api('GET', '/charts/{endpoint}', ({ res, params, query }) => sendCharts({ minutes: deps.minutes, endpoints: deps.http.endpoints, now: deps.now }, res, params.endpoint!, query)),
+    api(ANY_METHOD, '/{*rest}', async () => {
+      throw routeNotFound('Unknown console API route');
+    }),
+  ];
+}
+
+/**
+ * Runs a console API call with its session: 401 without one, 403 without the CSRF token on a
+ * call that changes something; the routes it runs authenticate by header, so the session's key
+ * stands in for the caller's.
+ */
+async function withSession(deps: ConsoleApiDeps, call: RouteCall, handle: (call: RouteCall) => Promise<void>): Promise<void> {
+  const { req, res } = call;
   res.setHeader('cache-control', 'no-store');
-  const [first, ...rest] = segments;
-  if (first === 'session' && rest.length === 0) return sessionRoute(deps, req, res);
   const session = deps.sessions.get(cookieOf(req, SESSION_COOKIE), deps.now());
   if (!session) throw unauthorized();
   checkCsrf(req, session);
-  // The routes below authenticate by header: the session's key stands in for the caller's.
   req.headers.authorization = `Bearer ${session.key}`;
-  if (first === 'admin') return handleAdminRoute(deps.http, req, res, rest);
-  const [endpointId, operation, jobId, extra] = rest;
-  if (first === 'charts' && endpointId !== undefined && operation === undefined && (req.method ?? 'GET') === 'GET') {
-    return sendCharts({ minutes: deps.minutes, endpoints: deps.http.endpoints, now: deps.now }, res, endpointId, query);
-  }
-  if (first === 'jobs' && endpointId !== undefined && operation !== undefined && jobId === undefined) {
-    return sendJobPage(deps.http, req, res, endpointId, operation, query);
-  }
-  if (first === 'v2' && endpointId !== undefined && operation !== undefined && isClientOperation(operation) && extra === undefined) {
-    return handleClientRoute(deps.http, { req, res, endpointId, operation, jobId, query, signal: clientGone(req, res) });
-  }
-  throw new AppError('NOT_FOUND', 'Unknown console API route');
+  return handle(call);
 }
 
-async function sessionRoute(deps: ConsoleApiDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function sessionRoute(deps: ConsoleApiDeps, { req, res }: RouteCall): Promise<void> {
+  res.setHeader('cache-control', 'no-store');
   const method = req.method ?? 'GET';
   const id = cookieOf(req, SESSION_COOKIE);
   if (method === 'POST') return signIn(deps, req, res);
@@ -117,14 +134,4 @@ async function signIn(deps: ConsoleApiDeps, req: IncomingMessage, res: ServerRes
   deps.sessions.close(cookieOf(req, SESSION_COOKIE));
   const { id, session } = deps.sessions.open(key, deps.now());
   sendJson(res, 200, { signedIn: true, csrfToken: session.csrf }, { 'set-cookie': sessionCookie(deps, id, Math.floor(SESSION_DEFAULTS.maxAgeMs / 1000)) });
-}
-
-/** Aborted when the client goes away before the answer (runsync from the test editor). */
-function clientGone(req: IncomingMessage, res: ServerResponse): AbortSignal {
-  const controller = new AbortController();
-  res.once('close', () => {
-    if (!res.writableFinished) controller.abort();
-  });
-  req.once('aborted', () => controller.abort());
-  return controller.signal;
 }

@@ -1,8 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { HttpServices, RouteTable } from '../http/server.js';
+import type { Route, RouteTable } from '../http/route-table.js';
+import type { HttpServices } from '../http/server.js';
 import { AppError } from '../model/errors.js';
 import { packageVersion } from '../util/package-version.js';
-import { handleConsoleApi } from './console-api.js';
+import { consoleApiRoutes } from './console-api.js';
 import { defaultAssetsDir, loadAssets, type ConsoleAsset } from './console-assets.js';
 import { setSecurityHeaders } from './console-headers.js';
 import { openApiDocument } from './openapi.js';
@@ -51,28 +52,36 @@ export async function setUpConsole(deps: ConsoleFeatureDeps): Promise<void> {
   // The password's admin key is installed, or an earlier password's revoked, before the gateway serves.
   await signIns.prepare();
   const api = { http: deps.http, sessions, signIns, secureCookie: (deps.publicUrl ?? '').startsWith('https://'), minutes: deps.minutes, now: deps.now };
-  deps.routes.add('', async (req, res, target) => {
-    if (target.segments.length > 0) throw new AppError('NOT_FOUND', 'No such route');
-    res.writeHead(302, { location: '/console/' });
-    res.end();
-  });
   const openApi = JSON.stringify(openApiDocument(deps.version ?? packageVersion()));
-  deps.routes.add('openapi.json', async (req, res, target) => {
-    if (target.segments.length > 0) throw new AppError('NOT_FOUND', 'No such route');
-    sendJsonText(res, 200, openApi, { 'cache-control': 'public, max-age=300', 'access-control-allow-origin': '*' });
-  });
-  deps.routes.add('console', async (req, res, target) => {
-    setSecurityHeaders(res);
-    const [first, ...rest] = target.segments;
-    if (first === 'api') return handleConsoleApi(api, req, res, rest, target.query);
-    return serveAsset(assets, req, res, target.segments);
-  });
+  const page = (path: string): Route => ({ family: 'console', method: ['GET', 'HEAD'], path, auth: 'public', handle: ({ req, res, params }) => serveAsset(assets, req, res, params.rest ?? []) });
+  deps.routes.addHeaders('console', setSecurityHeaders);
+  deps.routes.add(
+    {
+      family: 'console',
+      method: ['GET', 'HEAD'],
+      path: '/',
+      auth: 'public',
+      handle: async ({ res }) => {
+        res.writeHead(302, { location: '/console/' });
+        res.end();
+      },
+    },
+    {
+      family: 'console',
+      method: ['GET', 'HEAD'],
+      path: '/openapi.json',
+      auth: 'public',
+      handle: async ({ res }) => sendJsonText(res, 200, openApi, { 'cache-control': 'public, max-age=300', 'access-control-allow-origin': '*' }),
+    },
+    page('/console'),
+    page('/console/{*rest}'),
+    ...consoleApiRoutes(api),
+  );
 }
 
 /** `/console/` → index.html, `/console/assets/<name>` → a bundle file; nothing else. */
-function serveAsset(assets: Map<string, ConsoleAsset>, req: IncomingMessage, res: ServerResponse, segments: string[]): void {
+async function serveAsset(assets: Map<string, ConsoleAsset>, req: IncomingMessage, res: ServerResponse, segments: string[]): Promise<void> {
   const method = req.method ?? 'GET';
-  if (method !== 'GET' && method !== 'HEAD') throw new AppError('METHOD_NOT_ALLOWED', `${method} is not allowed here`, undefined, { allow: 'GET, HEAD' });
   if (segments.length === 0 && !(req.url ?? '').split('?')[0]!.endsWith('/')) {
     res.writeHead(301, { location: '/console/' });
     res.end();

@@ -105,8 +105,6 @@ function originOf(url: string): string {
  * the next attempt's time and the recorded attempts (status or error class, never a body).
  */
 export async function sendJobPage(deps: JobPageDeps, req: IncomingMessage, res: ServerResponse, endpointId: string, jobId: string, query: URLSearchParams): Promise<void> {
-  const method = req.method ?? 'GET';
-  if (method !== 'GET') throw new AppError('METHOD_NOT_ALLOWED', `${method} is not allowed here (use GET)`, undefined, { allow: 'GET' });
   const limit = queryInteger('chunks', query.get('chunks'), JOB_PAGE_CHUNKS.fallback, 1, JOB_PAGE_CHUNKS.max);
   await authorize(deps.keys, req, 'read', endpointId);
   if (!(await deps.endpoints.get(endpointId))) throw new AppError('ENDPOINT_NOT_FOUND', `Endpoint ${endpointId} not found`);

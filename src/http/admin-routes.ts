@@ -1,15 +1,14 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { EndpointService } from '../jobs/endpoint-service.js';
 import { renderEndpoint } from '../jobs/endpoint-settings.js';
-import { AppError, invalidParameter } from '../model/errors.js';
+import { AppError, endpointNotFound, invalidBody, invalidParameter } from '../model/errors.js';
 import { isObject } from '../model/json.js';
-import type { Scope } from '../model/records.js';
+import type { EndpointRecord, Scope } from '../model/records.js';
 import { SCOPES, keySpecRefusal, type KeyService, type KeySpec } from '../security/keys.js';
-import { authorize } from './auth.js';
-import { MB, readJsonBody } from './body.js';
-import { handlePoolRoute, type PoolRouteDeps } from './pool-routes.js';
+import { MB } from './body.js';
+import { sendPoolWorkers, sendWorkerLog, type PoolRouteDeps } from './pool-routes.js';
 import { sendJson } from './respond.js';
-import { handleUsageRoute, type UsageRouteDeps } from './usage-routes.js';
+import type { HttpMethod, Route, RouteCall } from './route-table.js';
+import { sendUsage, type UsageRouteDeps } from './usage-routes.js';
 
 /** What the admin API uses. */
 export interface AdminRouteDeps extends PoolRouteDeps, UsageRouteDeps {
@@ -31,7 +30,7 @@ function refuseControl(field: string, value: unknown): void {
 
 /** Validates `{name, scopes, endpoints?}` of POST /admin/v1/keys. */
 function parseKeyBody(body: unknown): KeySpec {
-  if (!isObject(body)) throw new AppError('INVALID_BODY', 'Invalid request body: expected a JSON object');
+  if (!isObject(body)) throw invalidBody('a JSON object');
   for (const k of Object.keys(body)) {
     if (!['name', 'scopes', 'endpoints'].includes(k)) throw invalidParameter(k, 'is not a known field (expected name, scopes, endpoints)');
   }
@@ -55,56 +54,58 @@ function parseKeyBody(body: unknown): KeySpec {
 }
 
 /**
- * Admin API under /admin/v1 (admin-scoped key, docs/api.md): keys, endpoints, their workers
- * (pool-routes.ts) and usage (usage-routes.ts). `segments` are the path parts after /admin/v1.
+ * The admin API under /admin/v1 (admin-scoped key, docs/api.md) as entries of the route table:
+ * keys, endpoints, their workers (pool-routes.ts) and usage (usage-routes.ts).
+ *
+ * @example routes.add(...adminRoutes(services));
  */
-export async function handleAdminRoute(deps: AdminRouteDeps, req: IncomingMessage, res: ServerResponse, segments: string[]): Promise<void> {
-  await authorize(deps.keys, req, 'admin');
-  const [collection, id, ...extra] = segments;
-  if (collection === 'endpoints' && id !== undefined && extra[0] === 'workers') return handlePoolRoute(deps, req, res, id, extra.slice(1));
-  if (collection === 'usage' && id === undefined) return handleUsageRoute(deps, req, res);
-  if (extra.length > 0) throw new AppError('NOT_FOUND', 'Unknown admin route');
-  if (collection === 'keys') return keyRoute(deps.keys, req, res, id);
-  if (collection === 'endpoints') return endpointRoute(deps.endpoints, req, res, id);
-  throw new AppError('NOT_FOUND', 'Unknown admin route');
-}
-
-async function keyRoute(keys: KeyService, req: IncomingMessage, res: ServerResponse, id: string | undefined): Promise<void> {
-  const method = req.method ?? 'GET';
-  if (id === undefined && method === 'POST') return sendJson(res, 200, await keys.create(parseKeyBody(await readJsonBody(req, MB))));
-  if (id === undefined && method === 'GET') return sendJson(res, 200, { keys: await keys.list() });
-  if (id !== undefined && method === 'DELETE') {
-    if (!(await keys.revoke(id))) throw new AppError('KEY_NOT_FOUND', `API key ${id} not found`, { id });
-    return sendJson(res, 200, { id, deleted: true });
-  }
-  throw methodNotAllowed(method);
+export function adminRoutes(deps: AdminRouteDeps): Route[] {
+  const route = (method: HttpMethod | HttpMethod[], path: string, handle: (call: RouteCall) => Promise<void>, bodyLimit?: number): Route => ({
+    family: 'admin',
+    method,
+    path: `/admin/v1${path}`,
+    auth: 'admin',
+    ...(bodyLimit === undefined ? {} : { bodyLimit }),
+    handle,
+  });
+  const { keys, endpoints } = deps;
+  return [
+    route('GET', '/keys', async ({ res }) => sendJson(res, 200, { keys: await keys.list() })),
+    route('POST', '/keys', async ({ res, body }) => sendJson(res, 200, await keys.create(parseKeyBody(body))), MB),
+    route('DELETE', '/keys/{key}', async ({ res, params }) => {
+      const id = params.key!;
+      if (!(await keys.revoke(id))) throw new AppError('KEY_NOT_FOUND', `API key ${id} not found`, { id });
+      sendJson(res, 200, { id, deleted: true });
+    }),
+    route('GET', '/endpoints', async ({ res }) => sendJson(res, 200, { endpoints: (await endpoints.list()).map(renderEndpoint) })),
+    route('POST', '/endpoints', async ({ res, body }) => sendJson(res, 200, renderEndpoint(await endpoints.create(checkEndpointBody(body)))), MB),
+    route('GET', '/endpoints/{endpoint}', async ({ res, params }) => sendJson(res, 200, renderEndpoint(await existing(endpoints, params.endpoint!)))),
+    route('PATCH', '/endpoints/{endpoint}', async ({ res, params, body }) => {
+      const id = params.endpoint!;
+      await existing(endpoints, id);
+      sendJson(res, 200, renderEndpoint(await endpoints.update(id, checkEndpointBody(body))));
+    }, MB),
+    route('DELETE', '/endpoints/{endpoint}', async ({ res, params }) => {
+      const id = params.endpoint!;
+      await existing(endpoints, id);
+      await endpoints.remove(id);
+      sendJson(res, 200, { id, deleted: true });
+    }),
+    route('GET', '/endpoints/{endpoint}/workers', (call) => sendPoolWorkers(deps, call)),
+    route('GET', '/endpoints/{endpoint}/workers/{worker}/logs', (call) => sendWorkerLog(deps, call)),
+    route('GET', '/usage', (call) => sendUsage(deps, call)),
+  ];
 }
 
 /** An endpoint settings body with its free-text `name` checked (the other fields are checked by endpoint-settings.ts). */
-async function readEndpointBody(req: IncomingMessage): Promise<unknown> {
-  const body = await readJsonBody(req, MB);
+function checkEndpointBody(body: unknown): unknown {
   if (isObject(body)) refuseControl('name', body.name);
   return body;
 }
 
-async function endpointRoute(endpoints: EndpointService, req: IncomingMessage, res: ServerResponse, id: string | undefined): Promise<void> {
-  const method = req.method ?? 'GET';
-  if (id === undefined) {
-    if (method === 'POST') return sendJson(res, 200, renderEndpoint(await endpoints.create(await readEndpointBody(req))));
-    if (method === 'GET') return sendJson(res, 200, { endpoints: (await endpoints.list()).map(renderEndpoint) });
-    throw methodNotAllowed(method);
-  }
-  const existing = await endpoints.load(id);
-  if (!existing) throw new AppError('ENDPOINT_NOT_FOUND', `Endpoint ${id} not found`, { id });
-  if (method === 'GET') return sendJson(res, 200, renderEndpoint(existing));
-  if (method === 'PATCH') return sendJson(res, 200, renderEndpoint(await endpoints.update(id, await readEndpointBody(req))));
-  if (method === 'DELETE') {
-    await endpoints.remove(id);
-    return sendJson(res, 200, { id, deleted: true });
-  }
-  throw methodNotAllowed(method);
-}
-
-function methodNotAllowed(method: string): AppError {
-  return new AppError('METHOD_NOT_ALLOWED', `${method} is not allowed here`);
+/** The endpoint as stored now (no cache); 404 when there is none. */
+async function existing(endpoints: EndpointService, id: string): Promise<EndpointRecord> {
+  const endpoint = await endpoints.load(id);
+  if (!endpoint) throw endpointNotFound(id);
+  return endpoint;
 }

@@ -1,61 +1,22 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { EndpointService } from '../jobs/endpoint-service.js';
 import type { JobService, RetryResult, StreamRead } from '../jobs/job-service.js';
 import { renderJob, renderJobRef } from '../jobs/job-view.js';
 import { parseSubmitBody } from '../jobs/policy.js';
-import { AppError } from '../model/errors.js';
+import { AppError, jobNotFound } from '../model/errors.js';
 import { isTerminal } from '../model/job-states.js';
 import { delayTimeOf, executionTimeOf } from '../model/job-times.js';
-import type { EndpointRecord, JobRecord } from '../model/records.js';
-import type { KeyService, Principal } from '../security/keys.js';
-import { authorize } from './auth.js';
-import { MB, readJsonBody } from './body.js';
+import type { JobRecord } from '../model/records.js';
+import { MB } from './body.js';
+import { readIdempotencyKey, REPLAYED, submitWithKey, type KeyedSubmission } from './idempotency.js';
 import { queryInteger } from './query.js';
 import type { RateLimiter } from './rate-limit.js';
 import { responseWritten, sendJson, sendJsonText } from './respond.js';
+import type { EndpointCall, EndpointRoute, HttpMethod } from './route-table.js';
 import { acceptsEventStream, sendJobEvents } from './sse.js';
-
-/** A client request after routing: `/v2/{endpointId}/{operation}/{jobId?}`. */
-export interface ClientRequest {
-  req: IncomingMessage;
-  res: ServerResponse;
-  endpointId: string;
-  operation: string;
-  jobId: string | undefined;
-  query: URLSearchParams;
-  signal: AbortSignal;
-}
 
 /** What the client routes use. */
 export interface ClientRouteDeps {
   jobs: JobService;
-  endpoints: Pick<EndpointService, 'get'>;
-  keys: Pick<KeyService, 'authorize'>;
   rateLimiter: RateLimiter;
-}
-
-/** One operation, authorised and rate-limited, with its endpoint found. */
-interface Call {
-  deps: ClientRouteDeps;
-  r: ClientRequest;
-  endpoint: EndpointRecord;
-  principal: Principal;
-  jobId: string;
-  /** The parsed body of operations that take one (read before the rate limiter's slot). */
-  body: unknown;
-}
-
-interface Operation {
-  scope: 'run' | 'read';
-  methods: string[];
-  /** Rate-limit bucket (the spec's table). */
-  bucket: string;
-  needsJob: boolean;
-  /** Long-polls: their concurrency counts only while they hold, against the endpoint's `long-poll` cap (see held). */
-  longPoll?: boolean;
-  /** Operations with a body: its size limit. The body is read before a concurrency slot is taken. */
-  bodyLimit?: number;
-  handle(call: Call): Promise<void>;
 }
 
 export const DEFAULT_SYNC_WAIT_MS = 90_000;
@@ -67,87 +28,88 @@ export const DEFAULT_STREAM_WAIT_MS = 8_000;
 const RUN_LIMIT = 10 * MB;
 const RUNSYNC_LIMIT = 20 * MB;
 
-const OPERATIONS: Record<string, Operation> = {
-  run: { scope: 'run', methods: ['POST'], bucket: 'run', needsJob: false, bodyLimit: RUN_LIMIT, handle: run },
-  runsync: { scope: 'run', methods: ['POST'], bucket: 'runsync', needsJob: false, bodyLimit: RUNSYNC_LIMIT, handle: runsync },
-  status: { scope: 'read', methods: ['GET', 'POST'], bucket: 'status', needsJob: true, handle: status },
-  'status-sync': { scope: 'read', methods: ['GET', 'POST'], bucket: 'status', needsJob: true, longPoll: true, handle: statusSync },
-  stream: { scope: 'read', methods: ['GET', 'POST'], bucket: 'status', needsJob: true, longPoll: true, handle: stream },
-  cancel: { scope: 'run', methods: ['POST'], bucket: 'cancel', needsJob: true, handle: cancel },
-  retry: { scope: 'run', methods: ['POST'], bucket: 'retry', needsJob: true, handle: retry },
-  'purge-queue': { scope: 'run', methods: ['POST'], bucket: 'purge-queue', needsJob: false, handle: purgeQueue },
-  health: { scope: 'read', methods: ['GET'], bucket: 'health', needsJob: false, handle: health },
-  requests: { scope: 'read', methods: ['GET'], bucket: 'requests', needsJob: false, handle: requests },
-};
-
-/** True for the operations of the client API (the rest of /v2/{endpoint}/… is the worker protocol). */
-export function isClientOperation(operation: string): boolean {
-  return operation in OPERATIONS;
-}
+/** A client operation of the route table: run with the services and the checked call. */
+type Handler = (deps: ClientRouteDeps, call: EndpointCall) => Promise<void>;
 
 /**
- * Client routes (docs/api.md): checks the method and path shape, authorises the key for the
- * endpoint, finds the endpoint, applies its rate limit, then runs the operation. Success is
- * always HTTP 200: runpod-sdk treats any other 2xx as an error.
+ * Client routes (docs/api.md) as entries of the route table: each names its methods, path, scope
+ * (on the path's endpoint), rate-limit bucket (the spec's table) and body limit; the dispatcher
+ * checks them before the operation runs. Success is always HTTP 200: runpod-sdk treats any other
+ * 2xx as an error.
+ *
+ * @example routes.add(...clientRoutes({ jobs }));
  */
-export async function handleClientRoute(deps: ClientRouteDeps, r: ClientRequest): Promise<void> {
-  const op = OPERATIONS[r.operation];
-  if (!op) throw new AppError('NOT_FOUND', `Unknown operation: ${r.operation}`);
-  const method = r.req.method ?? 'GET';
-  if (!op.methods.includes(method)) {
-    throw new AppError('METHOD_NOT_ALLOWED', `${method} is not allowed on /${r.operation} (use ${op.methods.join(' or ')})`, undefined, { allow: op.methods.join(', ') });
-  }
-  if (op.needsJob !== (r.jobId !== undefined)) {
-    throw new AppError('NOT_FOUND', op.needsJob ? `/${r.operation} needs a job id: /${r.operation}/{job_id}` : `Unknown route: /${r.operation}/${r.jobId}`);
-  }
-  const principal = await authorize(deps.keys, r.req, op.scope, r.endpointId);
-  const endpoint = await deps.endpoints.get(r.endpointId);
-  if (!endpoint) throw new AppError('ENDPOINT_NOT_FOUND', `Endpoint ${r.endpointId} not found`);
-  // The body first: a slow upload must not hold one of the endpoint's concurrency slots.
-  const body = op.bodyLimit === undefined ? undefined : await readJsonBody(r.req, op.bodyLimit);
-  const leave = deps.rateLimiter.enter(r.endpointId, op.bucket, { concurrent: op.longPoll !== true, overrides: endpoint.rateLimitsJson });
-  try {
-    await op.handle({ deps, r, endpoint, principal, jobId: r.jobId ?? '', body });
-  } finally {
-    leave();
-  }
+export function clientRoutes(deps: ClientRouteDeps): EndpointRoute[] {
+  const route = (method: HttpMethod | HttpMethod[], op: string, spec: Pick<EndpointRoute, 'auth' | 'bucket'> & Partial<EndpointRoute>, handle: Handler): EndpointRoute => ({
+    family: 'client',
+    method,
+    path: spec.path ?? `/v2/{endpoint}/${op}`,
+    needsEndpoint: true,
+    ...spec,
+    handle: (call) => handle(deps, call),
+  });
+  const GET_OR_POST: HttpMethod[] = ['GET', 'POST'];
+  return [
+    route('POST', 'run', { auth: 'run', bucket: 'run', bodyLimit: RUN_LIMIT }, run),
+    route('POST', 'runsync', { auth: 'run', bucket: 'runsync', bodyLimit: RUNSYNC_LIMIT, waits: true }, runsync),
+    route(GET_OR_POST, 'status', { auth: 'read', bucket: 'status', path: '/v2/{endpoint}/status/{job}' }, status),
+    route(GET_OR_POST, 'status-sync', { auth: 'read', bucket: 'status', path: '/v2/{endpoint}/status-sync/{job}', waits: true, windowOnly: true }, statusSync),
+    route(GET_OR_POST, 'stream', { auth: 'read', bucket: 'status', path: '/v2/{endpoint}/stream/{job}', waits: true, windowOnly: true }, stream),
+    route('POST', 'cancel', { auth: 'run', bucket: 'cancel', path: '/v2/{endpoint}/cancel/{job}' }, cancel),
+    route('POST', 'retry', { auth: 'run', bucket: 'retry', path: '/v2/{endpoint}/retry/{job}' }, retry),
+    route('POST', 'purge-queue', { auth: 'run', bucket: 'purge-queue' }, purgeQueue),
+    route('GET', 'health', { auth: 'read', bucket: 'health' }, health),
+    route('GET', 'requests', { auth: 'read', bucket: 'requests' }, requests),
+  ];
 }
 
-async function run({ deps, r, endpoint, principal, body }: Call): Promise<void> {
+async function run(deps: ClientRouteDeps, { req, res, endpoint, principal, body }: EndpointCall): Promise<void> {
   const request = parseSubmitBody(body, endpoint.executionTimeoutMs);
+  // With an Idempotency-Key (docs/api.md): the job an earlier try made, or a new one. Without: nothing more is read.
+  const key = readIdempotencyKey(req);
+  if (key !== undefined) {
+    const { job, replayed } = await submitWithKey(deps.jobs, endpoint, request, { key, keyId: principal.keyId, sync: false, operation: 'run' });
+    sendJsonText(res, 200, renderJobRef(job), replayed ? REPLAYED : undefined);
+    return;
+  }
   const job = await deps.jobs.submit(endpoint, request, { sync: false, keyId: principal.keyId });
-  sendJsonText(r.res, 200, renderJobRef(job));
+  sendJsonText(res, 200, renderJobRef(job));
 }
 
-async function runsync(call: Call): Promise<void> {
-  const { deps, r } = call;
-  const wait = queryInteger('wait', r.query.get('wait'), DEFAULT_SYNC_WAIT_MS, 1_000, 300_000, true);
-  const job = await submitSync(call);
-  const latest = (await deps.jobs.waitTerminal(r.endpointId, job.id, wait, r.signal)) ?? job;
+async function runsync(deps: ClientRouteDeps, call: EndpointCall): Promise<void> {
+  const wait = queryInteger('wait', call.query.get('wait'), DEFAULT_SYNC_WAIT_MS, 1_000, 300_000, true);
+  const { job, replayed } = await submitSync(deps, call);
+  // A retry under its Idempotency-Key waits on the job the first try made, as that try would have.
+  const latest = (await deps.jobs.waitTerminal(call.endpointId, job.id, wait, call.signal)) ?? job;
   // A finished job in full; an unfinished one as `{id, status}` so the client polls.
-  sendJsonText(r.res, 200, isTerminal(latest.status) ? renderJob(latest) : renderJobRef(latest));
+  sendJsonText(call.res, 200, isTerminal(latest.status) ? renderJob(latest) : renderJobRef(latest), replayed ? REPLAYED : undefined);
 }
 
-/** Submits a runsync job in a scope of its own: the parsed input is not kept alive while the call waits. */
-async function submitSync({ deps, endpoint, principal, body }: Call): Promise<JobRecord> {
-  const request = parseSubmitBody(body, endpoint.executionTimeoutMs);
-  return deps.jobs.submit(endpoint, request, { sync: true, keyId: principal.keyId });
+/** Submits a runsync job in a scope of its own, the body dropped from the call: the parsed input is not kept alive while the call waits. */
+async function submitSync(deps: ClientRouteDeps, call: EndpointCall): Promise<KeyedSubmission> {
+  const request = parseSubmitBody(call.body, call.endpoint.executionTimeoutMs);
+  call.body = undefined;
+  const keyId = call.principal.keyId;
+  const key = readIdempotencyKey(call.req);
+  if (key !== undefined) return submitWithKey(deps.jobs, call.endpoint, request, { key, keyId, sync: true, operation: 'runsync' });
+  return { job: await deps.jobs.submit(call.endpoint, request, { sync: true, keyId }), replayed: false };
 }
 
-async function status({ deps, r, jobId }: Call): Promise<void> {
-  const ttl = r.query.get('ttl');
+async function status(deps: ClientRouteDeps, { res, endpointId, params, query }: EndpointCall): Promise<void> {
+  const ttl = query.get('ttl');
   const ttlMs = ttl === null ? null : queryInteger('ttl', ttl, 0, 1, 7 * 86_400_000);
-  const job = await deps.jobs.status(r.endpointId, jobId, ttlMs);
+  const jobId = params.job!;
+  const job = await deps.jobs.status(endpointId, jobId, ttlMs);
   if (!job) throw jobNotFound(jobId);
-  sendJsonText(r.res, 200, renderJob(job));
+  sendJsonText(res, 200, renderJob(job));
 }
 
 /**
  * Runs a wait under the endpoint's long-poll cap: a call that holds counts there, not against
  * the plain reads' concurrency, so many held calls never lock /status out.
  */
-async function held<T>({ deps, r, endpoint }: Call, wait: () => Promise<T>): Promise<T> {
-  const leave = deps.rateLimiter.enter(r.endpointId, 'long-poll', { overrides: endpoint.rateLimitsJson });
+async function held<T>(deps: ClientRouteDeps, { endpointId, endpoint }: EndpointCall, wait: () => Promise<T>): Promise<T> {
+  const leave = deps.rateLimiter.enter(endpointId, 'long-poll', { overrides: endpoint.rateLimitsJson });
   try {
     return await wait();
   } finally {
@@ -155,32 +117,34 @@ async function held<T>({ deps, r, endpoint }: Call, wait: () => Promise<T>): Pro
   }
 }
 
-async function statusSync(call: Call): Promise<void> {
-  const { deps, r, jobId } = call;
-  const wait = queryInteger('wait', r.query.get('wait'), DEFAULT_SYNC_WAIT_MS, 1_000, 300_000, true);
-  let job = await deps.jobs.waitTerminal(r.endpointId, jobId, 0, r.signal);
-  if (job && !isTerminal(job.status)) job = await held(call, () => deps.jobs.waitTerminal(r.endpointId, jobId, wait, r.signal));
+async function statusSync(deps: ClientRouteDeps, call: EndpointCall): Promise<void> {
+  const { endpointId, signal } = call;
+  const jobId = call.params.job!;
+  const wait = queryInteger('wait', call.query.get('wait'), DEFAULT_SYNC_WAIT_MS, 1_000, 300_000, true);
+  let job = await deps.jobs.waitTerminal(endpointId, jobId, 0, signal);
+  if (job && !isTerminal(job.status)) job = await held(deps, call, () => deps.jobs.waitTerminal(endpointId, jobId, wait, signal));
   if (!job) throw jobNotFound(jobId);
-  sendJsonText(r.res, 200, renderJob(job));
+  sendJsonText(call.res, 200, renderJob(job));
 }
 
-async function stream(call: Call): Promise<void> {
-  const { deps, r, jobId } = call;
+async function stream(deps: ClientRouteDeps, call: EndpointCall): Promise<void> {
+  const { req, res, endpointId, signal } = call;
+  const jobId = call.params.job!;
   // Server-sent events on request; the drained JSON answer stays the default (RunPod clients).
-  if (acceptsEventStream(r.req)) {
-    if (!(await held(call, () => sendJobEvents(deps.jobs, r.req, r.res, r.endpointId, jobId, r.signal)))) throw jobNotFound(jobId);
+  if (acceptsEventStream(req)) {
+    if (!(await held(deps, call, () => sendJobEvents(deps.jobs, req, res, endpointId, jobId, signal)))) throw jobNotFound(jobId);
     return;
   }
-  const wait = queryInteger('wait', r.query.get('wait'), DEFAULT_STREAM_WAIT_MS, 0, 300_000, true);
+  const wait = queryInteger('wait', call.query.get('wait'), DEFAULT_STREAM_WAIT_MS, 0, 300_000, true);
   // Answered at once when there is something to say; only an empty stream of a live job is held.
-  let page = await deps.jobs.readStream(r.endpointId, jobId, 0, r.signal);
+  let page = await deps.jobs.readStream(endpointId, jobId, 0, signal);
   if (page && wait > 0 && page.through === 0 && !isTerminal(page.job.status)) {
-    page = await held(call, () => deps.jobs.readStream(r.endpointId, jobId, wait, r.signal));
+    page = await held(deps, call, () => deps.jobs.readStream(endpointId, jobId, wait, signal));
   }
   if (!page) throw jobNotFound(jobId);
-  sendJsonText(r.res, 200, renderStreamPage(page));
+  sendJsonText(res, 200, renderStreamPage(page));
   // The page's chunks leave the buffer only once the answer is out: a client gone before keeps them.
-  if (page.through > 0 && (await responseWritten(r.res))) await deps.jobs.delivered(jobId, page.through);
+  if (page.through > 0 && (await responseWritten(res))) await deps.jobs.delivered(jobId, page.through);
 }
 
 /**
@@ -197,35 +161,33 @@ function renderStreamPage(page: StreamRead): string {
   return text + (page.truncated ? '],"truncated":true}' : ']}');
 }
 
-async function cancel({ deps, r, jobId }: Call): Promise<void> {
-  const result = await deps.jobs.cancel(r.endpointId, jobId);
+async function cancel(deps: ClientRouteDeps, { res, endpointId, params }: EndpointCall): Promise<void> {
+  const jobId = params.job!;
+  const result = await deps.jobs.cancel(endpointId, jobId);
   if (!result.ok) throw refusal(jobId, result, 'cancel');
-  sendJsonText(r.res, 200, renderJobRef(result.job));
+  sendJsonText(res, 200, renderJobRef(result.job));
 }
 
-async function retry({ deps, r, jobId }: Call): Promise<void> {
-  const result = await deps.jobs.retry(r.endpointId, jobId);
+async function retry(deps: ClientRouteDeps, { res, endpointId, params }: EndpointCall): Promise<void> {
+  const jobId = params.job!;
+  const result = await deps.jobs.retry(endpointId, jobId);
   if (!result.ok) throw refusal(jobId, result, 'retry');
-  sendJsonText(r.res, 200, renderJobRef(result.job));
+  sendJsonText(res, 200, renderJobRef(result.job));
 }
 
-async function purgeQueue({ deps, r }: Call): Promise<void> {
-  const removed = await deps.jobs.purgeQueue(r.endpointId);
-  sendJson(r.res, 200, { removed, status: 'completed' });
+async function purgeQueue(deps: ClientRouteDeps, { res, endpointId }: EndpointCall): Promise<void> {
+  const removed = await deps.jobs.purgeQueue(endpointId);
+  sendJson(res, 200, { removed, status: 'completed' });
 }
 
-async function health({ deps, r }: Call): Promise<void> {
-  sendJson(r.res, 200, await deps.jobs.health(r.endpointId));
+async function health(deps: ClientRouteDeps, { res, endpointId }: EndpointCall): Promise<void> {
+  sendJson(res, 200, await deps.jobs.health(endpointId));
 }
 
-async function requests({ deps, r }: Call): Promise<void> {
-  const limit = queryInteger('limit', r.query.get('limit'), 50, 1, 1000);
-  const jobs = await deps.jobs.listRequests(r.endpointId, limit);
-  sendJson(r.res, 200, { requests: jobs.map(requestSummary) });
-}
-
-function jobNotFound(id: string): AppError {
-  return new AppError('JOB_NOT_FOUND', `Job ${id} not found`, { id });
+async function requests(deps: ClientRouteDeps, { res, endpointId, query }: EndpointCall): Promise<void> {
+  const limit = queryInteger('limit', query.get('limit'), 50, 1, 1000);
+  const jobs = await deps.jobs.listRequests(endpointId, limit);
+  sendJson(res, 200, { requests: jobs.map(requestSummary) });
 }
 
 function refusal(id: string, result: Exclude<RetryResult, { ok: true }>, action: 'cancel' | 'retry'): AppError {

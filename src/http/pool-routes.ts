@@ -1,7 +1,8 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { GantryConfig } from '../config/config.js';
 import type { EndpointService } from '../jobs/endpoint-service.js';
-import { AppError, invalidParameter } from '../model/errors.js';
+import { AppError, endpointNotFound, invalidParameter } from '../model/errors.js';
+import type { RouteCall } from './route-table.js';
+import type { WorkerRecord } from '../model/records.js';
 import type { JobStore, WorkerStore } from '../store/store.js';
 import type { PoolHostInfo, PoolView, PoolWorkerInfo } from '../jobs/pool-view.js';
 import { sendJson } from './respond.js';
@@ -32,59 +33,56 @@ export interface PoolRouteDeps {
 }
 
 /**
- * The workers of an endpoint, under /admin/v1/endpoints/{id}/workers (admin key, checked by
- * the caller):
- * - `GET .../workers`: pool workers (state, pid or Docker host and container, startedAt,
- *   readyAt, jobs, restarts, reason, lastExit), workers connected by hand (`managed: false`,
- *   as the store sees them), the pool workers that stopped lately (state `stopped`, stoppedAt,
- *   most recent first), and the Docker hosts (state, GPUs in use, workers: all and this
- *   endpoint's);
- * - `GET .../workers/{workerId}/logs?lines=N`: the last N (default 100) output lines of a
- *   pool worker, running or stopped lately.
+ * `GET /admin/v1/endpoints/{endpoint}/workers`: pool workers (state, pid or Docker host and
+ * container, startedAt, readyAt, jobs, restarts, reason, lastExit), workers connected by hand
+ * (`managed: false`, as the store sees them), the pool workers that stopped lately (state
+ * `stopped`, stoppedAt, most recent first), and the Docker hosts (state, GPUs in use, workers:
+ * all and this endpoint's).
  */
-export async function handlePoolRoute(deps: PoolRouteDeps, req: IncomingMessage, res: ServerResponse, endpointId: string, rest: string[]): Promise<void> {
-  if ((req.method ?? 'GET') !== 'GET') throw new AppError('METHOD_NOT_ALLOWED', `${req.method} is not allowed here`);
+export async function sendPoolWorkers(deps: PoolRouteDeps, { res, params }: RouteCall): Promise<void> {
+  const endpointId = params.endpoint!;
   const endpoint = await deps.endpoints.load(endpointId);
-  if (!endpoint) throw new AppError('ENDPOINT_NOT_FOUND', `Endpoint ${endpointId} not found`, { id: endpointId });
-  const [workerId, what, ...extra] = rest;
+  if (!endpoint) throw endpointNotFound(endpointId);
+  const pool = deps.pool.workers(endpointId);
+  const stopped = deps.pool.stoppedWorkers(endpointId) ?? [];
+  // A stopped pool worker's store row outlives it for a while: it is not a worker run by hand.
+  const inPool = new Set([...(pool ?? []), ...stopped].map((w) => w.id));
+  const now = deps.now();
+  const [rows, stats] = await Promise.all([deps.workerRows.listWorkers(endpointId), deps.workerRows.queueStats({ endpointId, now })]);
+  const byHand = rows.filter((r) => !inPool.has(r.id) && r.lastSeenAt >= now - deps.config.workerLostMs).map((r) => byHandWorker(r, stats.heldBy));
+  sendJson(res, 200, {
+    endpointId,
+    // Whether this gateway runs the pool (with several gateways only the leader does).
+    pool: deps.pool.running(),
+    workers: [...(pool ?? []).map(renderPoolWorker), ...byHand, ...stopped.map(renderPoolWorker)],
+    hosts: (deps.pool.hosts() ?? []).map((h) => renderHost(h, pool ?? [])),
+  });
+}
 
-  if (workerId === undefined) {
-    const pool = deps.pool.workers(endpointId);
-    const stopped = deps.pool.stoppedWorkers(endpointId) ?? [];
-    // A stopped pool worker's store row outlives it for a while: it is not a worker run by hand.
-    const inPool = new Set([...(pool ?? []), ...stopped].map((w) => w.id));
-    const now = deps.now();
-    const [rows, stats] = await Promise.all([deps.workerRows.listWorkers(endpointId), deps.workerRows.queueStats({ endpointId, now })]);
-    const byHand = rows
-      .filter((r) => !inPool.has(r.id) && r.lastSeenAt >= now - deps.config.workerLostMs)
-      .map((r) => {
-        const jobs = stats.heldBy[r.id] ?? 0;
-        return {
-          id: r.id,
-          state: !r.healthy ? 'unhealthy' : jobs > 0 ? 'running' : 'idle',
-          managed: false,
-          jobs,
-          reason: r.reason,
-          version: r.version,
-          firstSeenAt: iso(r.firstSeenAt),
-          lastSeenAt: iso(r.lastSeenAt),
-        };
-      });
-    return sendJson(res, 200, {
-      endpointId,
-      // Whether this gateway runs the pool (with several gateways only the leader does).
-      pool: deps.pool.running(),
-      workers: [...(pool ?? []).map(renderPoolWorker), ...byHand, ...stopped.map(renderPoolWorker)],
-      hosts: (deps.pool.hosts() ?? []).map((h) => renderHost(h, pool ?? [])),
-    });
-  }
-  if (what === 'logs' && extra.length === 0) {
-    const raw = new URL(req.url ?? '/', 'http://gantry').searchParams.get('lines');
-    const lines = raw === null || raw === '' ? DEFAULT_LOG_LINES : Number(raw);
-    if (!Number.isInteger(lines) || lines < 1 || lines > MAX_LOG_LINES) throw invalidParameter('lines', `must be an integer from 1 to ${MAX_LOG_LINES}`);
-    const log = deps.pool.logs(endpointId, workerId, lines);
-    if (!log) throw new AppError('WORKER_NOT_FOUND', `No pool worker ${workerId} on endpoint ${endpointId}`, { id: workerId });
-    return sendJson(res, 200, { endpointId, workerId, lines: log.map((l) => ({ at: new Date(l.at).toISOString(), stream: l.stream, line: l.line })) });
-  }
-  throw new AppError('NOT_FOUND', 'Unknown admin route');
+/** A worker run by hand as the listing shows it. */
+function byHandWorker(r: WorkerRecord, heldBy: ReadonlyMap<string, number>) {
+  const jobs = heldBy.get(r.id) ?? 0;
+  return {
+    id: r.id,
+    state: !r.healthy ? 'unhealthy' : jobs > 0 ? 'running' : 'idle',
+    managed: false,
+    jobs,
+    reason: r.reason,
+    version: r.version,
+    firstSeenAt: iso(r.firstSeenAt),
+    lastSeenAt: iso(r.lastSeenAt),
+  };
+}
+
+/** `GET /admin/v1/endpoints/{endpoint}/workers/{worker}/logs?lines=N`: the last N (default 100) output lines of a pool worker, running or stopped lately. */
+export async function sendWorkerLog(deps: PoolRouteDeps, { res, params, query }: RouteCall): Promise<void> {
+  const endpointId = params.endpoint!;
+  const workerId = params.worker!;
+  if (!(await deps.endpoints.load(endpointId))) throw endpointNotFound(endpointId);
+  const raw = query.get('lines');
+  const lines = raw === null || raw === '' ? DEFAULT_LOG_LINES : Number(raw);
+  if (!Number.isInteger(lines) || lines < 1 || lines > MAX_LOG_LINES) throw invalidParameter('lines', `must be an integer from 1 to ${MAX_LOG_LINES}`);
+  const log = deps.pool.logs(endpointId, workerId, lines);
+  if (!log) throw new AppError('WORKER_NOT_FOUND', `No pool worker ${workerId} on endpoint ${endpointId}`, { id: workerId });
+  sendJson(res, 200, { endpointId, workerId, lines: log.map((l) => ({ at: new Date(l.at).toISOString(), stream: l.stream, line: l.line })) });
 }

@@ -1,6 +1,12 @@
 import type { Logger } from 'pino';
 import type { EndpointStore } from '../store/store.js';
-import type { Readiness } from './server.js';
+import { sendJson } from './respond.js';
+import type { Route } from './route-table.js';
+
+/** What /readyz reports: whether this gateway should get traffic, and the check that says no. */
+export interface Readiness {
+  check(): Promise<{ ready: boolean; checks: Record<string, string> }>;
+}
 
 /** What the readiness check reads: the store (one indexed read) and whether the gateway is closing. */
 export interface ReadinessDeps {
@@ -55,4 +61,26 @@ async function probe(deps: ReadinessDeps, timeoutMs: number): Promise<string> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * `/healthz` (liveness: the process answers) and `/readyz` (200 `{"ready":true,...}` when
+ * `readiness` says this gateway can serve, else 503 naming the failed check); no key needed.
+ *
+ * @example routes.add(...probeRoutes(createReadiness({ store, logger })));
+ */
+export function probeRoutes(readiness: Readiness): Route[] {
+  return [
+    { family: 'probe', method: ['GET', 'HEAD'], path: '/healthz', auth: 'public', handle: async ({ res }) => sendJson(res, 200, { ok: true }) },
+    {
+      family: 'probe',
+      method: ['GET', 'HEAD'],
+      path: '/readyz',
+      auth: 'public',
+      async handle({ res }) {
+        const result = await readiness.check();
+        sendJson(res, result.ready ? 200 : 503, result, { 'cache-control': 'no-store' });
+      },
+    },
+  ];
 }

@@ -1,8 +1,8 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { AppError, invalidParameter } from '../model/errors.js';
+import { invalidParameter } from '../model/errors.js';
 import { formatUsd, pixelsToMegapixels, usdNumber } from '../model/money.js';
 import type { UsageStore } from '../store/store.js';
 import { sendJson } from './respond.js';
+import type { RouteCall } from './route-table.js';
 
 /** `from` / `to` as epoch milliseconds or an ISO 8601 date. */
 function parseTime(field: string, raw: string | null, fallback: number): number {
@@ -23,9 +23,7 @@ export interface UsageRouteDeps {
  * over [from, to) (default: everything until now), per key or per endpoint. Costs are exact
  * (`cost` a JSON number that prints as the exact decimal, `costUsd` the same as a string).
  */
-export async function handleUsageRoute(deps: UsageRouteDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  if ((req.method ?? 'GET') !== 'GET') throw new AppError('METHOD_NOT_ALLOWED', `${req.method} is not allowed on /admin/v1/usage`, undefined, { allow: 'GET' });
-  const query = new URL(req.url ?? '/', 'http://gantry').searchParams;
+export async function sendUsage(deps: UsageRouteDeps, { res, query }: RouteCall): Promise<void> {
   for (const key of query.keys()) {
     if (!['from', 'to', 'groupBy'].includes(key)) throw invalidParameter(key, 'is not a known parameter (expected from, to, groupBy)');
   }

@@ -2,30 +2,30 @@ import { open, type FileHandle } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AppError } from '../model/errors.js';
-import type { RouteHandler } from '../http/server.js';
+import type { Route } from '../http/route-table.js';
 import { isValidObjectKey, verifyFileSignature } from './object-store.js';
 
-const TYPES: Record<string, string> = { '.jpeg': 'image/jpeg', '.jpg': 'image/jpeg', '.png': 'image/png' };
+const TYPES = new Map([
+  ['.jpeg', 'image/jpeg'],
+  ['.jpg', 'image/jpeg'],
+  ['.png', 'image/png'],
+]);
 
 /**
  * `GET /files/<key>?expires=&sig=`: a file of the local object store, only with a valid,
- * unexpired signature (src/images/object-store.ts). 403 otherwise, 404 when gone.
+ * unexpired signature (src/images/object-store.ts). 403 otherwise, 404 when gone. No key: the
+ * signature is the credential (a fault is logged with the path, never the query).
  *
- * @example routes.add('files', createFileRoute({ dir: 'data/files', signingKey, now: Date.now }));
+ * @example routes.add(createFileRoute({ dir: 'data/files', signingKey, now: Date.now }));
  */
-export function createFileRoute(files: { dir: string; signingKey: Buffer; now(): number }): RouteHandler {
-  return (req, res, target) => {
-    // The query has been parsed; what is logged of this request from here on (a failure's URL)
-    // must not carry `sig`, which grants access to the file.
-    req.url = redactQuery(req.url ?? '/');
-    return serveFile(files, req, res, target.segments, target.query);
+export function createFileRoute(files: { dir: string; signingKey: Buffer; now(): number }): Route {
+  return {
+    family: 'files',
+    method: ['GET', 'HEAD'],
+    path: '/files/{*rest}',
+    auth: 'public',
+    handle: ({ req, res, params, query }) => serveFile(files, req, res, params.rest!, query),
   };
-}
-
-/** A URL with its query string replaced by `?…` (for logs). */
-export function redactQuery(url: string): string {
-  const q = url.indexOf('?');
-  return q < 0 ? url : `${url.slice(0, q)}?…`;
 }
 
 async function serveFile(
@@ -37,7 +37,6 @@ async function serveFile(
 ): Promise<void> {
   const now = files.now();
   const method = req.method ?? 'GET';
-  if (method !== 'GET' && method !== 'HEAD') throw new AppError('METHOD_NOT_ALLOWED', `${method} is not allowed on /files`, undefined, { allow: 'GET, HEAD' });
   const key = keySegments.join('/');
   if (!isValidObjectKey(key)) throw new AppError('NOT_FOUND', 'No such file');
   if (!verifyFileSignature(files.signingKey, key, query.get('expires'), query.get('sig'), now)) {
@@ -49,7 +48,7 @@ async function serveFile(
   const handle = await openRegularFile(file);
   if (!handle) throw new AppError('NOT_FOUND', 'No such file');
   res.writeHead(200, {
-    'content-type': TYPES[extname(file).toLowerCase()] ?? 'application/octet-stream',
+    'content-type': TYPES.get(extname(file).toLowerCase()) ?? 'application/octet-stream',
     'content-length': handle.size,
     'cache-control': 'private, max-age=3600',
   });
@@ -59,8 +58,8 @@ async function serveFile(
     return;
   }
   // A read error once the answer has begun (an I/O error, a file that cannot be read) cuts the
-  // connection, and is a fault: rejected, the listener logs it as `request failed` with req.url,
-  // whose query was redacted above.
+  // connection, and is a fault: rejected, the listener logs it as `request failed` with the route and
+  // the path (logs never carry a query, where `sig` is).
   await new Promise<void>((resolve, reject) => {
     const stream = handle.fh.createReadStream();
     stream.once('error', (err) => {

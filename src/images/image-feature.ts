@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import type { GantryConfig } from '../config/config.js';
 import { formatImageDevice, ownMemoryLimitMb, ownMemoryLimitSetting, type ImageModelKind } from '../config/image-config.js';
-import type { RouteTable } from '../http/server.js';
+import type { RouteTable } from '../http/route-table.js';
 import type { EndpointHooks, EndpointService } from '../jobs/endpoint-service.js';
 import type { WorkerSettings } from '../jobs/endpoint-settings.js';
 import type { EndpointRecord, JobRecord, UsageRecord } from '../model/records.js';
@@ -55,7 +55,7 @@ export async function setUpImageFeature(deps: ImageFeatureDeps): Promise<ImageFe
     deps.endpoints.addHooks(id, imageHooks(kind));
   }
   const filesDir = join(deps.config.dataDir, 'files');
-  deps.routes.add('files', createFileRoute({ dir: filesDir, signingKey: deps.fileSigningKey, now: deps.now }));
+  deps.routes.add(createFileRoute({ dir: filesDir, signingKey: deps.fileSigningKey, now: deps.now }));
   let stopSweeper = (): void => {};
   return {
     startWorkers(publicUrl) {

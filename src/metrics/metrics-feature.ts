@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
-import type { RouteTable } from '../http/server.js';
+import type { RouteTable } from '../http/route-table.js';
 import type { EndpointService } from '../jobs/endpoint-service.js';
 import type { EndpointHealth, JobService } from '../jobs/job-service.js';
 import type { KeyService } from '../security/keys.js';
@@ -49,7 +49,7 @@ export function createMetrics(): Metrics {
     store,
     serve(deps) {
       const refresh = registerStateGauges(registry, jobs, deps);
-      deps.routes.add('metrics', createMetricsRoute({ config: deps.config, keys: deps.keys, registry, refresh }));
+      deps.routes.add(createMetricsRoute({ config: deps.config, keys: deps.keys, registry, refresh }));
     },
   };
 }

@@ -1,9 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Registry } from 'prom-client';
 import { authorize } from '../http/auth.js';
-import type { RouteHandler } from '../http/server.js';
-import { AppError } from '../model/errors.js';
+import type { Route } from '../http/route-table.js';
 import type { KeyService } from '../security/keys.js';
 import type { MetricsConfig } from './metrics-config.js';
 
@@ -21,9 +20,9 @@ export interface MetricsRouteDeps {
  * `Authorization: Bearer <GANTRY_METRICS_TOKEN>` or an admin key (401 otherwise); concurrent
  * scrapes share one rendering, so a flood of them costs one.
  *
- * @example routes.add('metrics', createMetricsRoute({ config, keys, registry, refresh }));
+ * @example routes.add(createMetricsRoute({ config, keys, registry, refresh }));
  */
-export function createMetricsRoute(deps: MetricsRouteDeps): RouteHandler {
+export function createMetricsRoute(deps: MetricsRouteDeps): Route {
   const tokenDigest = deps.config.token === null ? null : sha256(deps.config.token);
   let rendering: Promise<string> | undefined;
   const render = (): Promise<string> =>
@@ -32,15 +31,18 @@ export function createMetricsRoute(deps: MetricsRouteDeps): RouteHandler {
       .then(() => deps.registry.metrics())
       .finally(() => (rendering = undefined)));
 
-  return async (req: IncomingMessage, res: ServerResponse, target) => {
-    if (target.segments.length > 0) throw new AppError('NOT_FOUND', 'No route: /metrics has no sub-paths');
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      throw new AppError('METHOD_NOT_ALLOWED', `${req.method ?? ''} is not allowed on /metrics (use GET)`, undefined, { allow: 'GET, HEAD' });
-    }
-    if (deps.config.access === 'on' && !matchesToken(req, tokenDigest)) await authorize(deps.keys, req, 'admin');
-    const text = await render();
-    res.writeHead(200, { 'content-type': deps.registry.contentType, 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
-    res.end(req.method === 'HEAD' ? undefined : text);
+  // `own` auth: the token or an admin key, or nothing at all with access `public`.
+  return {
+    family: 'metrics',
+    method: ['GET', 'HEAD'],
+    path: '/metrics',
+    auth: 'own',
+    async handle({ req, res }) {
+      if (deps.config.access === 'on' && !matchesToken(req, tokenDigest)) await authorize(deps.keys, req, 'admin');
+      const text = await render();
+      res.writeHead(200, { 'content-type': deps.registry.contentType, 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
+      res.end(req.method === 'HEAD' ? undefined : text);
+    },
   };
 }
 

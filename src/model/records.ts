@@ -83,7 +83,7 @@ export interface QueueStats {
   oldestNormalQueuedAt: number | null;
   inProgress: number;
   /** IN_PROGRESS jobs per worker id (workers holding none are absent). */
-  heldBy: Record<string, number>;
+  heldBy: ReadonlyMap<string, number>;
 }
 
 /** A worker id as the store last heard from it. */

@@ -1,5 +1,5 @@
-import type { RouteTable } from '../http/server.js';
-import { createOpenAiRoute, type OpenAiRoute, type OpenAiRouteDeps } from './openai-routes.js';
+import type { RouteTable } from '../http/route-table.js';
+import { createOpenAiRoutes, type OpenAiRoutes, type OpenAiRouteDeps } from './openai-routes.js';
 
 /** What the OpenAI feature plugs into: the route table, and the services its routes call. */
 export interface OpenAiFeatureDeps extends OpenAiRouteDeps {
@@ -13,9 +13,9 @@ export interface OpenAiFeatureDeps extends OpenAiRouteDeps {
  *
  * @example const openai = setUpOpenAiFeature({ routes: gateway.routes, ...gateway.http }); openai.shutDown(10_000);
  */
-export function setUpOpenAiFeature(deps: OpenAiFeatureDeps): Pick<OpenAiRoute, 'shutDown'> {
+export function setUpOpenAiFeature(deps: OpenAiFeatureDeps): Pick<OpenAiRoutes, 'shutDown'> {
   const { routes, ...routeDeps } = deps;
-  const route = createOpenAiRoute(routeDeps);
-  routes.addEndpointOperation('openai', route);
-  return { shutDown: (graceMs) => route.shutDown(graceMs) };
+  const openai = createOpenAiRoutes(routeDeps);
+  routes.add(...openai.routes);
+  return { shutDown: (graceMs) => openai.shutDown(graceMs) };
 }

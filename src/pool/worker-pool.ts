@@ -56,6 +56,11 @@ export interface WorkerPoolOptions {
   now(): number;
   /** Called when something happened that the autoscaler should look at soon (a worker exited). */
   onChange(): void;
+  /**
+   * Called the moment the pool decides to stop a worker (idle, stopPod, settings changed, drain,
+   * close), before its SIGTERM: the gateways answer its parked takes and hand it nothing more.
+   */
+  onStopping?(workerId: string): void;
 }
 
 /** The pool's view of a worker for the scaling rules. */
@@ -148,7 +153,7 @@ class Pool implements WorkerPool {
         if (slot.state === 'starting') moveTo(slot, 'serving', 'it polled for a job');
       }
       slot.selfUnhealthy = row && !row.healthy ? (row.reason ?? 'reported unhealthy by the worker') : null;
-      slot.held = stats.heldBy[slot.id] ?? 0;
+      slot.held = stats.heldBy.get(slot.id) ?? 0;
       const serving = slot.state === 'serving';
       const waiting = slot.state === 'crashed' || slot.state === 'waiting-for-room';
       const idle = (serving || waiting) && slot.held === 0 && stats.inQueue === 0;
@@ -185,10 +190,14 @@ class Pool implements WorkerPool {
       return;
     }
     moveTo(slot, 'draining', why);
-    if (!slot.handle) return; // the launch in flight stops what it started
-    slot.log.note(`stopping (${why}): SIGTERM, up to ${this.options.graceMs} ms to finish its jobs`);
-    this.log.info({ workerId, why }, 'pool worker stopping');
-    void slot.handle.stop(this.options.graceMs);
+    // Without a handle, the launch in flight stops what it started.
+    if (slot.handle) {
+      slot.log.note(`stopping (${why}): SIGTERM, up to ${this.options.graceMs} ms to finish its jobs`);
+      this.log.info({ workerId, why }, 'pool worker stopping');
+      void slot.handle.stop(this.options.graceMs);
+    }
+    // After the SIGTERM went out, so the worker knows it is stopping when its takes are answered.
+    this.options.onStopping?.(workerId);
   }
 
   setThrottled(n: number): void {

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { GantryConfig } from '../config/config.js';
+import { poolStopGraceMs, workerPingIntervalMs, type GantryConfig } from '../config/config.js';
 import type { WorkerSettings } from '../jobs/endpoint-settings.js';
 import type { EndpointService } from '../jobs/endpoint-service.js';
 import type { PoolView } from '../jobs/pool-view.js';
@@ -21,14 +21,14 @@ export interface AutoscalerDeps {
   endpoints: Pick<EndpointService, 'list'>;
   keys: Pick<KeyService, 'create' | 'revoke' | 'revokeNamed'>;
   transitions: Pick<JobTransitions, 'releaseWorkers'>;
-  notifier: Pick<Notifier, 'subscribe'>;
+  notifier: Pick<Notifier, 'subscribe' | 'publish'>;
   /** How workers are started: local processes, or containers for endpoints that name an image (src/pool). */
   driver: WorkerDriver;
   /** Worker settings of endpoints whose workers a feature provides (the image endpoints), by endpoint id. */
   builtIns: ReadonlyMap<string, WorkerSettings>;
   /** Base URL of the gateway as workers reach it: config.publicUrl, else the gateway's own URL (known once it listens). */
   baseUrl(): string;
-  config: Pick<GantryConfig, 'autoscalerIntervalMs' | 'workerStopGraceMs' | 'workerRestartBackoffMs' | 'workerLostMs' | 'stoppedWorkersKept' | 'stoppedWorkersKeptMs'>;
+  config: Pick<GantryConfig, 'autoscalerIntervalMs' | 'workerStopGraceMs' | 'jobTakeWaitMs' | 'workerRestartBackoffMs' | 'workerLostMs' | 'stoppedWorkersKept' | 'stoppedWorkersKeptMs'>;
   /** Lines kept per worker log (default 500). */
   logLines?: number;
   logger: Logger;
@@ -133,7 +133,7 @@ class Scaler implements Autoscaler {
    */
   private async cleanUpAfterEarlierRun(): Promise<void> {
     try {
-      const reaped = (await this.deps.driver.reapOrphans?.(this.deps.config.workerStopGraceMs)) ?? 0;
+      const reaped = (await this.deps.driver.reapOrphans?.(poolStopGraceMs(this.deps.config))) ?? 0;
       const keys = await this.deps.keys.revokeNamed(POOL_KEY_NAME);
       if (reaped + keys > 0) this.deps.logger.warn({ workers: reaped, keys }, 'stopped the pool workers and keys an earlier gateway process left behind');
     } catch (err) {
@@ -149,14 +149,15 @@ class Scaler implements Autoscaler {
       keys: this.deps.keys,
       transitions: this.deps.transitions,
       baseUrl: this.deps.baseUrl(),
-      graceMs: config.workerStopGraceMs,
+      graceMs: poolStopGraceMs(config),
       restartBackoffMs: config.workerRestartBackoffMs,
       logLines: this.deps.logLines ?? 500,
       stoppedWorkers: { max: config.stoppedWorkersKept, keepMs: config.stoppedWorkersKeptMs },
-      pingIntervalMs: Math.max(1_000, Math.min(10_000, Math.floor(config.workerLostMs / 3))),
+      pingIntervalMs: workerPingIntervalMs(config),
       logger: this.deps.logger,
       now: this.deps.clock.now,
       onChange: () => this.loop.kick(),
+      onStopping: (workerId) => this.deps.notifier.publish({ type: 'worker-stopping', workerId, endpointId }),
     });
   }
 

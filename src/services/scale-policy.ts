@@ -37,7 +37,7 @@ export interface ScalePlan {
  *   demand) are stopped; workers beyond a lowered workersMax are stopped at once.
  *
  * @example
- * planScale({ endpoint, stats: { inQueue: 1, inQueueNormal: 1, oldestNormalQueuedAt: now, inProgress: 0, heldBy: {} }, now, workers: [] });
+ * planScale({ endpoint, stats: { inQueue: 1, inQueueNormal: 1, oldestNormalQueuedAt: now, inProgress: 0, heldBy: new Map() }, now, workers: [] });
  * // → { start: 1, stop: [], throttled: 0 } for QUEUE_DELAY with workersMax ≥ 1
  */
 export function planScale({ endpoint, stats, now, workers }: ScaleInput): ScalePlan {

@@ -48,12 +48,12 @@ export interface HeldRow {
  * holder, counted per worker. Shared by every backend.
  */
 export function toQueueStats(queued: QueuedRow | undefined, held: HeldRow[]): QueueStats {
-  const heldBy: Record<string, number> = {};
+  const heldBy = new Map<string, number>();
   let inProgress = 0;
   for (const row of held) {
     const n = Number(row.n);
     inProgress += n;
-    if (row.worker_id !== null) heldBy[row.worker_id] = n;
+    if (row.worker_id !== null) heldBy.set(row.worker_id, n);
   }
   return {
     inQueue: Number(queued?.n ?? 0),

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { listMigrations, migrationsDir } from '../../src/store/migrations.js';
-import { JOB_COLUMNS, JOB_STREAM_COLUMNS } from '../../src/store/job-columns.js';
+import { IDEMPOTENCY_COLUMNS, JOB_COLUMNS, JOB_STREAM_COLUMNS } from '../../src/store/job-columns.js';
 import { createPostgresStore } from '../../src/store/postgres/postgres-store.js';
 import type { Store } from '../../src/store/store.js';
 import { initialJob, type NewJobArgs } from '../../src/jobs/transitions.js';
@@ -102,14 +102,14 @@ describe('postgres store', () => {
     }
   });
 
-  it('has the job columns of job-columns.ts, in that order, and seq', async () => {
+  it('has the job columns of job-columns.ts, in that order, then the idempotency columns, and seq', async () => {
     const columns = (
       await raw.query<{ column_name: string }>(
         `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'jobs'
          ORDER BY ordinal_position`,
       )
     ).rows.map((row) => row.column_name);
-    expect(columns.filter((column) => column !== 'seq').join(', ')).toBe([JOB_COLUMNS, ...JOB_STREAM_COLUMNS.postgres].join(', '));
+    expect(columns.filter((column) => column !== 'seq').join(', ')).toBe([JOB_COLUMNS, ...IDEMPOTENCY_COLUMNS, ...JOB_STREAM_COLUMNS.postgres].join(', '));
     expect(columns).toContain('seq');
   });
 

@@ -68,10 +68,9 @@ export class PyWorker {
     await this.exit;
   }
 
+  /** Ends the process at once (SIGKILL): a SIGTERMed runpod-python waits for its open polls to be answered. */
   async stop(): Promise<void> {
-    if (this.exited) return;
-    this.proc.kill('SIGTERM');
-    await this.exit;
+    await this.kill();
   }
 
   private notify(): void {

@@ -65,11 +65,17 @@ describe('requestId on the lines written for a request', () => {
     dirs.push(dir);
     const g = await startGantry({ env: {}, logger, config: { port: 0, host: '127.0.0.1', dataDir: dir, adminKey: 'logs-test-admin-key', images: { ...loadConfig({}).images, workers: false } } });
     // A feature route that logs before and after an await, as a service called by a route does.
-    g.gateway.routes.add('probe', async (_req, res) => {
-      logger.info('probe starts');
-      await new Promise((resolve) => setImmediate(resolve));
-      logger.warn({ jobId: 'j-1' }, 'probe after an await');
-      res.end('ok');
+    g.gateway.routes.add({
+      family: 'test',
+      method: 'GET',
+      path: '/probe',
+      auth: 'public',
+      async handle({ res }) {
+        logger.info('probe starts');
+        await new Promise((resolve) => setImmediate(resolve));
+        logger.warn({ jobId: 'j-1' }, 'probe after an await');
+        res.end('ok');
+      },
     });
     try {
       await Promise.all([call(g.url, 'GET', '/probe', { headers: { 'x-request-id': 'ctx-1' } }), call(g.url, 'GET', '/probe', { headers: { 'x-request-id': 'ctx-2' } })]);
