@@ -61,6 +61,11 @@ export interface GantryConfig {
   bodyReadTimeoutMs: number;
   /** Total bytes of request bodies being read at once, over all requests; past it 503 with Retry-After (GANTRY_BODY_BYTES_IN_FLIGHT). */
   bodyBytesInFlight: number;
+  /**
+   * Bytes of one job's stream chunks buffered and not yet delivered to a reader; a worker's post
+   * past it is refused (413 STREAM_BUFFER_FULL) and that run's stream is cut (GANTRY_STREAM_BUFFER_BYTES).
+   */
+  streamBufferBytes: number;
   /** Open client connections the gateway accepts at once; more are closed at once (GANTRY_MAX_CONNECTIONS). */
   maxConnections: number;
   /** The public image endpoints: ids, workers, model folders, image store (GANTRY_IMAGE_*, GANTRY_S3_*). */
@@ -97,6 +102,7 @@ export const DEFAULTS: GantryConfig = {
   stoppedWorkersKeptMs: 30 * 60_000,
   bodyReadTimeoutMs: 30_000,
   bodyBytesInFlight: 512_000_000,
+  streamBufferBytes: 20_000_000,
   maxConnections: 10_000,
   images: IMAGE_DEFAULTS,
   docker: DOCKER_DEFAULTS,
@@ -122,6 +128,8 @@ const INT_VARS: [keyof GantryConfig, string, number, number][] = [
   ['stoppedWorkersKeptMs', 'GANTRY_STOPPED_WORKERS_KEPT_MS', 0, 7 * 86_400_000],
   ['bodyReadTimeoutMs', 'GANTRY_BODY_READ_TIMEOUT_MS', 100, 600_000],
   ['bodyBytesInFlight', 'GANTRY_BODY_BYTES_IN_FLIGHT', 20_000_000, 1e12],
+  // At least one chunk (1 MB): an empty buffer always takes a chunk.
+  ['streamBufferBytes', 'GANTRY_STREAM_BUFFER_BYTES', 1_000_000, 1e12],
   ['maxConnections', 'GANTRY_MAX_CONNECTIONS', 1, 1_000_000],
 ];
 

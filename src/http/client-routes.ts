@@ -1,4 +1,4 @@
-import type { JobService, RetryResult } from '../jobs/job-service.js';
+import type { JobService, RetryResult, StreamRead } from '../jobs/job-service.js';
 import { renderJob, renderJobRef } from '../jobs/job-view.js';
 import { parseSubmitBody } from '../jobs/policy.js';
 import { AppError, jobNotFound } from '../model/errors.js';
@@ -9,7 +9,7 @@ import { MB } from './body.js';
 import { readIdempotencyKey, REPLAYED, submitWithKey, type KeyedSubmission } from './idempotency.js';
 import { queryInteger } from './query.js';
 import type { RateLimiter } from './rate-limit.js';
-import { sendJson, sendJsonText } from './respond.js';
+import { responseWritten, sendJson, sendJsonText } from './respond.js';
 import type { EndpointCall, EndpointRoute, HttpMethod } from './route-table.js';
 import { acceptsEventStream, sendJobEvents } from './sse.js';
 
@@ -136,14 +136,29 @@ async function stream(deps: ClientRouteDeps, call: EndpointCall): Promise<void> 
     return;
   }
   const wait = queryInteger('wait', call.query.get('wait'), DEFAULT_STREAM_WAIT_MS, 0, 300_000, true);
-  // Drained at once when there is something to say; only an empty stream of a live job is held.
-  let result = await deps.jobs.readStream(endpointId, jobId, 0, signal);
-  if (result && wait > 0 && result.chunks.length === 0 && !isTerminal(result.job.status)) {
-    result = await held(deps, call, () => deps.jobs.readStream(endpointId, jobId, wait, signal));
+  // Answered at once when there is something to say; only an empty stream of a live job is held.
+  let page = await deps.jobs.readStream(endpointId, jobId, 0, signal);
+  if (page && wait > 0 && page.through === 0 && !isTerminal(page.job.status)) {
+    page = await held(deps, call, () => deps.jobs.readStream(endpointId, jobId, wait, signal));
   }
-  if (!result) throw jobNotFound(jobId);
-  const chunks = result.chunks.map((chunk) => `{"output":${chunk}}`).join(',');
-  sendJsonText(res, 200, `{"id":${JSON.stringify(jobId)},"status":"${result.job.status}","stream":[${chunks}]}`);
+  if (!page) throw jobNotFound(jobId);
+  sendJsonText(res, 200, renderStreamPage(page));
+  // The page's chunks leave the buffer only once the answer is out: a client gone before keeps them.
+  if (page.through > 0 && (await responseWritten(res))) await deps.jobs.delivered(jobId, page.through);
+}
+
+/**
+ * The JSON /stream answer: `{id, status, stream: [{output}, …]}` (RunPod's shape, which
+ * runpod-python's and runpod-sdk's readers parse), `truncated: true` after the last chunk of a run
+ * whose stream the byte cap cut. While a finished job still has pages to give, `status` says
+ * IN_PROGRESS: the stream is not over, and readers that stop at a final status (runpod-sdk's
+ * `stream()`) read on.
+ */
+function renderStreamPage(page: StreamRead): string {
+  const status = page.more && isTerminal(page.job.status) ? 'IN_PROGRESS' : page.job.status;
+  let text = `{"id":${JSON.stringify(page.job.id)},"status":"${status}","stream":[`;
+  for (let i = 0; i < page.chunks.length; i++) text += `${i === 0 ? '' : ','}{"output":${page.chunks[i]!}}`;
+  return text + (page.truncated ? '],"truncated":true}' : ']}');
 }
 
 async function cancel(deps: ClientRouteDeps, { res, endpointId, params }: EndpointCall): Promise<void> {

@@ -13,6 +13,27 @@ export function sendJsonText(res: ServerResponse, status: number, text: string, 
   res.end(text);
 }
 
+/**
+ * Resolves true once the whole response was handed to the operating system, false when the
+ * connection failed first: what a route waits for before it deletes what it sent. Call it right
+ * after the response was ended. Node emits 'finish' even when the peer reset the connection
+ * under the last write, so the socket's error is what tells the two apart.
+ */
+export function responseWritten(res: ServerResponse): Promise<boolean> {
+  const socket = res.socket;
+  const ok = (): boolean => res.writableFinished && !socket?.errored;
+  if (res.writableFinished || res.destroyed) return Promise.resolve(ok());
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('finish', done);
+      res.off('close', done);
+      resolve(ok());
+    };
+    res.once('finish', done);
+    res.once('close', done);
+  });
+}
+
 /** Sends `body` as JSON with `status` (serialised here). */
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers?: Record<string, string>): void {
   sendJsonText(res, status, JSON.stringify(body), headers);

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { JobService } from '../jobs/job-service.js';
+import type { JobService, StreamRead } from '../jobs/job-service.js';
 import { renderJob, renderJobRef } from '../jobs/job-view.js';
 import { isTerminal, type JobStatus } from '../model/job-states.js';
 import type { JobRecord } from '../model/records.js';
@@ -28,6 +28,11 @@ export interface SseWriter {
   comment(text: string): Promise<void>;
   /** Ends the response (sending the headers first if nothing was written). */
   end(): void;
+  /**
+   * Resolves true once every byte written so far was handed to the operating system, false when
+   * the connection ended first: what a reader waits for before it deletes what it sent.
+   */
+  flushed(): Promise<boolean>;
 }
 
 /** How an SSE response starts. */
@@ -55,6 +60,8 @@ export function acceptsEventStream(req: IncomingMessage): boolean {
 
 class EventStream implements SseWriter {
   started = false;
+  /** Settles with the outcome of the last write handed to the socket. */
+  private lastWrite: Promise<boolean> = Promise.resolve(true);
 
   constructor(private readonly res: ServerResponse, private readonly options: SseOptions) {}
 
@@ -84,6 +91,19 @@ class EventStream implements SseWriter {
     this.res.end();
   }
 
+  flushed(): Promise<boolean> {
+    if (!this.open) return Promise.resolve(false);
+    const res = this.res;
+    return new Promise((resolve) => {
+      const closed = (): void => resolve(false);
+      res.once('close', closed);
+      void this.lastWrite.then((ok) => {
+        res.off('close', closed);
+        resolve(ok && !res.destroyed && !res.socket?.errored);
+      });
+    });
+  }
+
   private start(): void {
     if (this.started || this.res.headersSent) return;
     this.started = true;
@@ -99,7 +119,9 @@ class EventStream implements SseWriter {
   private async write(text: string): Promise<void> {
     if (!this.open) return;
     this.start();
-    if (this.res.write(text)) return;
+    let taken!: (ok: boolean) => void;
+    this.lastWrite = new Promise((resolve) => (taken = resolve));
+    if (this.res.write(text, (err) => taken(!err))) return;
     await this.drained();
   }
 
@@ -132,23 +154,26 @@ function oneLine(value: string): string {
 export interface JobFollower {
   /** The job's status changed (and it is still live); called first with the status it has. */
   status?(job: JobRecord): Promise<void>;
-  /** Chunks drained from the job's stream, in order. */
-  chunks(chunks: string[], job: JobRecord): Promise<void>;
+  /** A page of the job's stream, in order (`page.truncated`: the run's stream was cut after it). */
+  chunks(chunks: string[], page: StreamRead): Promise<void>;
   /** Nothing happened for the heartbeat interval. */
   idle(): Promise<void>;
 }
 
 /**
- * Follows a job's stream until it ends or the client leaves: drains chunks, hands them to
- * `follower`, then waits for the next wake-up ('job-updated', published when a worker posts
- * a chunk or the job changes state), calling `idle` after `heartbeatMs` without one. Resolves
- * with the job as last read: terminal, or still live when `signal` aborted; undefined when the
- * job does not exist (or no longer does).
+ * Follows a job's stream until it ends or the client leaves: reads a page, hands it to
+ * `follower`, deletes it from the job's buffer once its bytes are out (a reader that fails
+ * first leaves them for the next one), then reads on at once while pages remain, or waits for
+ * the next wake-up ('job-updated', published when a worker posts a chunk or the job changes
+ * state), calling `idle` after `heartbeatMs` without one. Resolves with the job as last read:
+ * terminal, or still live when `signal` aborted; undefined when the job does not exist (or no
+ * longer does).
  *
- * @example const job = await followJob(jobs, 'echo', id, signal, { chunks: write, idle: () => sse.comment('keep-alive') });
+ * @example const job = await followJob(jobs, sse, 'echo', id, signal, { chunks: write, idle: () => sse.comment('keep-alive') });
  */
 export async function followJob(
-  jobs: Pick<JobService, 'watchStream'>,
+  jobs: Pick<JobService, 'watchStream' | 'delivered'>,
+  sse: Pick<SseWriter, 'flushed'>,
   endpointId: string,
   jobId: string,
   signal: AbortSignal,
@@ -156,18 +181,28 @@ export async function followJob(
   heartbeatMs: number = SSE_HEARTBEAT_MS,
 ): Promise<JobRecord | undefined> {
   let last: JobStatus | null = null;
+  let after = 0;
   for (;;) {
-    const update = await jobs.watchStream(endpointId, jobId, last, heartbeatMs, signal);
-    if (!update) return undefined;
-    const { job, chunks } = update;
+    const page = await jobs.watchStream(endpointId, jobId, last, after, heartbeatMs, signal);
+    if (!page) return undefined;
+    const { job } = page;
     if (signal.aborted) return job;
     const changed = job.status !== last;
     if (changed && !isTerminal(job.status)) await follower.status?.(job);
-    if (chunks.length > 0) await follower.chunks(chunks, job);
-    if (isTerminal(job.status) || signal.aborted) return job;
-    if (!changed && chunks.length === 0) await follower.idle();
+    if (page.through > 0) {
+      if (page.chunks.length > 0 || page.truncated) await follower.chunks(page.chunks, page);
+      after = page.through;
+      if (await sse.flushed()) await jobs.delivered(jobId, page.through);
+    }
+    if ((isTerminal(job.status) && !page.more) || signal.aborted) return job;
+    if (!changed && page.through === 0) await follower.idle();
     last = job.status;
   }
+}
+
+/** The data of a `truncated` event: the byte cap cut the run's stream (docs/api.md). */
+function renderTruncated(jobId: string): string {
+  return `{"id":${JSON.stringify(jobId)},"truncated":true}`;
 }
 
 /** The id of the last event of a job's stream: a reader that reconnects with it has seen the end. */
@@ -183,7 +218,7 @@ const END_EVENT_ID = 'end';
  * @example if (!(await sendJobEvents(jobs, req, res, 'echo', id, signal))) throw jobNotFound(id);
  */
 export async function sendJobEvents(
-  jobs: Pick<JobService, 'watchStream'>,
+  jobs: Pick<JobService, 'watchStream' | 'delivered'>,
   req: IncomingMessage,
   res: ServerResponse,
   endpointId: string,
@@ -197,10 +232,11 @@ export async function sendJobEvents(
     return true;
   }
   const sse = openSse(res);
-  const job = await followJob(jobs, endpointId, jobId, signal, {
+  const job = await followJob(jobs, sse, endpointId, jobId, signal, {
     status: (current) => sse.event(renderJobRef(current), { event: 'status' }),
-    async chunks(chunks) {
+    async chunks(chunks, page) {
       for (const chunk of chunks) await sse.event(`{"output":${chunk}}`);
+      if (page.truncated) await sse.event(renderTruncated(jobId), { event: 'truncated' });
     },
     idle: () => sse.comment('keep-alive'),
   }, heartbeatMs);

@@ -105,7 +105,17 @@ async function refuseResult(workers: WorkerService, call: EndpointCall, err: unk
 async function stream(workers: WorkerService, { res, endpointId, body }: EndpointCall, workerId: string, jobId: string): Promise<void> {
   const outcome = await workers.stream(endpointId, workerId, jobId, body);
   if (outcome.kind === 'refused') throw refused(outcome, workerId);
+  if (outcome.kind === 'stream-full') throw streamBufferFull(outcome.jobId, outcome.maxBytes);
   sendJson(res, 200, { id: jobId, accepted: outcome.accepted, chunks: outcome.chunks });
+}
+
+/** 413: the job's undelivered chunks would pass the cap; the run's stream is cut (docs/worker-protocol.md, job-stream). */
+function streamBufferFull(jobId: string, maxBytes: number): AppError {
+  return new AppError(
+    'STREAM_BUFFER_FULL',
+    `Job ${jobId}: its readers have not taken the ${maxBytes} bytes of stream already buffered (GANTRY_STREAM_BUFFER_BYTES); this run's stream is cut and its later chunks are refused. Keep running: the result still goes to job-done`,
+    { id: jobId },
+  );
 }
 
 /** A worker's post refused: 404 for a job the endpoint does not have, 409 for one the worker does not hold. */

@@ -49,7 +49,7 @@ export function observeTransitions(inner: JobTransitions, observer: JobObserver)
       }),
     finish: (write: Parameters<JobTransitions['finish']>[0]) => inner.finish(write).then((job) => ended(observer, job)),
     progress: (write: WorkerWrite & { outputJson: string }) => inner.progress(write),
-    appendStream: (write: WorkerWrite & { chunks: string[] }) => inner.appendStream(write),
+    appendStream: (write: Parameters<JobTransitions['appendStream']>[0]) => inner.appendStream(write),
     cancel: (id) => inner.cancel(id).then((job) => ended(observer, job)),
     retry: (id) =>
       inner.retry(id).then((job) => {

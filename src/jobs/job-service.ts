@@ -11,6 +11,7 @@ import type { IdempotencyKey } from './idempotency.js';
 import { uuidv7 } from './job-ids.js';
 import type { SubmitRequest } from './policy.js';
 import type { QueueGauge } from './queue-gauge.js';
+import { StreamReads, type StreamRead } from './stream-reads.js';
 import { initialJob, type JobTransitions } from './transitions.js';
 
 /** What a cancel did: the cancelled job, or why nothing changed. */
@@ -18,14 +19,7 @@ export type CancelResult = { ok: true; job: JobRecord } | { ok: false; reason: '
 /** What a retry did: the requeued job, or why nothing changed (expired: the result is past its retention). */
 export type RetryResult = CancelResult | { ok: false; reason: 'expired'; job: JobRecord };
 
-/** The reason a stream read's own wait is called off: a constant, so no DOMException is built each time. */
-const CALLED_OFF = new Error('stream read ended');
-
-/** Chunks drained from a job's stream, with the job as read just before. */
-export interface StreamRead {
-  job: JobRecord;
-  chunks: string[];
-}
+export type { StreamRead } from './stream-reads.js';
 
 /**
  * What a submission under an Idempotency-Key did: `created` the job; found the job an earlier
@@ -78,13 +72,19 @@ export interface JobService {
   retry(endpointId: string, id: string): Promise<RetryResult>;
   /** Cancels every queued job of the endpoint; returns how many. */
   purgeQueue(endpointId: string): Promise<number>;
-  /** Stream poll: drains buffered chunks; when none, waits up to `waitMs` for one or the end. */
+  /**
+   * Stream poll (JSON /stream): the first page of the job's buffered chunks; when it is empty and
+   * the job is live, waits up to `waitMs` for a chunk or the end. Nothing is deleted until
+   * `delivered`.
+   */
   readStream(endpointId: string, id: string, waitMs: number, signal?: AbortSignal): Promise<StreamRead | undefined>;
   /**
-   * Server-sent events: drains buffered chunks; when none and the job's status is still
-   * `lastStatus`, waits up to `waitMs` for a chunk, another status or the end.
+   * Server-sent events: the page after seq `after` (the reader's last); when it is empty and the
+   * job's status is still `lastStatus`, waits up to `waitMs` for a chunk, another status or the end.
    */
-  watchStream(endpointId: string, id: string, lastStatus: JobStatus | null, waitMs: number, signal?: AbortSignal): Promise<StreamRead | undefined>;
+  watchStream(endpointId: string, id: string, lastStatus: JobStatus | null, after: number, waitMs: number, signal?: AbortSignal): Promise<StreamRead | undefined>;
+  /** A stream page was written out to its reader: its chunks, up to seq `through`, are deleted. */
+  delivered(id: string, through: number): Promise<void>;
   health(endpointId: string): Promise<EndpointHealth>;
   /** Most recent jobs of the endpoint, newest first. */
   listRequests(endpointId: string, limit: number): Promise<JobRecord[]>;
@@ -97,7 +97,7 @@ export interface JobService {
 
 /** What the job service uses. */
 export interface JobServiceDeps {
-  store: Pick<JobStore, 'getJob' | 'findIdempotentJob' | 'drainStream' | 'peekStream' | 'listWebhookAttempts' | 'countJobs' | 'queueStats' | 'listJobs'> &
+  store: Pick<JobStore, 'getJob' | 'findIdempotentJob' | 'readStream' | 'deleteStream' | 'peekStream' | 'listWebhookAttempts' | 'countJobs' | 'queueStats' | 'listJobs'> &
     Pick<WorkerStore, 'listWorkers'>;
   transitions: JobTransitions;
   endpoints: Pick<EndpointService, 'hooksOf'>;
@@ -124,7 +124,11 @@ function replayOf(held: IdempotentJob, key: IdempotencyKey): IdempotentSubmit {
 }
 
 class Jobs implements JobService {
-  constructor(private readonly deps: JobServiceDeps) {}
+  private readonly streams: StreamReads;
+
+  constructor(private readonly deps: JobServiceDeps) {
+    this.streams = new StreamReads(deps);
+  }
 
   async submit(endpoint: EndpointRecord, request: SubmitRequest, opts: { sync: boolean; keyId: string | null }): Promise<JobRecord> {
     const checking = this.admit(endpoint, request);
@@ -234,41 +238,15 @@ class Jobs implements JobService {
   }
 
   readStream(endpointId: string, id: string, waitMs: number, signal?: AbortSignal): Promise<StreamRead | undefined> {
-    return this.drainOrWait(endpointId, id, waitMs, signal, (job) => isTerminal(job.status));
+    return this.streams.read(endpointId, id, 0, waitMs, signal, (job) => isTerminal(job.status));
   }
 
-  watchStream(endpointId: string, id: string, lastStatus: JobStatus | null, waitMs: number, signal?: AbortSignal): Promise<StreamRead | undefined> {
-    return this.drainOrWait(endpointId, id, waitMs, signal, (job) => job.status !== lastStatus || isTerminal(job.status));
+  watchStream(endpointId: string, id: string, lastStatus: JobStatus | null, after: number, waitMs: number, signal?: AbortSignal): Promise<StreamRead | undefined> {
+    return this.streams.read(endpointId, id, after, waitMs, signal, (job) => job.status !== lastStatus || isTerminal(job.status));
   }
 
-  /** Drains the job's chunks; when none and `settled(job)` is false, waits for the next update (at most `waitMs`). */
-  private async drainOrWait(endpointId: string, id: string, waitMs: number, signal: AbortSignal | undefined, settled: (job: JobRecord) => boolean): Promise<StreamRead | undefined> {
-    const deadline = this.deps.now() + waitMs;
-    // One controller per call ends a wait still pending on return (or when the client leaves).
-    const listening = new AbortController();
-    const stop = (): void => listening.abort(CALLED_OFF);
-    signal?.addEventListener('abort', stop, { once: true });
-    let pending = false;
-    try {
-      for (;;) {
-        const left = deadline - this.deps.now();
-        // Listen before reading: a chunk posted while this reads wakes the wait at once
-        // instead of at the next re-read. Re-read at least every second all the same.
-        const woken = left > 0 && !signal?.aborted ? this.deps.waiters.wait(id, Math.min(left, 1_000), listening.signal) : undefined;
-        pending = woken !== undefined;
-        // Status first, then drain: chunks are only appended while IN_PROGRESS, so once a
-        // terminal status is read, this drain gets the last of them.
-        const job = await this.getJob(endpointId, id);
-        if (!job) return undefined;
-        const chunks = await this.deps.store.drainStream(id);
-        if (chunks.length > 0 || settled(job) || !woken) return { job, chunks };
-        await woken;
-        pending = false;
-      }
-    } finally {
-      signal?.removeEventListener('abort', stop);
-      if (pending) stop();
-    }
+  delivered(id: string, through: number): Promise<void> {
+    return this.streams.delivered(id, through);
   }
 
   async health(endpointId: string): Promise<EndpointHealth> {

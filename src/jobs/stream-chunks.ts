@@ -23,3 +23,13 @@ export function splitChunk(value: unknown): string[] {
   }
   return pieces;
 }
+
+/**
+ * A reader gets a job's buffered chunks a page at a time (JSON /stream answer, a turn of an SSE
+ * or OpenAI stream): at most this many chunks, and none after STREAM_PAGE_BYTES (the first
+ * always comes, so a page is at most STREAM_PAGE_BYTES + MAX_CHUNK_BYTES). A backlog of any size
+ * is served in bounded memory and strings far below V8's limit.
+ */
+export const STREAM_PAGE_CHUNKS = 5_000;
+/** See STREAM_PAGE_CHUNKS: about 4 MB of chunk text per page. */
+export const STREAM_PAGE_BYTES = 4_000_000;

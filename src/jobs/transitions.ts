@@ -103,8 +103,12 @@ export interface JobTransitions {
   finish(write: WorkerWrite & { status: 'COMPLETED' | 'FAILED'; outputJson: string | null; error: string | null }): Promise<JobRecord | undefined>;
   /** The latest progress output of a job the worker holds; false when it does not hold it. */
   progress(write: WorkerWrite & { outputJson: string }): Promise<boolean>;
-  /** Appends stream chunks to a job the worker holds; false when it does not hold it. */
-  appendStream(write: WorkerWrite & { chunks: string[] }): Promise<boolean>;
+  /**
+   * Appends stream chunks (`bytes` in all) to a job the worker holds, under the job's cap of
+   * `maxBytes` undelivered bytes (store.appendStream: 'appended', 'not-held', or 'full', which
+   * cuts the run's stream). Readers are woken unless nothing changed.
+   */
+  appendStream(write: WorkerWrite & { chunks: string[]; bytes: number; maxBytes: number }): Promise<'appended' | 'not-held' | 'full'>;
   /** IN_QUEUE or IN_PROGRESS → CANCELLED (its worker is told to stop); undefined when not live. */
   cancel(id: string): Promise<JobRecord | undefined>;
   /** FAILED or TIMED_OUT, not expired → IN_QUEUE again with the same id; undefined otherwise. */
@@ -178,10 +182,11 @@ class Transitions implements JobTransitions {
     return applied;
   }
 
-  async appendStream(write: WorkerWrite & { chunks: string[] }): Promise<boolean> {
-    const accepted = await this.deps.store.appendStream(write);
-    if (accepted) this.deps.notifier.publish({ type: 'job-updated', jobId: write.id });
-    return accepted;
+  async appendStream(write: WorkerWrite & { chunks: string[]; bytes: number; maxBytes: number }): Promise<'appended' | 'not-held' | 'full'> {
+    const outcome = await this.deps.store.appendStream(write);
+    // 'full' may have written the marker that tells readers the stream was cut: wake them too.
+    if (outcome !== 'not-held') this.deps.notifier.publish({ type: 'job-updated', jobId: write.id });
+    return outcome;
   }
 
   async cancel(id: string): Promise<JobRecord | undefined> {

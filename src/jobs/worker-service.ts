@@ -35,7 +35,7 @@ export type WorkerRefusal = { kind: 'refused'; refusal: 'job-not-found'; jobId: 
 export type DoneOutcome = { kind: 'finished'; job: JobRecord } | { kind: 'progress'; applied: boolean } | { kind: 'ignored'; job: JobRecord } | WorkerRefusal;
 
 /** What a job-stream did: appended its chunks (or not, for a job that ended), or was refused. */
-export type StreamOutcome = { kind: 'appended'; accepted: boolean; chunks: number } | WorkerRefusal;
+export type StreamOutcome = { kind: 'appended'; accepted: boolean; chunks: number } | { kind: 'stream-full'; jobId: string; maxBytes: number } | WorkerRefusal;
 
 /** What a ping says about the worker's health (ping?status=unhealthy&check=&reason=, runpod_version). */
 export interface WorkerHealthReport {
@@ -58,7 +58,11 @@ export interface WorkerService {
   stops(endpointId: string, workerId: string, signal: AbortSignal): Promise<string[]>;
   /** job-done: a result (COMPLETED / FAILED) or a progress update. */
   done(endpointId: string, workerId: string, jobId: string, body: unknown): Promise<DoneOutcome>;
-  /** job-stream: `{output: chunk}` or an array of such objects. */
+  /**
+   * job-stream: `{output: chunk}` or an array of such objects. Refused `stream-full` when the
+   * job's undelivered chunks would pass GANTRY_STREAM_BUFFER_BYTES (the run's stream is then
+   * cut: its later posts are refused too).
+   */
   stream(endpointId: string, workerId: string, jobId: string, body: unknown): Promise<StreamOutcome>;
   /**
    * A result the gateway refused (too large, not JSON) would be refused every time the worker
@@ -100,7 +104,7 @@ export interface WorkerServiceDeps {
   notifier: Pick<Notifier, 'publish'>;
   /** Opens a job's sealed s3Config for its worker. */
   secrets: Pick<SecretBox, 'open'>;
-  config: Pick<GantryConfig, 'jobTakeWaitMs' | 'workerLostMs'>;
+  config: Pick<GantryConfig, 'jobTakeWaitMs' | 'workerLostMs' | 'streamBufferBytes'>;
   logger: Logger;
   now(): number;
 }
@@ -229,12 +233,17 @@ class Workers implements WorkerService {
       if (!isObject(item) || !('output' in item)) throw new AppError('INVALID_BODY', 'Invalid stream chunk: expected {"output": ...}');
       chunks.push(...splitChunk(item.output));
     }
-    const accepted = await this.deps.transitions.appendStream({ id: jobId, workerId, endpointId, chunks });
-    if (!accepted) {
+    let bytes = 0;
+    for (const chunk of chunks) bytes += Buffer.byteLength(chunk);
+    const maxBytes = this.deps.config.streamBufferBytes;
+    const outcome = await this.deps.transitions.appendStream({ id: jobId, workerId, endpointId, chunks, bytes, maxBytes });
+    if (outcome === 'full') return { kind: 'stream-full', jobId, maxBytes };
+    if (outcome === 'not-held') {
       const job = await this.findJob(endpointId, jobId);
       if (!job) return { kind: 'refused', refusal: 'job-not-found', jobId };
       if (!isTerminal(job.status)) return { kind: 'refused', refusal: 'not-held', job };
     }
+    const accepted = outcome === 'appended';
     return { kind: 'appended', accepted, chunks: accepted ? chunks.length : 0 };
   }
 

@@ -13,7 +13,7 @@ import { sendOpenAiStream } from './openai-stream.js';
 
 /** What the OpenAI routes use: the job service (the dispatcher checks keys, endpoints and the rate limit). */
 export interface OpenAiRouteDeps {
-  jobs: Pick<JobService, 'submit' | 'submitOnce' | 'getJob' | 'waitTerminal' | 'watchStream' | 'cancel'>;
+  jobs: Pick<JobService, 'submit' | 'submitOnce' | 'getJob' | 'waitTerminal' | 'watchStream' | 'delivered' | 'cancel'>;
   logger: Logger;
 }
 

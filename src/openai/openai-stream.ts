@@ -1,10 +1,10 @@
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { followJob, openSse, SSE_HEARTBEAT_MS, type SseWriter } from '../http/sse.js';
-import type { JobService } from '../jobs/job-service.js';
+import type { JobService, StreamRead } from '../jobs/job-service.js';
 import { AppError } from '../model/errors.js';
 import type { JobRecord } from '../model/records.js';
-import { GATEWAY_CLOSING, jobFailure, openAiErrorBody, workerError } from './openai-errors.js';
+import { GATEWAY_CLOSING, jobFailure, NO_RETRY, openAiErrorBody, workerError } from './openai-errors.js';
 
 const DONE = 'data: [DONE]\n\n';
 
@@ -20,7 +20,7 @@ const DONE = 'data: [DONE]\n\n';
  * @example const job = await sendOpenAiStream({ jobs, logger }, res, 'llm', submitted, signal);
  */
 export async function sendOpenAiStream(
-  deps: { jobs: Pick<JobService, 'watchStream'>; logger: Logger },
+  deps: { jobs: Pick<JobService, 'watchStream' | 'delivered'>; logger: Logger },
   res: ServerResponse,
   endpointId: string,
   job: JobRecord,
@@ -31,7 +31,14 @@ export async function sendOpenAiStream(
   const events = new OpenAiEvents(sse);
   let end: JobRecord | undefined;
   try {
-    end = await followJob(deps.jobs, endpointId, job.id, signal, { chunks: (chunks) => events.chunks(chunks), idle: () => sse.comment('keep-alive') }, heartbeatMs);
+    const follower = {
+      async chunks(chunks: string[], page: StreamRead): Promise<void> {
+        await events.chunks(chunks);
+        if (page.truncated) throw streamTruncated(job.id);
+      },
+      idle: () => sse.comment('keep-alive'),
+    };
+    end = await followJob(deps.jobs, sse, endpointId, job.id, signal, follower, heartbeatMs);
     if (!sse.open) return end;
     if (signal.aborted) {
       // The gateway closing: 503, or an in-stream error and [DONE] once the stream has begun.
@@ -50,6 +57,11 @@ export async function sendOpenAiStream(
   await events.finish();
   sse.end();
   return end;
+}
+
+/** The byte cap cut the job's stream (its reader fell that far behind): the answer cannot be whole. */
+function streamTruncated(jobId: string): AppError {
+  return new AppError('STREAM_TRUNCATED', `Job ${jobId}: the stream was cut after GANTRY_STREAM_BUFFER_BYTES of it waited unread; the answer above is incomplete`, undefined, NO_RETRY);
 }
 
 /** Writes the job's chunks as OpenAI stream events; remembers whether the worker sent `[DONE]`. */

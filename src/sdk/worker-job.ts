@@ -213,6 +213,9 @@ async function streamResult(
   const streamUrl = withQuery(jobUrl(config.jobStreamTemplate, job.id), { isStream: 'false' });
   const chunks: unknown[] = [];
   let body: JobResult | undefined;
+  // A 413 (the job's stream buffer is full: its readers fell behind, or there are none) cuts this
+  // run's stream for good: later chunks are not sent, the aggregate result still is.
+  let cut = false;
   try {
     for (;;) {
       const step = await untilStopped(Promise.resolve(iterator.next()), ctx.signal);
@@ -235,11 +238,15 @@ async function streamResult(
         break;
       }
       if (deps.returnAggregateStream) chunks.push(chunk);
-      try {
-        const res = await http.postJson(streamUrl, json);
-        if (res.status >= 300) log.warn({ jobId: job.id, workerId: config.workerId, status: res.status }, 'stream chunk rejected');
-      } catch (err) {
-        log.warn({ jobId: job.id, workerId: config.workerId, err: describeError(err) }, 'stream chunk not delivered');
+      if (!cut) {
+        try {
+          const res = await http.postJson(streamUrl, json);
+          cut = res.status === 413;
+          if (cut) log.warn({ jobId: job.id, workerId: config.workerId, status: res.status }, 'stream buffer full: no more chunks are sent for this job; its result still is');
+          else if (res.status >= 300) log.warn({ jobId: job.id, workerId: config.workerId, status: res.status }, 'stream chunk rejected');
+        } catch (err) {
+          log.warn({ jobId: job.id, workerId: config.workerId, err: describeError(err) }, 'stream chunk not delivered');
+        }
       }
       if (ctx.signal.aborted) {
         closeQuietly(iterator);

@@ -40,6 +40,14 @@ const JOB_COLUMN_TABLE = {
 const FIELDS = Object.keys(JOB_COLUMN_TABLE) as (keyof JobRecord)[];
 
 /**
+ * Columns of the jobs table after the job columns that no JobRecord carries: the stream buffer's
+ * bookkeeping (migration 0009), read and written only by the stream's own statements, so a job
+ * read costs no more for them. SQLite also keeps `stream_seq` (PostgreSQL's chunk seqs are an
+ * identity column).
+ */
+export const JOB_STREAM_COLUMNS = { sqlite: ['stream_bytes', 'stream_seq', 'stream_cut'], postgres: ['stream_bytes', 'stream_cut'] } as const;
+
+/**
  * Where each field's column sits in a job row read in array mode: `row[COL.queuedAt]`. Frozen
  * and module-constant, so V8 folds `COL.x` to a number: reading by name costs what `row[16]` did.
  */

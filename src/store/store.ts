@@ -97,7 +97,7 @@ export interface JobStore {
    * FAILED or TIMED_OUT, not yet expired (expiresAt > now) → IN_QUEUE with the same id and input:
    * output, error, workerId, startedAt, finishedAt, expiresAt, webhook state cleared;
    * attempts=0, retries+1, queuedAt=now (a retry is the client queueing the job again: its delayTime
-   * counts from here), deadlineAt=now+ttlMs; its stream chunks deleted.
+   * counts from here), deadlineAt=now+ttlMs; its stream chunks deleted (and their byte count).
    */
   retryJob(args: { id: string; now: number }): Promise<JobRecord | undefined>;
 
@@ -132,11 +132,31 @@ export interface JobStore {
    */
   shortenRetention(args: { id: string; ttlMs: number }): Promise<void>;
 
-  /** Appends chunks to the stream of an IN_PROGRESS job held by `workerId`. False when not held. */
-  appendStream(args: { id: string; workerId: string; endpointId?: string; chunks: string[] }): Promise<boolean>;
+  /**
+   * Appends chunks (JSON text, `bytes` in all) to the stream of an IN_PROGRESS job held by
+   * `workerId`, unless the job's undelivered chunks would then pass `maxBytes`: 'appended';
+   * 'not-held' (nothing changed) when the worker does not hold the job; 'full' when the cap
+   * refuses them. The first refusal of a run cuts that run's stream: a marker chunk '' is
+   * appended in their place and every later post of the run is refused as well, so readers
+   * get a prefix of the run's stream and a sign that it was cut, never a stream with a gap.
+   * The job's undelivered byte count is kept beside it: the check reads one column.
+   */
+  appendStream(args: { id: string; workerId: string; endpointId?: string; chunks: string[]; bytes: number; maxBytes: number }): Promise<'appended' | 'not-held' | 'full'>;
 
-  /** Removes and returns the buffered stream chunks of a job, oldest first. */
-  drainStream(id: string): Promise<string[]>;
+  /**
+   * A page of the job's buffered chunks after seq `after`, oldest first, left in place (they are
+   * deleted only once delivered, by deleteStream): at most `limit`, and none after the chunks
+   * read so far reach `maxBytes` bytes (the first always comes); `more` when chunks remain after
+   * the page. Empty for an unknown job.
+   */
+  readStream(args: { id: string; after: number; limit: number; maxBytes: number }): Promise<{ chunks: StreamChunk[]; more: boolean }>;
+
+  /**
+   * Deletes the job's chunks up to seq `through`, the ones a reader has delivered, and takes
+   * their bytes off the job's undelivered count. Chunks appended after them stay. Returns how
+   * many were deleted (0 when another reader deleted them first).
+   */
+  deleteStream(args: { id: string; through: number }): Promise<number>;
 
   /**
    * The first buffered stream chunks of a job, oldest first, left in place (the console shows
@@ -175,6 +195,14 @@ export interface JobStore {
 
   /** The recorded delivery attempts of a job, oldest first (at most WEBHOOK_ATTEMPTS_KEPT). */
   listWebhookAttempts(id: string): Promise<WebhookAttempt[]>;
+}
+
+/** One buffered chunk of a job's stream, as store.readStream returns it. */
+export interface StreamChunk {
+  /** Its place in the job's stream: increasing, never reused. */
+  seq: number;
+  /** JSON text; '' is the marker where the byte cap cut the run's stream. */
+  chunk: string;
 }
 
 /** A job that holds an idempotency key, and the digest of the request that made it. */

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { listMigrations, migrationsDir } from '../../src/store/migrations.js';
-import { IDEMPOTENCY_COLUMNS, JOB_COLUMNS } from '../../src/store/job-columns.js';
+import { IDEMPOTENCY_COLUMNS, JOB_COLUMNS, JOB_STREAM_COLUMNS } from '../../src/store/job-columns.js';
 import { createPostgresStore } from '../../src/store/postgres/postgres-store.js';
 import type { Store } from '../../src/store/store.js';
 import { initialJob, type NewJobArgs } from '../../src/jobs/transitions.js';
@@ -109,7 +109,7 @@ describe('postgres store', () => {
          ORDER BY ordinal_position`,
       )
     ).rows.map((row) => row.column_name);
-    expect(columns.filter((column) => column !== 'seq').join(', ')).toBe([JOB_COLUMNS, ...IDEMPOTENCY_COLUMNS].join(', '));
+    expect(columns.filter((column) => column !== 'seq').join(', ')).toBe([JOB_COLUMNS, ...IDEMPOTENCY_COLUMNS, ...JOB_STREAM_COLUMNS.postgres].join(', '));
     expect(columns).toContain('seq');
   });
 

@@ -103,6 +103,19 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
       return job;
     }
 
+    /** appendStream with the chunks' byte count and a cap far away unless given. */
+    function append(id: string, workerId: string, chunks: string[], more: { endpointId?: string; maxBytes?: number } = {}) {
+      const bytes = chunks.reduce((n, chunk) => n + Buffer.byteLength(chunk), 0);
+      return store.appendStream({ id, workerId, chunks, bytes, maxBytes: 1e12, ...more });
+    }
+
+    /** What a reader gets: every buffered chunk (one big page), deleted after. */
+    async function drain(id: string): Promise<string[]> {
+      const { chunks } = await store.readStream({ id, after: 0, limit: 1_000_000, maxBytes: 1e12 });
+      if (chunks.length > 0) await store.deleteStream({ id, through: chunks[chunks.length - 1]!.seq });
+      return chunks.map((c) => c.chunk);
+    }
+
     /**
      * Inserts a job and claims it with `workerId` at `now`. It is queued at T0 - 1 unless told
      * otherwise, ahead of the jobs that insert() queues at T0, so the claim takes this one.
@@ -474,7 +487,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
     describe('retryJob', () => {
       it('requeues a failed job with the same id and input, clearing its run', async () => {
         const job = await running('w1', { webhook: 'https://hook.example/' });
-        await store.appendStream({ id: job.id, workerId: 'w1', chunks: ['a', 'b'] });
+        await append(job.id, 'w1', ['a', 'b']);
         await store.finishJob({ id: job.id, workerId: 'w1', status: 'FAILED', outputJson: null, error: 'boom', now: T0 + 2000 });
         await store.markWebhook({ id: job.id, attempts: 1, nextAt: null });
         const now = T0 + 3000;
@@ -497,7 +510,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         };
         expect(retried).toEqual(expected);
         expect(await store.getJob(job.id)).toEqual(expected);
-        expect(await store.drainStream(job.id)).toEqual([]);
+        expect(await drain(job.id)).toEqual([]);
         const again = await store.claimJobs({ endpointId: 'ep', workerId: 'w2', limit: 1, now: now + 1 });
         expect(again.map((j) => j.id)).toEqual([job.id]);
         expect(again[0]?.attempts).toBe(1);
@@ -693,9 +706,9 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         const job = await running('w1');
         expect(await store.finishJob({ id: job.id, workerId: 'w1', endpointId: 'other', status: 'COMPLETED', outputJson: '1', error: null, now: T0 + 5 })).toBeUndefined();
         expect(await store.setProgress({ id: job.id, workerId: 'w1', endpointId: 'other', outputJson: '1' })).toBe(false);
-        expect(await store.appendStream({ id: job.id, workerId: 'w1', endpointId: 'other', chunks: ['1'] })).toBe(false);
+        expect(await append(job.id, 'w1', ['1'], { endpointId: 'other' })).toBe('not-held');
         expect(await store.getJob(job.id)).toEqual(job);
-        expect(await store.drainStream(job.id)).toEqual([]);
+        expect(await drain(job.id)).toEqual([]);
         expect(await store.setProgress({ id: job.id, workerId: 'w1', endpointId: 'ep', outputJson: '2' })).toBe(true);
         expect((await store.finishJob({ id: job.id, workerId: 'w1', endpointId: 'ep', status: 'COMPLETED', outputJson: '3', error: null, now: T0 + 6 }))?.status).toBe('COMPLETED');
       });
@@ -704,7 +717,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
     describe('deleteExpired', () => {
       it('deletes expired terminal jobs with their stream, up to the limit, keeping pending webhooks', async () => {
         const a = await running('w1', { retentionMs: 1000 });
-        await store.appendStream({ id: a.id, workerId: 'w1', chunks: ['x'] });
+        await append(a.id, 'w1', ['x']);
         await store.finishJob({ id: a.id, workerId: 'w1', status: 'COMPLETED', outputJson: '1', error: null, now: T0 + 2000 });
         const b = await insert({ retentionMs: 1000 });
         await store.cancelJob({ id: b.id, now: T0 + 2000 });
@@ -722,7 +735,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect(await store.deleteExpired({ now, limit: 10 })).toBe(0);
         expect(await store.getJob(a.id)).toBeUndefined();
         expect(await store.getJob(b.id)).toBeUndefined();
-        expect(await store.drainStream(a.id)).toEqual([]);
+        expect(await drain(a.id)).toEqual([]);
         expect((await get(hooked.id)).status).toBe('CANCELLED');
         expect((await get(longLived.id)).status).toBe('CANCELLED');
         expect(await store.getJob(live.id)).toEqual(live);
@@ -794,44 +807,125 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
       });
     });
 
-    describe('appendStream / drainStream', () => {
-      it('buffers chunks of the holder in order and drains them once', async () => {
+    describe('appendStream / readStream / deleteStream', () => {
+      it('buffers chunks of the holder in order; a delivered page is deleted', async () => {
         const job = await running('w1');
-        expect(await store.appendStream({ id: job.id, workerId: 'w1', chunks: ['a', 'b'] })).toBe(true);
-        expect(await store.appendStream({ id: job.id, workerId: 'w1', chunks: ['c'] })).toBe(true);
-        expect(await store.appendStream({ id: job.id, workerId: 'w1', chunks: [] })).toBe(true);
-        expect(await store.drainStream(job.id)).toEqual(['a', 'b', 'c']);
-        expect(await store.drainStream(job.id)).toEqual([]);
-        expect(await store.appendStream({ id: job.id, workerId: 'w1', chunks: ['d', '{"e":1}'] })).toBe(true);
-        const drains = await Promise.all([store.drainStream(job.id), store.drainStream(job.id)]);
-        expect(drains.flat()).toEqual(['d', '{"e":1}']);
+        expect(await append(job.id, 'w1', ['a', 'b'])).toBe('appended');
+        expect(await append(job.id, 'w1', ['c'])).toBe('appended');
+        expect(await append(job.id, 'w1', [])).toBe('appended');
+        expect(await drain(job.id)).toEqual(['a', 'b', 'c']);
+        expect(await drain(job.id)).toEqual([]);
+        expect(await append(job.id, 'w1', ['d', '{"e":1}'])).toBe('appended');
+        expect(await drain(job.id)).toEqual(['d', '{"e":1}']);
       });
 
       it('keeps many chunks in order', async () => {
         const job = await running('w1');
         const chunks = Array.from({ length: 25 }, (_, i) => `chunk-${i}`);
-        for (const chunk of chunks) await store.appendStream({ id: job.id, workerId: 'w1', chunks: [chunk] });
-        expect(await store.drainStream(job.id)).toEqual(chunks);
+        for (const chunk of chunks) await append(job.id, 'w1', [chunk]);
+        expect(await drain(job.id)).toEqual(chunks);
       });
 
       it('refuses other workers, queued and finished jobs', async () => {
         const job = await running('w1');
-        expect(await store.appendStream({ id: job.id, workerId: 'w2', chunks: ['x'] })).toBe(false);
+        expect(await append(job.id, 'w2', ['x'])).toBe('not-held');
         const queued = await insert();
-        expect(await store.appendStream({ id: queued.id, workerId: 'w1', chunks: ['x'] })).toBe(false);
+        expect(await append(queued.id, 'w1', ['x'])).toBe('not-held');
         await store.finishJob({ id: job.id, workerId: 'w1', status: 'COMPLETED', outputJson: '1', error: null, now: T0 + 2000 });
-        expect(await store.appendStream({ id: job.id, workerId: 'w1', chunks: ['late'] })).toBe(false);
-        expect(await store.appendStream({ id: 'nope', workerId: 'w1', chunks: ['x'] })).toBe(false);
-        expect(await store.drainStream(job.id)).toEqual([]);
-        expect(await store.drainStream(queued.id)).toEqual([]);
-        expect(await store.drainStream('nope')).toEqual([]);
+        expect(await append(job.id, 'w1', ['late'])).toBe('not-held');
+        expect(await append('nope', 'w1', ['x'])).toBe('not-held');
+        expect(await drain(job.id)).toEqual([]);
+        expect(await drain(queued.id)).toEqual([]);
+        expect(await drain('nope')).toEqual([]);
       });
 
       it('keeps chunks buffered after the job finishes until drained', async () => {
         const job = await running('w1');
-        await store.appendStream({ id: job.id, workerId: 'w1', chunks: ['last'] });
+        await append(job.id, 'w1', ['last']);
         await store.finishJob({ id: job.id, workerId: 'w1', status: 'COMPLETED', outputJson: null, error: null, now: T0 + 2000 });
-        expect(await store.drainStream(job.id)).toEqual(['last']);
+        expect(await drain(job.id)).toEqual(['last']);
+      });
+    });
+
+    describe('stream pages and the byte cap', () => {
+      const page = (id: string, after = 0, limit = 10, maxBytes = 1_000_000) => store.readStream({ id, after, limit, maxBytes });
+      const texts = (p: { chunks: { chunk: string }[] }) => p.chunks.map((c) => c.chunk);
+
+      it('reads pages bounded in chunks and bytes, the first chunk always, without deleting anything', async () => {
+        const job = await running('w1');
+        await append(job.id, 'w1', ['"aaaa"', '"bb"', '"c"', '"dddddd"', '"é"']);
+        expect(texts(await page(job.id, 0, 2))).toEqual(['"aaaa"', '"bb"']);
+        expect((await page(job.id, 0, 2)).more).toBe(true);
+        // Bytes read before a chunk must be under maxBytes: 6 + 4 = 10 is not under 10.
+        expect(texts(await page(job.id, 0, 10, 10))).toEqual(['"aaaa"', '"bb"']);
+        expect(texts(await page(job.id, 0, 10, 1))).toEqual(['"aaaa"']);
+        const all = await page(job.id);
+        expect(texts(all)).toEqual(['"aaaa"', '"bb"', '"c"', '"dddddd"', '"é"']);
+        expect(all.more).toBe(false);
+        // Seqs increase; reading on after one gives the rest.
+        const seqs = all.chunks.map((c) => c.seq);
+        expect([...seqs].sort((a, b) => a - b)).toEqual(seqs);
+        expect(texts(await page(job.id, seqs[2]!))).toEqual(['"dddddd"', '"é"']);
+        expect(await page('nope')).toEqual({ chunks: [], more: false });
+      });
+
+      it('deletes exactly the delivered chunks, never those appended after them, and never reuses a seq', async () => {
+        const job = await running('w1');
+        await append(job.id, 'w1', ['1', '2']);
+        const first = await page(job.id);
+        await append(job.id, 'w1', ['3']);
+        expect(await store.deleteStream({ id: job.id, through: first.chunks[1]!.seq })).toBe(2);
+        // A second reader that delivered the same page deletes nothing more.
+        expect(await store.deleteStream({ id: job.id, through: first.chunks[1]!.seq })).toBe(0);
+        const rest = await page(job.id);
+        expect(texts(rest)).toEqual(['3']);
+        await store.deleteStream({ id: job.id, through: rest.chunks[0]!.seq });
+        // An empty buffer: the next chunk still gets a seq past every earlier one.
+        await append(job.id, 'w1', ['4']);
+        const next = await page(job.id);
+        expect(texts(next)).toEqual(['4']);
+        expect(next.chunks[0]!.seq).toBeGreaterThan(rest.chunks[0]!.seq);
+      });
+
+      it('caps the undelivered bytes: a post past them is refused and cuts the run with a marker; delivery does not reopen it', async () => {
+        const job = await running('w1');
+        expect(await append(job.id, 'w1', ['"12345678"'], { maxBytes: 25 })).toBe('appended'); // 10 bytes
+        expect(await append(job.id, 'w1', ['"1234567"', '"ab"'], { maxBytes: 25 })).toBe('appended'); // 9 + 4: 23
+        expect(await append(job.id, 'w1', ['"abc"'], { maxBytes: 25 })).toBe('full'); // 23 + 5 > 25
+        expect(await append(job.id, 'w1', ['1'], { maxBytes: 25 })).toBe('full'); // the run is cut: would fit, refused all the same
+        const read = await page(job.id);
+        expect(texts(read)).toEqual(['"12345678"', '"1234567"', '"ab"', '']);
+        await store.deleteStream({ id: job.id, through: read.chunks[3]!.seq });
+        expect(await append(job.id, 'w1', ['1'], { maxBytes: 25 })).toBe('full');
+        expect(await append(job.id, 'w2', ['1'], { maxBytes: 25 })).toBe('not-held');
+        expect(texts(await page(job.id))).toEqual([]);
+        // The console's peek leaves markers out.
+        await append(job.id, 'w1', []);
+        expect(await store.peekStream({ id: job.id, limit: 10, maxChars: 1000 })).toEqual({ chunks: [], total: 0 });
+      });
+
+      it('gives back the bytes of delivered chunks: a reader that keeps up never meets the cap', async () => {
+        const job = await running('w1');
+        for (let i = 0; i < 20; i++) {
+          expect(await append(job.id, 'w1', ['"0123456789"'], { maxBytes: 25 })).toBe('appended');
+          const read = await page(job.id);
+          await store.deleteStream({ id: job.id, through: read.chunks[read.chunks.length - 1]!.seq });
+        }
+      });
+
+      it('a new run of the job (requeued, taken again) streams again after a cut; a retry starts from an empty buffer', async () => {
+        const job = await running('w1', { maxAttempts: 3 });
+        expect(await append(job.id, 'w1', ['"0123456789"', '"0123456789"', '"0123456789"'], { maxBytes: 25 })).toBe('full');
+        await store.requeueJobs({ workerIds: ['w1'], counted: true, error: 'worker lost', now: T0 + 2000 });
+        await store.claimJobs({ endpointId: 'ep', workerId: 'w2', limit: 1, now: T0 + 3000 });
+        // The first run left only its marker: 0 bytes buffered, the second run is not cut.
+        expect(await append(job.id, 'w2', ['"0123456789"'], { maxBytes: 25 })).toBe('appended');
+        expect(texts(await page(job.id))).toEqual(['', '"0123456789"']);
+        await store.finishJob({ id: job.id, workerId: 'w2', status: 'FAILED', outputJson: null, error: 'x', now: T0 + 4000 });
+        await store.retryJob({ id: job.id, now: T0 + 5000 });
+        expect(await page(job.id)).toEqual({ chunks: [], more: false });
+        await store.claimJobs({ endpointId: 'ep', workerId: 'w3', limit: 1, now: T0 + 6000 });
+        expect(await append(job.id, 'w3', ['"0123456789"', '"0123456789"'], { maxBytes: 25 })).toBe('appended');
       });
     });
 
@@ -841,14 +935,14 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
       it('reads buffered chunks in order without removing them, up to the limit', async () => {
         const job = await running('w1');
         expect(await peek(job.id)).toEqual({ chunks: [], total: 0 });
-        await store.appendStream({ id: job.id, workerId: 'w1', chunks: ['"a"', '{"b":1}'] });
-        await store.appendStream({ id: job.id, workerId: 'w1', chunks: ['3'] });
+        await append(job.id, 'w1', ['"a"', '{"b":1}']);
+        await append(job.id, 'w1', ['3']);
         expect(await peek(job.id)).toEqual({ chunks: ['"a"', '{"b":1}', '3'], total: 3 });
         expect(await peek(job.id, 2)).toEqual({ chunks: ['"a"', '{"b":1}'], total: 3 });
         // Still there for the client: a drain gets every chunk, then nothing is left to peek.
-        expect(await store.drainStream(job.id)).toEqual(['"a"', '{"b":1}', '3']);
+        expect(await drain(job.id)).toEqual(['"a"', '{"b":1}', '3']);
         expect(await peek(job.id)).toEqual({ chunks: [], total: 0 });
-        await store.appendStream({ id: job.id, workerId: 'w1', chunks: ['4'] });
+        await append(job.id, 'w1', ['4']);
         await store.finishJob({ id: job.id, workerId: 'w1', status: 'COMPLETED', outputJson: null, error: null, now: T0 + 2000 });
         expect(await peek(job.id)).toEqual({ chunks: ['4'], total: 1 });
         expect(await peek('nope')).toEqual({ chunks: [], total: 0 });
@@ -856,7 +950,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
 
       it('stops once the chunks read reach maxChars, the first one always read', async () => {
         const job = await running('w1');
-        await store.appendStream({ id: job.id, workerId: 'w1', chunks: ['"aaaa"', '"bb"', '"c"', '"dddddd"'] });
+        await append(job.id, 'w1', ['"aaaa"', '"bb"', '"c"', '"dddddd"']);
         // Lengths 6, 4, 3, 8: before each chunk 0, 6, 10, 13 characters were read.
         expect(await peek(job.id, 10, 1)).toEqual({ chunks: ['"aaaa"'], total: 4 });
         expect(await peek(job.id, 10, 10)).toEqual({ chunks: ['"aaaa"', '"bb"'], total: 4 });
@@ -868,9 +962,9 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
       it('reads only the job asked for', async () => {
         const a = await running('w1');
         const b = await running('w2');
-        await store.appendStream({ id: a.id, workerId: 'w1', chunks: ['"a1"'] });
-        await store.appendStream({ id: b.id, workerId: 'w2', chunks: ['"b1"'] });
-        await store.appendStream({ id: a.id, workerId: 'w1', chunks: ['"a2"'] });
+        await append(a.id, 'w1', ['"a1"']);
+        await append(b.id, 'w2', ['"b1"']);
+        await append(a.id, 'w1', ['"a2"']);
         expect(await peek(a.id)).toEqual({ chunks: ['"a1"', '"a2"'], total: 2 });
         expect(await peek(b.id)).toEqual({ chunks: ['"b1"'], total: 1 });
       });
@@ -1179,7 +1273,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         await store.createEndpoint(endpoint('ep'));
         await store.createEndpoint(endpoint('other'));
         const job = await running('w1');
-        await store.appendStream({ id: job.id, workerId: 'w1', chunks: ['x'] });
+        await append(job.id, 'w1', ['x']);
         const queued = await insert();
         const kept = await insert({ endpointId: 'other' });
         await store.touchWorker({ id: 'w1', endpointId: 'ep', now: T0 });
@@ -1188,7 +1282,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect(await store.deleteEndpoint('ep')).toBe(true);
         expect(await store.getJob(job.id)).toBeUndefined();
         expect(await store.getJob(queued.id)).toBeUndefined();
-        expect(await store.drainStream(job.id)).toEqual([]);
+        expect(await drain(job.id)).toEqual([]);
         expect(await store.getJob(kept.id)).toEqual(kept);
         expect((await store.listWorkers()).map((w) => w.id)).toEqual(['w2']);
         expect(await store.countJobs('ep')).toMatchObject({ inQueue: 0, inProgress: 0 });

@@ -188,18 +188,18 @@ describe('the follow loop', () => {
     const job = initialJob({ id: uniqueId('job'), endpointId: 'ep', inputJson: '{}', webhook: null, s3Config: null, executionTimeoutMs: 60_000, lowPriority: false, ttlMs: 60_000, retentionMs: 60_000, maxAttempts: 1, sync: false, keyId: null, now: Date.now() });
     await transitions.submit(job);
     await transitions.claim('ep', [{ workerId: 'w1', limit: 1 }]);
-    // The worker's chunk lands while the follower's first drain is in flight.
+    // The worker's chunk lands while the follower's first read is in flight.
     let first = true;
     const racing = new Proxy(store, {
       get(target, name, receiver) {
-        if (name !== 'drainStream') return Reflect.get(target, name, receiver) as unknown;
-        return async (id: string) => {
-          const chunks = await target.drainStream(id);
+        if (name !== 'readStream') return Reflect.get(target, name, receiver) as unknown;
+        return async (args: Parameters<typeof store.readStream>[0]) => {
+          const page = await target.readStream(args);
           if (first) {
             first = false;
-            await transitions.appendStream({ id, workerId: 'w1', endpointId: 'ep', chunks: ['"late"'] });
+            await transitions.appendStream({ id: args.id, workerId: 'w1', endpointId: 'ep', chunks: ['"late"'], bytes: 6, maxBytes: 1_000_000 });
           }
-          return chunks;
+          return page;
         };
       },
     });
@@ -215,7 +215,7 @@ describe('the follow loop', () => {
       pool: undefined as never,
       secrets: undefined as never,
     });
-    const read = await jobs.watchStream('ep', job.id, 'IN_PROGRESS', 60_000, new AbortController().signal);
+    const read = await jobs.watchStream('ep', job.id, 'IN_PROGRESS', 0, 60_000, new AbortController().signal);
     expect(read?.chunks).toEqual(['"late"']);
     // The wait after the empty drain was ended by the chunk's wake-up, not by its timeout.
     expect(outcomes[0]).toBe(true);

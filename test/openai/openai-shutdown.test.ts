@@ -65,7 +65,7 @@ describe('OpenAI requests during a gateway shutdown', () => {
     // OpenAI requests of it: the jobs below end during the shutdown, not before it.
     await vi.waitFor(() => expect(t.gantry.server.listening).toBe(false), { timeout: 10_000, interval: 10 });
     await transitions.finish({ ...write, id: finishingJob, status: 'COMPLETED', outputJson: '[{"object":"chat.completion","choices":[]}]', error: null });
-    await transitions.appendStream({ ...write, id: finishingStreamJob, chunks: ['{"n":2}'] });
+    await transitions.appendStream({ ...write, id: finishingStreamJob, chunks: ['{"n":2}'], bytes: 7, maxBytes: 1_000_000 });
     await transitions.finish({ ...write, id: finishingStreamJob, status: 'COMPLETED', outputJson: '[]', error: null });
 
     const done = await finishing;

@@ -3,7 +3,7 @@ import type { JobCounts, JobRecord, QueueStats } from '../../model/records.js';
 import { COL, IDEMPOTENCY_COLUMNS, JOB_COLUMN_COUNT, JOB_COLUMNS, jobColumnList, toJob } from '../job-columns.js';
 import { tallyJobCounts, toQueueStats, type CountRow, type HeldRow, type QueuedRow } from '../job-counts.js';
 import { finishedColumns, LIVE_STATUS_LIST, requeuedColumns, RETRYABLE_STATUS_LIST, TERMINAL_STATUS_LIST } from '../job-sql.js';
-import { WEBHOOK_ATTEMPTS_KEPT, type IdempotentJob, type JobStore, type WebhookAttempt } from '../store.js';
+import { WEBHOOK_ATTEMPTS_KEPT, type IdempotentJob, type JobStore, type StreamChunk, type WebhookAttempt } from '../store.js';
 import type { PgConnection } from './connection.js';
 import { createJobBatches, jobColumnArrays, type FinishArgs, type JobBatches } from './job-batches.js';
 
@@ -42,7 +42,7 @@ const PURGE_QUEUE_SQL = `UPDATE jobs SET status = 'CANCELLED', ${finishedColumns
 const RETRY_JOB_SQL = `WITH j AS (
      UPDATE jobs SET status = 'IN_QUEUE', output_json = NULL, error = NULL, worker_id = NULL, started_at = NULL,
        finished_at = NULL, expires_at = NULL, webhook_attempts = 0, webhook_next_at = NULL, attempts = 0,
-       retries = retries + 1, queued_at = $2, deadline_at = $2 + ttl_ms
+       retries = retries + 1, queued_at = $2, deadline_at = $2 + ttl_ms, stream_bytes = 0, stream_cut = 0
      WHERE id = $1 AND status IN ${RETRYABLE_STATUS_LIST} AND expires_at > $2 RETURNING ${JOB_COLUMNS}),
    d AS (DELETE FROM job_stream WHERE job_id IN (SELECT id FROM j))
    SELECT ${JOB_COLUMNS} FROM j`;
@@ -69,13 +69,32 @@ const SHORTEN_RETENTION_SQL = `UPDATE jobs SET retention_ms = LEAST(retention_ms
        WHEN expires_at IS NULL THEN finished_at + $2
        ELSE LEAST(expires_at, finished_at + $2) END
    WHERE id = $1`;
-// FOR SHARE: a result for the job waits for this append (and the reverse), so once a
-// reader sees the job terminal, every chunk it will ever have is already committed.
-const APPEND_STREAM_SQL = `WITH held AS (SELECT id FROM jobs WHERE id = $1 AND status = 'IN_PROGRESS' AND worker_id = $2
-       AND ($3::text IS NULL OR endpoint_id = $3) FOR SHARE),
+// One statement. The job row is locked (FOR UPDATE): a result for the job waits for this append
+// (and the reverse), so once a reader sees the job terminal every chunk it will have is
+// committed; appends of one job are counted one after the other. `fits`: the chunks go in and
+// their bytes are counted; `cut`: the cap refuses a run not yet cut, which is cut with a marker
+// chunk ''. Identity seqs follow the insert order (ORDER BY ord).
+const APPEND_STREAM_SQL = `WITH job AS (
+       SELECT id, attempts, stream_bytes, stream_cut FROM jobs WHERE id = $1 AND status = 'IN_PROGRESS' AND worker_id = $2
+         AND ($3::text IS NULL OR endpoint_id = $3) FOR UPDATE),
+     fits AS (SELECT id FROM job WHERE stream_cut < attempts AND stream_bytes + $5 <= $6),
+     cut AS (SELECT id, attempts FROM job WHERE stream_cut < attempts AND stream_bytes + $5 > $6),
+     counted AS (UPDATE jobs SET stream_bytes = jobs.stream_bytes + $5 FROM fits WHERE jobs.id = fits.id),
+     marked AS (UPDATE jobs SET stream_cut = cut.attempts FROM cut WHERE jobs.id = cut.id),
      ins AS (INSERT INTO job_stream (job_id, chunk)
-       SELECT held.id, c.chunk FROM held, unnest($4::text[]) WITH ORDINALITY AS c(chunk, ord) ORDER BY c.ord)
-   SELECT EXISTS (SELECT 1 FROM held) AS held`;
+       SELECT fits.id, c.chunk FROM fits, unnest($4::text[]) WITH ORDINALITY AS c(chunk, ord) ORDER BY c.ord),
+     marker AS (INSERT INTO job_stream (job_id, chunk) SELECT id, '' FROM cut)
+   SELECT EXISTS (SELECT 1 FROM job) AS held, EXISTS (SELECT 1 FROM fits) AS appended`;
+// A page: as on SQLite, n counts the chunks looked at (up to $3 + 1): n > the page's length means more.
+const READ_STREAM_SQL = `SELECT seq, chunk, n FROM (
+     SELECT seq, chunk, SUM(octet_length(chunk)) OVER (ORDER BY seq) - octet_length(chunk) AS before, COUNT(*) OVER () AS n
+     FROM (SELECT seq, chunk FROM job_stream WHERE job_id = $1 AND seq > $2 ORDER BY seq LIMIT $3 + 1) AS head) AS page
+   WHERE before < $4 ORDER BY seq LIMIT $3`;
+// The delivered chunks go, and their bytes come off the job's count, in one statement.
+const DELETE_STREAM_SQL = `WITH gone AS (DELETE FROM job_stream WHERE job_id = $1 AND seq <= $2 RETURNING octet_length(chunk) AS bytes),
+     uncounted AS (UPDATE jobs SET stream_bytes = GREATEST(0, stream_bytes - (SELECT SUM(bytes) FROM gone))
+       WHERE id = $1 AND EXISTS (SELECT 1 FROM gone))
+   SELECT COUNT(*)::int AS n FROM gone`;
 const COUNT_JOBS_SQL = `SELECT status, COUNT(*) AS n, COUNT(*) FILTER (WHERE retries > 0) AS retried, COUNT(*) FILTER (WHERE attempts > 1) AS reattempted
    FROM jobs WHERE endpoint_id = $1 GROUP BY status`;
 const QUEUED_STATS_SQL = `SELECT COUNT(*) AS n, COUNT(*) FILTER (WHERE NOT low_priority) AS normal,
@@ -86,8 +105,9 @@ const LIST_JOBS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE endpoint_id = $1 OR
 const DUE_WEBHOOKS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE webhook_next_at <= $1 AND status IN ${TERMINAL_STATUS_LIST}
    ORDER BY webhook_next_at, seq LIMIT $2`;
 // The running total stops the read at maxChars, so a long stream of large chunks is not all read.
+// Markers ('') of a cut stream are not chunks: left out.
 const PEEK_STREAM_SQL = `SELECT chunk FROM (SELECT seq, chunk, SUM(length(chunk)) OVER (ORDER BY seq) - length(chunk) AS before
-     FROM job_stream WHERE job_id = $1 ORDER BY seq LIMIT $2) AS head WHERE before < $3 ORDER BY seq`;
+     FROM job_stream WHERE job_id = $1 AND chunk <> '' ORDER BY seq LIMIT $2) AS head WHERE before < $3 ORDER BY seq`;
 // One statement: the job's delivery state, the attempt's record, and the records past the
 // newest WEBHOOK_ATTEMPTS_KEPT deleted. Every part sees the snapshot from before the insert,
 // so the delete keeps KEPT - 1 old records beside the new one.
@@ -213,21 +233,25 @@ export class PgJobStore implements JobStore {
     await this.db.query(SHORTEN_RETENTION_SQL, [id, ttlMs]);
   }
 
-  async appendStream({ id, workerId, endpointId, chunks }: Args<'appendStream'>): Promise<boolean> {
-    const rows = await this.db.query<{ held: boolean }>(APPEND_STREAM_SQL, [id, workerId, endpointId ?? null, chunks]);
-    return rows[0]?.held === true;
+  async appendStream({ id, workerId, endpointId, chunks, bytes, maxBytes }: Args<'appendStream'>): Promise<'appended' | 'not-held' | 'full'> {
+    const rows = await this.db.query<{ held: boolean; appended: boolean }>(APPEND_STREAM_SQL, [id, workerId, endpointId ?? null, chunks, bytes, maxBytes]);
+    if (rows[0]?.held !== true) return 'not-held';
+    return rows[0].appended ? 'appended' : 'full';
   }
 
-  async drainStream(id: string): Promise<string[]> {
-    return (await this.db.query<{ seq: number; chunk: string }>('DELETE FROM job_stream WHERE job_id = $1 RETURNING seq, chunk', [id]))
-      .sort((a, b) => a.seq - b.seq)
-      .map((row) => row.chunk);
+  async readStream({ id, after, limit, maxBytes }: Args<'readStream'>): Promise<{ chunks: StreamChunk[]; more: boolean }> {
+    const rows = await this.db.query<{ seq: string; chunk: string; n: string }>(READ_STREAM_SQL, [id, after, limit, maxBytes]);
+    return { chunks: rows.map((row) => ({ seq: Number(row.seq), chunk: row.chunk })), more: rows.length > 0 && Number(rows[0]!.n) > rows.length };
+  }
+
+  async deleteStream({ id, through }: Args<'deleteStream'>): Promise<number> {
+    return (await this.db.query<{ n: number }>(DELETE_STREAM_SQL, [id, through]))[0]?.n ?? 0;
   }
 
   async peekStream({ id, limit, maxChars }: Args<'peekStream'>): Promise<{ chunks: string[]; total: number }> {
     const [rows, count] = await Promise.all([
       this.db.query<{ chunk: string }>(PEEK_STREAM_SQL, [id, limit, maxChars]),
-      this.db.query<{ n: number }>('SELECT COUNT(*) AS n FROM job_stream WHERE job_id = $1', [id]),
+      this.db.query<{ n: number }>("SELECT COUNT(*) AS n FROM job_stream WHERE job_id = $1 AND chunk <> ''", [id]),
     ]);
     return { chunks: rows.map((row) => row.chunk), total: count[0]?.n ?? 0 };
   }

@@ -3,7 +3,7 @@ import type { JobCounts, JobRecord, QueueStats } from '../../model/records.js';
 import { COL, IDEMPOTENCY_COLUMNS, JOB_COLUMN_COUNT, JOB_COLUMNS, toJob } from '../job-columns.js';
 import { tallyJobCounts, toQueueStats, type CountRow, type HeldRow, type QueuedRow } from '../job-counts.js';
 import { finishedColumns, LIVE_STATUS_LIST, requeuedColumns, RETRYABLE_STATUS_LIST, TERMINAL_STATUS_LIST } from '../job-sql.js';
-import { WEBHOOK_ATTEMPTS_KEPT, type IdempotentJob, type JobStore, type WebhookAttempt } from '../store.js';
+import { WEBHOOK_ATTEMPTS_KEPT, type IdempotentJob, type JobStore, type StreamChunk, type WebhookAttempt } from '../store.js';
 import { placeholders, type SqliteConnection } from './connection.js';
 
 type Args<M extends keyof JobStore> = Parameters<JobStore[M]>[0];
@@ -40,7 +40,7 @@ const PURGE_QUEUE_SQL = `UPDATE jobs SET status = 'CANCELLED', ${FINISH}
    WHERE endpoint_id = @endpointId AND status = 'IN_QUEUE' RETURNING id`;
 const RETRY_JOB_SQL = `UPDATE jobs SET status = 'IN_QUEUE', output_json = NULL, error = NULL, worker_id = NULL,
      started_at = NULL, finished_at = NULL, expires_at = NULL, webhook_attempts = 0,
-     webhook_next_at = NULL, attempts = 0, retries = retries + 1, queued_at = @now,
+     webhook_next_at = NULL, attempts = 0, retries = retries + 1, queued_at = @now, stream_bytes = 0, stream_cut = 0,
      deadline_at = @now + ttl_ms
    WHERE id = @id AND status IN ${RETRYABLE_STATUS_LIST} AND expires_at > @now RETURNING ${JOB_COLUMNS}`;
 const TIME_OUT_SQL = `UPDATE jobs SET status = 'TIMED_OUT', error = @error, ${FINISH}
@@ -60,8 +60,24 @@ const SHORTEN_RETENTION_SQL = `UPDATE jobs SET retention_ms = MIN(retention_ms, 
        WHEN expires_at IS NULL THEN finished_at + @ttlMs
        ELSE MIN(expires_at, finished_at + @ttlMs) END
    WHERE id = @id`;
-const HELD_SQL = `SELECT 1 FROM jobs WHERE id = @id AND status = 'IN_PROGRESS' AND worker_id = @workerId
-   AND (@endpointId IS NULL OR endpoint_id = @endpointId)`;
+// The job a worker posts for: IN_PROGRESS, held by it, of its endpoint.
+const HELD_WHERE = `id = @id AND status = 'IN_PROGRESS' AND worker_id = @workerId AND (@endpointId IS NULL OR endpoint_id = @endpointId)`;
+// Counts the chunks in (bytes, seqs) when they fit under the cap and the run's stream is not cut.
+const APPEND_COUNT_SQL = `UPDATE jobs SET stream_bytes = stream_bytes + @bytes, stream_seq = stream_seq + @n
+   WHERE ${HELD_WHERE} AND stream_cut < attempts AND stream_bytes + @bytes <= @maxBytes RETURNING stream_seq`;
+// The cap refused a post of a run not yet cut: cut it, with a marker chunk at the next seq.
+const CUT_STREAM_SQL = `UPDATE jobs SET stream_cut = attempts, stream_seq = stream_seq + 1
+   WHERE ${HELD_WHERE} AND stream_cut < attempts RETURNING stream_seq`;
+const HELD_SQL = `SELECT 1 FROM jobs WHERE ${HELD_WHERE}`;
+const INSERT_CHUNK_SQL = 'INSERT INTO job_stream (job_id, seq, chunk) VALUES (?, ?, ?)';
+// A page: at most @limit chunks after @after, none once @maxBytes are read (the first always
+// comes); n counts the chunks looked at (up to @limit + 1), so n > the page's length means more.
+const READ_STREAM_SQL = `SELECT seq, chunk, n FROM (
+     SELECT seq, chunk, SUM(octet_length(chunk)) OVER (ORDER BY seq) - octet_length(chunk) AS before, COUNT(*) OVER () AS n
+     FROM (SELECT seq, chunk FROM job_stream WHERE job_id = @id AND seq > @after ORDER BY seq LIMIT @limit + 1))
+   WHERE before < @maxBytes ORDER BY seq LIMIT @limit`;
+const DELETE_STREAM_SQL = 'DELETE FROM job_stream WHERE job_id = ? AND seq <= ? RETURNING octet_length(chunk) AS bytes';
+const UNCOUNT_STREAM_SQL = 'UPDATE jobs SET stream_bytes = MAX(0, stream_bytes - ?) WHERE id = ?';
 const COUNT_JOBS_SQL = `SELECT status, COUNT(*) AS n, SUM(retries > 0) AS retried, SUM(attempts > 1) AS reattempted
    FROM jobs WHERE endpoint_id = ? GROUP BY status`;
 // The unary + keeps the planner on jobs_claim, as in claimJobs.
@@ -74,9 +90,10 @@ const LIST_JOBS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE endpoint_id = ? ORD
 const DUE_WEBHOOKS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE webhook_next_at <= ? AND status IN ${TERMINAL_STATUS_LIST}
    ORDER BY webhook_next_at, rowid LIMIT ?`;
 // The running total stops the read at maxChars, so a long stream of large chunks is not all read.
+// Markers ('') of a cut stream are not chunks: left out.
 const PEEK_STREAM_SQL = `SELECT chunk FROM (SELECT seq, chunk, SUM(length(chunk)) OVER (ORDER BY seq) - length(chunk) AS before
-     FROM job_stream WHERE job_id = @id ORDER BY seq LIMIT @limit) WHERE before < @maxChars ORDER BY seq`;
-const COUNT_STREAM_SQL = 'SELECT COUNT(*) AS n FROM job_stream WHERE job_id = ?';
+     FROM job_stream WHERE job_id = @id AND chunk <> '' ORDER BY seq LIMIT @limit) WHERE before < @maxChars ORDER BY seq`;
+const COUNT_STREAM_SQL = "SELECT COUNT(*) AS n FROM job_stream WHERE job_id = ? AND chunk <> ''";
 const MARK_WEBHOOK_SQL = 'UPDATE jobs SET webhook_attempts = ?, webhook_next_at = ? WHERE id = ?';
 const INSERT_ATTEMPT_SQL = `INSERT INTO webhook_attempts (job_id, seq, retries, attempt, at, http_status, error)
    VALUES (@id, COALESCE((SELECT MAX(seq) FROM webhook_attempts WHERE job_id = @id), 0) + 1, @retries, @attempt, @at, @httpStatus, @error)`;
@@ -260,24 +277,41 @@ export class SqliteJobStore implements JobStore {
     });
   }
 
-  appendStream({ id, workerId, endpointId, chunks }: Args<'appendStream'>): Promise<boolean> {
+  appendStream({ id, workerId, endpointId, chunks, bytes, maxBytes }: Args<'appendStream'>): Promise<'appended' | 'not-held' | 'full'> {
     return this.c.write(
       this.c.db.transaction(() => {
-        if (this.c.q(HELD_SQL).get({ id, workerId, endpointId: endpointId ?? null }) === undefined) return false;
-        const last = this.c.q('SELECT MAX(seq) AS seq FROM job_stream WHERE job_id = ?').get(id) as { seq: number | null };
-        const insert = this.c.q('INSERT INTO job_stream (job_id, seq, chunk) VALUES (?, ?, ?)');
-        let seq = last.seq ?? 0;
-        for (const chunk of chunks) insert.run(id, ++seq, chunk);
-        return true;
+        const held = { id, workerId, endpointId: endpointId ?? null };
+        const counted = this.c.q(APPEND_COUNT_SQL).get({ ...held, bytes, n: chunks.length, maxBytes }) as { stream_seq: number } | undefined;
+        const insert = this.c.q(INSERT_CHUNK_SQL);
+        if (counted) {
+          let seq = counted.stream_seq - chunks.length;
+          for (const chunk of chunks) insert.run(id, ++seq, chunk);
+          return 'appended';
+        }
+        if (this.c.q(HELD_SQL).get(held) === undefined) return 'not-held';
+        const cut = this.c.q(CUT_STREAM_SQL).get(held) as { stream_seq: number } | undefined;
+        if (cut) insert.run(id, cut.stream_seq, '');
+        return 'full';
       }),
     );
   }
 
-  drainStream(id: string): Promise<string[]> {
-    return this.c.write(() =>
-      (this.c.q('DELETE FROM job_stream WHERE job_id = ? RETURNING seq, chunk').all(id) as { seq: number; chunk: string }[])
-        .sort((a, b) => a.seq - b.seq)
-        .map((row) => row.chunk),
+  readStream({ id, after, limit, maxBytes }: Args<'readStream'>): Promise<{ chunks: StreamChunk[]; more: boolean }> {
+    return this.c.read(() => {
+      const rows = this.c.q(READ_STREAM_SQL).all({ id, after, limit, maxBytes }) as { seq: number; chunk: string; n: number }[];
+      return { chunks: rows.map((row) => ({ seq: row.seq, chunk: row.chunk })), more: rows.length > 0 && rows[0]!.n > rows.length };
+    });
+  }
+
+  deleteStream({ id, through }: Args<'deleteStream'>): Promise<number> {
+    return this.c.write(
+      this.c.db.transaction(() => {
+        const deleted = this.c.q(DELETE_STREAM_SQL).all(id, through) as { bytes: number }[];
+        let bytes = 0;
+        for (const row of deleted) bytes += row.bytes;
+        if (bytes > 0) this.c.q(UNCOUNT_STREAM_SQL).run(bytes, id);
+        return deleted.length;
+      }),
     );
   }
 
