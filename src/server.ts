@@ -19,6 +19,7 @@ import { createOutboundFetch, createOutboundPolicy } from './security/outbound.j
 import { WEBHOOK_CONCURRENCY } from './services/webhook-sender.js';
 import { createSharedStorePoller } from './services/shared-store-poller.js';
 import { openStore } from './store/open-store.js';
+import { createStoreHealth, guardStore } from './store/store-faults.js';
 import type { LeaderLock } from './store/store.js';
 import { systemClock, type Clock } from './util/clock.js';
 import { createLogger, logFormatFrom } from './util/log.js';
@@ -69,6 +70,10 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
     await store.close().catch(() => undefined);
     throw err;
   });
+  // A passing store fault (full disk, a restarting database) answers 503 with Retry-After and
+  // is logged once per episode; a probe write ends the episode (src/store/store-faults.ts).
+  const storeHealth = createStoreHealth({ probe: () => store.probeWrite(clock.now()), logger, clock });
+  const guarded = guardStore(store, storeHealth);
   const secretKey = loadSecretKey(config.dataDir, env);
   // Gateways sharing PostgreSQL wake each other through LISTEN/NOTIFY (docs/postgres.md).
   await notifier.start();
@@ -79,7 +84,7 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   const minutes = createMinuteRecorder(clock.now);
   const gateway = createGateway({
     config,
-    store: metrics ? metrics.store.wrap(store) : store,
+    store: metrics ? metrics.store.wrap(guarded) : guarded,
     notifier,
     logger,
     secrets: createSecretBox(secretKey),
@@ -97,7 +102,7 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   await setUpConsole({ routes: gateway.routes, http: gateway.http, publicUrl: config.publicUrl, now: clock.now, minutes, consolePassword: config.consolePassword, secretKey });
   minutes.start({ store, endpoints: gateway.endpoints, logger, clock });
   metrics?.serve({ config: metricsConfig, routes: gateway.routes, keys: gateway.keys, endpoints: gateway.endpoints, jobs: gateway.jobs, isLeader: () => leader.isLeader() });
-  const readiness = createReadiness({ store, logger });
+  const readiness = createReadiness({ store, health: storeHealth, logger });
 
   const bodies = createBodyBudget({ readTimeoutMs: config.bodyReadTimeoutMs, bytesInFlight: config.bodyBytesInFlight });
   gateway.routes.add(...probeRoutes(readiness));
@@ -113,7 +118,7 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   logger.info({ url, dataDir: config.dataDir, store: store.kind, metrics: metricsConfig.access }, 'gantry listening');
 
   let closing: Promise<void> | undefined;
-  const close = (): Promise<void> => shutDown({ logger, readiness, listener, gateway, singletons, poller, images, openai, minutes, server, notifier, store });
+  const close = (): Promise<void> => shutDown({ logger, readiness, listener, gateway, singletons, poller, images, openai, minutes, server, notifier, store, storeHealth });
   return { gateway, server, url, port, adminKey, leader, close: () => (closing ??= close()) };
 }
 
@@ -131,6 +136,7 @@ interface Running {
   server: Server;
   notifier: { close(): Promise<void> };
   store: { close(): Promise<void> };
+  storeHealth: { stop(): void };
 }
 
 /**
@@ -159,6 +165,7 @@ async function shutDown(r: Running): Promise<void> {
   r.server.closeAllConnections();
   await closed;
   await r.notifier.close();
+  r.storeHealth.stop();
   await r.store.close();
   r.logger.info({ ms: Date.now() - began }, 'shutdown finished');
 }
