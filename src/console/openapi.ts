@@ -1,5 +1,6 @@
 import { DEFAULT_STREAM_WAIT_MS, DEFAULT_SYNC_WAIT_MS } from '../http/client-routes.js';
 import { DEFAULT_LOG_LINES, MAX_LOG_LINES } from '../http/pool-routes.js';
+import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../http/idempotency.js';
 import { ENDPOINT_DEFAULTS, INTEGER_FIELDS, MAX_RATE, RATE_LIMITED_OPERATIONS } from '../jobs/endpoint-settings.js';
 import { POLICY_LIMITS } from '../jobs/policy.js';
 import { SCOPES } from '../security/keys.js';
@@ -102,6 +103,15 @@ function schemas(): Record<string, Schema> {
   };
 }
 
+/** The optional Idempotency-Key header of the submitting routes (docs/api.md). */
+const IDEMPOTENCY_KEY_PARAM = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description: 'A retry with the same key and body answers the job the first try made (while that job is kept); another body under the key is 409 IDEMPOTENCY_KEY_REUSED. Scoped to the API key and endpoint.',
+  schema: { type: 'string', minLength: 1, maxLength: IDEMPOTENCY_KEY_MAX_LENGTH },
+};
+
 function clientPaths(): Record<string, Record<string, Operation>> {
   const ep = pathParam('endpoint', 'Endpoint id');
   const job = pathParam('job', 'Job id');
@@ -116,8 +126,8 @@ function clientPaths(): Record<string, Record<string, Operation>> {
   });
   const jobOp = (summary: string, extra: unknown[] = []): Operation => op(summary, [ep, job, ...extra], ref('Job'));
   return {
-    '/v2/{endpoint}/run': { post: op('Submit a job (answers at once)', [ep], ref('JobRef'), ref('SubmitBody')) },
-    '/v2/{endpoint}/runsync': { post: op('Submit a job and wait for its result', [ep, wait(DEFAULT_SYNC_WAIT_MS, 1_000)], ref('Job'), ref('SubmitBody')) },
+    '/v2/{endpoint}/run': { post: op('Submit a job (answers at once)', [ep, IDEMPOTENCY_KEY_PARAM], ref('JobRef'), ref('SubmitBody')) },
+    '/v2/{endpoint}/runsync': { post: op('Submit a job and wait for its result', [ep, wait(DEFAULT_SYNC_WAIT_MS, 1_000), IDEMPOTENCY_KEY_PARAM], ref('Job'), ref('SubmitBody')) },
     '/v2/{endpoint}/status/{job}': { get: jobOp('A job\'s status and result', [intQuery('ttl', 'Shorten the retention of the result (ms)', 1, 7 * 86_400_000)]), post: jobOp('Same as GET') },
     '/v2/{endpoint}/status-sync/{job}': { get: jobOp('Wait for a job to end, then its status', [wait(DEFAULT_SYNC_WAIT_MS, 1_000)]), post: jobOp('Same as GET') },
     '/v2/{endpoint}/stream/{job}': { get: jobOp('Stream chunks so far (JSON), or server-sent events with Accept: text/event-stream', [wait(DEFAULT_STREAM_WAIT_MS, 0)]), post: jobOp('Same as GET') },
@@ -142,7 +152,7 @@ function openAiPaths(): Record<string, Record<string, Operation>> {
     summary,
     description: 'Point the official OpenAI clients at /v2/{endpoint}/openai/v1 (docs/openai.md). Needs a run-scoped key. Rate limit `openai`.',
     security: [{ bearer: [] }],
-    parameters: [ep],
+    parameters: body ? [ep, IDEMPOTENCY_KEY_PARAM] : [ep],
     ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: body } } } } : {}),
     responses: {
       '200': {

@@ -120,6 +120,10 @@ function receive(req: IncomingMessage, limit: number, budget: BodyBudget | undef
     req.once('close', () => {
       if (!req.complete) settle(new AppError('INCOMPLETE_BODY', 'The request body ended early'), false);
     });
+    // The client closed its connection before the body was read (a client that timed out while
+    // the gateway was paused or busy): the stream was destroyed, its 'close' has passed, and it
+    // will emit nothing more. Without this the read waited forever and its bytes stayed counted.
+    if (req.destroyed && !req.readableEnded) settle(new AppError('INCOMPLETE_BODY', 'The client closed the connection before its body was read'), false);
   });
 }
 

@@ -6,6 +6,7 @@ import { isTerminal } from '../model/job-states.js';
 import { delayTimeOf, executionTimeOf } from '../model/job-times.js';
 import type { JobRecord } from '../model/records.js';
 import { MB } from './body.js';
+import { readIdempotencyKey, REPLAYED, submitWithKey, type KeyedSubmission } from './idempotency.js';
 import { queryInteger } from './query.js';
 import type { RateLimiter } from './rate-limit.js';
 import { sendJson, sendJsonText } from './respond.js';
@@ -62,25 +63,36 @@ export function clientRoutes(deps: ClientRouteDeps): EndpointRoute[] {
   ];
 }
 
-async function run(deps: ClientRouteDeps, { res, endpoint, principal, body }: EndpointCall): Promise<void> {
+async function run(deps: ClientRouteDeps, { req, res, endpoint, principal, body }: EndpointCall): Promise<void> {
   const request = parseSubmitBody(body, endpoint.executionTimeoutMs);
+  // With an Idempotency-Key (docs/api.md): the job an earlier try made, or a new one. Without: nothing more is read.
+  const key = readIdempotencyKey(req);
+  if (key !== undefined) {
+    const { job, replayed } = await submitWithKey(deps.jobs, endpoint, request, { key, keyId: principal.keyId, sync: false, operation: 'run' });
+    sendJsonText(res, 200, renderJobRef(job), replayed ? REPLAYED : undefined);
+    return;
+  }
   const job = await deps.jobs.submit(endpoint, request, { sync: false, keyId: principal.keyId });
   sendJsonText(res, 200, renderJobRef(job));
 }
 
 async function runsync(deps: ClientRouteDeps, call: EndpointCall): Promise<void> {
   const wait = queryInteger('wait', call.query.get('wait'), DEFAULT_SYNC_WAIT_MS, 1_000, 300_000, true);
-  const job = await submitSync(deps, call);
+  const { job, replayed } = await submitSync(deps, call);
+  // A retry under its Idempotency-Key waits on the job the first try made, as that try would have.
   const latest = (await deps.jobs.waitTerminal(call.endpointId, job.id, wait, call.signal)) ?? job;
   // A finished job in full; an unfinished one as `{id, status}` so the client polls.
-  sendJsonText(call.res, 200, isTerminal(latest.status) ? renderJob(latest) : renderJobRef(latest));
+  sendJsonText(call.res, 200, isTerminal(latest.status) ? renderJob(latest) : renderJobRef(latest), replayed ? REPLAYED : undefined);
 }
 
 /** Submits a runsync job in a scope of its own, the body dropped from the call: the parsed input is not kept alive while the call waits. */
-async function submitSync(deps: ClientRouteDeps, call: EndpointCall): Promise<JobRecord> {
+async function submitSync(deps: ClientRouteDeps, call: EndpointCall): Promise<KeyedSubmission> {
   const request = parseSubmitBody(call.body, call.endpoint.executionTimeoutMs);
   call.body = undefined;
-  return deps.jobs.submit(call.endpoint, request, { sync: true, keyId: call.principal.keyId });
+  const keyId = call.principal.keyId;
+  const key = readIdempotencyKey(call.req);
+  if (key !== undefined) return submitWithKey(deps.jobs, call.endpoint, request, { key, keyId, sync: true, operation: 'runsync' });
+  return { job: await deps.jobs.submit(call.endpoint, request, { sync: true, keyId }), replayed: false };
 }
 
 async function status(deps: ClientRouteDeps, { res, endpointId, params, query }: EndpointCall): Promise<void> {

@@ -30,6 +30,11 @@ export interface JobObserver {
 export function observeTransitions(inner: JobTransitions, observer: JobObserver): JobTransitions {
   return {
     submit: (job) => inner.submit(job).then(() => observer.submitted(job)),
+    submitOnce: (job, key) =>
+      inner.submitOnce(job, key).then((outcome) => {
+        if (outcome.created) observer.submitted(job);
+        return outcome;
+      }),
     claim: (endpointId, takers) =>
       inner.claim(endpointId, takers).then((perTaker) => {
         for (const jobs of perTaker) if (jobs.length > 0) observer.started(jobs);

@@ -5,8 +5,9 @@ import type { EndpointRecord, JobCounts, JobRecord } from '../model/records.js';
 import type { PoolView } from './pool-view.js';
 import { checkOutboundUrl, type OutboundPolicy } from '../security/outbound.js';
 import type { SecretBox } from '../security/secret-box.js';
-import type { JobStore, WebhookAttempt, WorkerStore } from '../store/store.js';
+import type { IdempotentJob, JobStore, WebhookAttempt, WorkerStore } from '../store/store.js';
 import type { EndpointService } from './endpoint-service.js';
+import type { IdempotencyKey } from './idempotency.js';
 import { uuidv7 } from './job-ids.js';
 import type { SubmitRequest } from './policy.js';
 import type { QueueGauge } from './queue-gauge.js';
@@ -24,6 +25,16 @@ const CALLED_OFF = new Error('stream read ended');
 export interface StreamRead {
   job: JobRecord;
   chunks: string[];
+}
+
+/**
+ * What a submission under an Idempotency-Key did: `created` the job; found the job an earlier
+ * submission of the same request made (`replayed`); or found that the key made a job from
+ * another request (`conflict`: nothing was submitted).
+ */
+export interface IdempotentSubmit {
+  outcome: 'created' | 'replayed' | 'conflict';
+  job: JobRecord;
 }
 
 /** A job with what the console's job page shows beside it (read only: nothing is drained). */
@@ -51,6 +62,12 @@ export interface EndpointHealth {
 export interface JobService {
   /** Admits (queue-overload check, the endpoint's input hook), creates and queues a job. */
   submit(endpoint: EndpointRecord, request: SubmitRequest, opts: { sync: boolean; keyId: string | null }): Promise<JobRecord>;
+  /**
+   * submit under an Idempotency-Key: the job its key already made, while that job exists (not
+   * admitted again: a retry during an overload still finds its job), else a new one. Two calls
+   * with one key at once make one job.
+   */
+  submitOnce(endpoint: EndpointRecord, request: SubmitRequest, opts: { sync: boolean; keyId: string | null; key: IdempotencyKey }): Promise<IdempotentSubmit>;
   /** The job if it exists on this endpoint. */
   getJob(endpointId: string, id: string): Promise<JobRecord | undefined>;
   /** Status read; `ttlMs` (status?ttl=) shortens the job's retention. */
@@ -80,7 +97,7 @@ export interface JobService {
 
 /** What the job service uses. */
 export interface JobServiceDeps {
-  store: Pick<JobStore, 'getJob' | 'drainStream' | 'peekStream' | 'listWebhookAttempts' | 'countJobs' | 'queueStats' | 'listJobs'> &
+  store: Pick<JobStore, 'getJob' | 'findIdempotentJob' | 'drainStream' | 'peekStream' | 'listWebhookAttempts' | 'countJobs' | 'queueStats' | 'listJobs'> &
     Pick<WorkerStore, 'listWorkers'>;
   transitions: JobTransitions;
   endpoints: Pick<EndpointService, 'hooksOf'>;
@@ -101,18 +118,56 @@ export function createJobService(deps: JobServiceDeps): JobService {
   return new Jobs(deps);
 }
 
+/** The job a key already made: a replay of the same request, or a conflict with another. */
+function replayOf(held: IdempotentJob, key: IdempotencyKey): IdempotentSubmit {
+  return { outcome: held.requestDigest === key.requestDigest ? 'replayed' : 'conflict', job: held.job };
+}
+
 class Jobs implements JobService {
   constructor(private readonly deps: JobServiceDeps) {}
 
   async submit(endpoint: EndpointRecord, request: SubmitRequest, opts: { sync: boolean; keyId: string | null }): Promise<JobRecord> {
+    const checking = this.admit(endpoint, request);
+    if (checking) await checking;
+    const job = this.newJob(endpoint, request, opts);
+    await this.deps.transitions.submit(job);
+    return job;
+  }
+
+  async submitOnce(endpoint: EndpointRecord, request: SubmitRequest, opts: { sync: boolean; keyId: string | null; key: IdempotencyKey }): Promise<IdempotentSubmit> {
+    const held = await this.deps.store.findIdempotentJob(opts.key.keyDigest);
+    if (held) return replayOf(held, opts.key);
+    await this.admit(endpoint, request);
+    const job = this.newJob(endpoint, request, opts);
+    const written = await this.deps.transitions.submitOnce(job, opts.key);
+    // Another call with the key got there between the read and the write.
+    return written.created ? { outcome: 'created', job } : replayOf(written.existing, opts.key);
+  }
+
+  /**
+   * The checks before a job exists, each throwing its 4xx: the endpoint's input hook, the
+   * webhook's address (a promise only then: a submission without a webhook awaits nothing
+   * here), the queue's overload.
+   */
+  private admit(endpoint: EndpointRecord, request: SubmitRequest): Promise<void> | undefined {
     this.deps.endpoints.hooksOf(endpoint.id)?.validateInput?.(request.input);
-    if (request.webhook !== null && this.deps.outbound) await checkOutboundUrl(this.deps.outbound, request.webhook, 'webhook', this.deps.now());
+    if (request.webhook !== null && this.deps.outbound) return this.admitWithWebhook(endpoint, request.webhook);
     this.deps.gauge.admit(endpoint);
+    return undefined;
+  }
+
+  private async admitWithWebhook(endpoint: EndpointRecord, webhook: string): Promise<void> {
+    if (this.deps.outbound) await checkOutboundUrl(this.deps.outbound, webhook, 'webhook', this.deps.now());
+    this.deps.gauge.admit(endpoint);
+  }
+
+  /** The new job's record (initialJob), with its id and retention. */
+  private newJob(endpoint: EndpointRecord, request: SubmitRequest, opts: { sync: boolean; keyId: string | null }): JobRecord {
     const t = this.deps.now();
     // Kept this long after it ends, however it ends (a queue ttl too): policy.ttl bounds the
     // job's wait, never the life of its result (docs/states.md, Retention).
     const retention = opts.sync ? this.deps.config.syncRetentionMs : this.deps.config.asyncRetentionMs;
-    const job = initialJob({
+    return initialJob({
       id: opts.sync ? `sync-${uuidv7(t)}` : uuidv7(t),
       endpointId: endpoint.id,
       inputJson: request.inputJson,
@@ -127,8 +182,6 @@ class Jobs implements JobService {
       keyId: opts.keyId,
       now: t,
     });
-    await this.deps.transitions.submit(job);
-    return job;
   }
 
   async getJob(endpointId: string, id: string): Promise<JobRecord | undefined> {

@@ -2,7 +2,8 @@ import type { Logger } from 'pino';
 import type { Notifier } from '../model/events.js';
 import { withoutNul } from '../model/json.js';
 import type { JobRecord, Taker, UsageRecord } from '../model/records.js';
-import type { JobStore, UsageStore, WorkerStore } from '../store/store.js';
+import type { IdempotentJob, JobStore, UsageStore, WorkerStore } from '../store/store.js';
+import type { IdempotencyKey } from './idempotency.js';
 
 /** The error of a job that ran out of hand-outs because its worker never had it or forgot it. */
 const LOST_HAND_OUT_ERROR =
@@ -80,6 +81,8 @@ export interface WorkerWrite {
 export interface JobTransitions {
   /** A new job (see initialJob) → IN_QUEUE. */
   submit(job: JobRecord): Promise<void>;
+  /** submit under an idempotency key, unless a job already holds it: then nothing changes and that job is returned. */
+  submitOnce(job: JobRecord, key: IdempotencyKey): Promise<{ created: true } | { created: false; existing: IdempotentJob }>;
   /**
    * Queued jobs of the endpoint → IN_PROGRESS for several waiting takers in one store call:
    * each taker gets up to its `limit`, in queue order, the first taker first. Returns each
@@ -132,6 +135,12 @@ class Transitions implements JobTransitions {
   async submit(job: JobRecord): Promise<void> {
     await this.deps.store.insertJob(job);
     this.deps.notifier.publish({ type: 'jobs-available', endpointId: job.endpointId });
+  }
+
+  async submitOnce(job: JobRecord, key: IdempotencyKey): Promise<{ created: true } | { created: false; existing: IdempotentJob }> {
+    const outcome = await this.deps.store.insertJobOnce({ job, ...key });
+    if (outcome.created) this.deps.notifier.publish({ type: 'jobs-available', endpointId: job.endpointId });
+    return outcome;
   }
 
   async claim(endpointId: string, takers: readonly Taker[]): Promise<JobRecord[][]> {

@@ -1,8 +1,10 @@
 import type { Logger } from 'pino';
 import type { EndpointCall, Route, RouteErrorSender } from '../http/route-table.js';
+import { readIdempotencyKey, REPLAYED_HEADER, submitWithKey, type KeyedSubmission } from '../http/idempotency.js';
 import type { JobService } from '../jobs/job-service.js';
-import { routeNotFound } from '../model/errors.js';
 import { isTerminal } from '../model/job-states.js';
+import type { SubmitRequest } from '../jobs/policy.js';
+import { AppError, routeNotFound } from '../model/errors.js';
 import type { JobRecord } from '../model/records.js';
 import { sendOpenAiJson } from './openai-answer.js';
 import { GATEWAY_CLOSING, NO_RETRY, sendOpenAiError } from './openai-errors.js';
@@ -11,7 +13,7 @@ import { sendOpenAiStream } from './openai-stream.js';
 
 /** What the OpenAI routes use: the job service (the dispatcher checks keys, endpoints and the rate limit). */
 export interface OpenAiRouteDeps {
-  jobs: Pick<JobService, 'submit' | 'getJob' | 'waitTerminal' | 'watchStream' | 'cancel'>;
+  jobs: Pick<JobService, 'submit' | 'submitOnce' | 'getJob' | 'waitTerminal' | 'watchStream' | 'cancel'>;
   logger: Logger;
 }
 
@@ -98,6 +100,8 @@ const ANSWER_MARGIN_MS = 1_000;
 /** How far a request got: the id of its job once created; what ends its wait. */
 interface Served {
   jobId: string | undefined;
+  /** Sent with an Idempotency-Key: its job outlives the request, for the client's retry. */
+  keyed?: boolean;
   /** Aborted when the client goes away, or with GATEWAY_CLOSING near the end of a shutdown's grace. */
   stop: AbortController;
 }
@@ -109,22 +113,49 @@ async function serve(deps: OpenAiRouteDeps, call: EndpointCall, served: Served):
   call.body = undefined;
   // A gateway that has begun its shutdown (or a client already gone) gets no new job.
   if (call.signal.aborted || served.stop.signal.aborted) throw GATEWAY_CLOSING;
-  const job = await deps.jobs.submit(endpoint, request, { sync: true, keyId: call.principal.keyId });
-  served.jobId = job.id;
+  const { job, replayed } = await submitOpenAi(deps, call, request, served);
   // The job id, for /status and /cancel (the official clients show it as the request id).
   res.setHeader('x-request-id', job.id);
-  deps.logger.debug({ endpointId: endpoint.id, jobId: job.id, route, stream }, 'openai request');
+  deps.logger.debug({ endpointId: endpoint.id, jobId: job.id, route, stream, replayed }, 'openai request');
   const signal = served.stop.signal;
   let last: JobRecord | undefined;
   try {
+    if (replayed) res.setHeader(REPLAYED_HEADER, 'true');
+    // A stream's chunks are delivered once, to the request that made its job.
+    if (replayed && stream) throw streamNotReplayable(endpoint.id, job.id);
     last = stream ? await sendOpenAiStream(deps, res, endpoint.id, job, signal) : await sendOpenAiJson(deps.jobs, res, endpoint.id, job, signal);
   } finally {
-    // Nobody will read the answer of a job still live here (the client left, or it failed);
-    // one that outlived the gateway's shutdown goes on (its client was told to send it again).
+    // Nobody will read the answer of a job still live here (the client left, or it failed),
+    // unless its client said it would retry (an Idempotency-Key); one that outlived the
+    // gateway's shutdown goes on (its client was told to send it again).
     const live = !last || !isTerminal(last.status);
-    if (live && signal.reason !== GATEWAY_CLOSING) await cancelQuietly(deps, endpoint.id, job.id, 'openai client went away: job cancelled');
+    if (live && served.keyed === true) deps.logger.info({ endpointId: endpoint.id, jobId: job.id }, 'openai request ended before its job: the job is kept for a retry with its Idempotency-Key');
+    else if (live && signal.reason !== GATEWAY_CLOSING) await cancelQuietly(deps, endpoint.id, job.id, 'openai client went away: job cancelled');
     else if (live) await leaveOrCancel(deps, endpoint.id, job.id);
   }
+}
+
+/** Submits the request's job: under its Idempotency-Key when it has one (docs/api.md), the job an earlier try made. */
+async function submitOpenAi(deps: OpenAiRouteDeps, call: EndpointCall, request: SubmitRequest, served: Served): Promise<KeyedSubmission> {
+  const { endpoint } = call;
+  const keyId = call.principal.keyId;
+  const key = readIdempotencyKey(call.req);
+  const submitted =
+    key === undefined
+      ? { job: await deps.jobs.submit(endpoint, request, { sync: true, keyId }), replayed: false }
+      : await submitWithKey(deps.jobs, endpoint, request, { key, keyId, sync: true, operation: 'openai' });
+  served.jobId = submitted.job.id;
+  served.keyed = key !== undefined;
+  return submitted;
+}
+
+/** 409 for a streaming request retried under its Idempotency-Key: the stream went to the first try. */
+function streamNotReplayable(endpointId: string, jobId: string): AppError {
+  return new AppError(
+    'STREAM_NOT_REPLAYABLE',
+    `Job ${jobId} of this Idempotency-Key streams to the request that made it, and a stream is delivered once: read its result at /v2/${endpointId}/status/${jobId}`,
+    { id: jobId },
+  );
 }
 
 /**

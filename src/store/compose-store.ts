@@ -31,6 +31,8 @@ export function composeStore(parts: StoreParts): Store {
 
     insertJob: (job) => jobs.insertJob(job),
     getJob: (id) => jobs.getJob(id),
+    findIdempotentJob: (keyDigest) => jobs.findIdempotentJob(keyDigest),
+    insertJobOnce: (args) => jobs.insertJobOnce(args),
     claimJobs: (args) => jobs.claimJobs(args),
     claimJobsFor: (args) => jobs.claimJobsFor(args),
     finishJob: (args) => jobs.finishJob(args),

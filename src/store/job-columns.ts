@@ -72,6 +72,12 @@ export function jobColumnList(alias?: string): string {
 export const JOB_COLUMNS = jobColumnList();
 
 /**
+ * The jobs table's columns outside JobRecord, after JOB_COLUMNS: a submission's Idempotency-Key
+ * digest and its request's digest, written and read only by insertJobOnce and findIdempotentJob.
+ */
+export const IDEMPOTENCY_COLUMNS = ['idempotency_key', 'request_digest'] as const;
+
+/**
  * A job row read in array mode (its first JOB_COLUMN_COUNT values are the job columns; any
  * after them are ignored) → JobRecord. One straight indexed read per field and no loop: this
  * runs for every job read. Array mode because building a 26-key object per row first made a

@@ -42,6 +42,19 @@ export interface JobStore {
   getJob(id: string): Promise<JobRecord | undefined>;
 
   /**
+   * The job that holds an idempotency key (`keyDigest`: jobs/idempotency.ts), with the digest
+   * of the request that made it; undefined when none does (never one, or deleted with its job).
+   */
+  findIdempotentJob(keyDigest: string): Promise<IdempotentJob | undefined>;
+
+  /**
+   * insertJob under an idempotency key, atomically: writes the job holding the key and the
+   * request's digest unless a job already holds the key; then nothing is written and that job
+   * is returned. Calls with one key at once, from one gateway or several, write one job.
+   */
+  insertJobOnce(args: { job: JobRecord; keyDigest: string; requestDigest: string }): Promise<{ created: true } | { created: false; existing: IdempotentJob }>;
+
+  /**
    * IN_QUEUE → IN_PROGRESS for up to `limit` jobs of the endpoint whose queue deadline has not
    * passed, oldest `queuedAt` first (insertion order breaks ties). Sets workerId, startedAt=now,
    * attempts+1, deadlineAt = now + executionTimeoutMs, clears output/error.
@@ -168,6 +181,12 @@ export interface JobStore {
 
   /** The recorded delivery attempts of a job, oldest first (at most WEBHOOK_ATTEMPTS_KEPT). */
   listWebhookAttempts(id: string): Promise<WebhookAttempt[]>;
+}
+
+/** A job that holds an idempotency key, and the digest of the request that made it. */
+export interface IdempotentJob {
+  job: JobRecord;
+  requestDigest: string;
 }
 
 /** How many webhook attempt records a job keeps: its latest ones, across retries of the job. */

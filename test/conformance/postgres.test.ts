@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { listMigrations, migrationsDir } from '../../src/store/migrations.js';
-import { JOB_COLUMNS } from '../../src/store/job-columns.js';
+import { IDEMPOTENCY_COLUMNS, JOB_COLUMNS } from '../../src/store/job-columns.js';
 import { createPostgresStore } from '../../src/store/postgres/postgres-store.js';
 import type { Store } from '../../src/store/store.js';
 import { initialJob, type NewJobArgs } from '../../src/jobs/transitions.js';
@@ -102,14 +102,16 @@ describe('postgres store', () => {
     }
   });
 
-  it('has the job columns of job-columns.ts, in that order, and seq', async () => {
+  it('has the job columns of job-columns.ts, in that order, then the idempotency columns, and seq', async () => {
     const columns = (
       await raw.query<{ column_name: string }>(
         `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'jobs'
          ORDER BY ordinal_position`,
       )
     ).rows.map((row) => row.column_name);
-    expect(columns.filter((column) => column !== 'seq').join(', ')).toBe(JOB_COLUMNS);
+    // In the order their migrations added them: input_bytes (0010) after the idempotency columns (0008).
+    const jobColumns = JOB_COLUMNS.split(', ').filter((c) => c !== 'input_bytes');
+    expect(columns.filter((column) => column !== 'seq').join(', ')).toBe([...jobColumns, ...IDEMPOTENCY_COLUMNS, 'input_bytes'].join(', '));
     expect(columns).toContain('seq');
   });
 

@@ -5,7 +5,7 @@ import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { listMigrations, migrationsDir } from '../../src/store/migrations.js';
-import { JOB_COLUMNS } from '../../src/store/job-columns.js';
+import { IDEMPOTENCY_COLUMNS, JOB_COLUMNS } from '../../src/store/job-columns.js';
 import { openSqlite, type SqliteConnection } from '../../src/store/sqlite/connection.js';
 import { SqliteJobStore } from '../../src/store/sqlite/jobs.js';
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
@@ -83,11 +83,13 @@ describe('sqlite store', () => {
     }
   });
 
-  it('has the job columns of job-columns.ts, in that order', () => {
+  it('has the job columns of job-columns.ts, in that order, then the idempotency columns', () => {
     const raw = new Database(db.file, { readonly: true });
     try {
       const columns = (raw.pragma('table_info(jobs)') as { name: string }[]).map((c) => c.name);
-      expect(columns.join(', ')).toBe(JOB_COLUMNS);
+      // In the order their migrations added them: input_bytes (0010) after the idempotency columns (0008).
+      const jobColumns = JOB_COLUMNS.split(', ').filter((c) => c !== 'input_bytes');
+      expect(columns.join(', ')).toBe([...jobColumns, ...IDEMPOTENCY_COLUMNS, 'input_bytes'].join(', '));
     } finally {
       raw.close();
     }

@@ -736,6 +736,43 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
       });
     });
 
+    describe('insertJobOnce / findIdempotentJob', () => {
+      it('writes one job per key: a second call returns the first with its digest; plain jobs hold no key', async () => {
+        const first = newJob();
+        expect(await store.insertJobOnce({ job: first, keyDigest: 'k1', requestDigest: 'r1' })).toEqual({ created: true });
+        expect(await store.getJob(first.id)).toEqual(first);
+        const second = newJob();
+        expect(await store.insertJobOnce({ job: second, keyDigest: 'k1', requestDigest: 'r2' })).toEqual({ created: false, existing: { job: first, requestDigest: 'r1' } });
+        expect(await store.getJob(second.id)).toBeUndefined();
+        expect(await store.findIdempotentJob('k1')).toEqual({ job: first, requestDigest: 'r1' });
+        expect(await store.findIdempotentJob('k2')).toBeUndefined();
+        expect(await store.insertJobOnce({ job: newJob(), keyDigest: 'k2', requestDigest: 'r1' })).toEqual({ created: true });
+        await store.insertJob(newJob());
+        await store.insertJob(newJob());
+        expect(await store.listJobs({ endpointId: 'ep', limit: 10 })).toHaveLength(4);
+      });
+
+      it('writes one job for calls with one key at once', async () => {
+        const results = await Promise.all(Array.from({ length: 8 }, () => store.insertJobOnce({ job: newJob(), keyDigest: 'race', requestDigest: 'r' })));
+        expect(results.filter((r) => r.created)).toHaveLength(1);
+        const holder = await store.findIdempotentJob('race');
+        expect(results.flatMap((r) => (r.created ? [] : [r.existing.job.id]))).toEqual(Array(7).fill(holder?.job.id));
+        expect(await store.listJobs({ endpointId: 'ep', limit: 10 })).toHaveLength(1);
+      });
+
+      it('keeps the key across a reopen, and frees it when its job is deleted at the end of its retention', async () => {
+        const job = newJob({ retentionMs: 1000 });
+        await store.insertJobOnce({ job, keyDigest: 'k', requestDigest: 'r' });
+        await store.close();
+        const again = await handle.reopen();
+        expect(await again.findIdempotentJob('k')).toEqual({ job, requestDigest: 'r' });
+        await again.cancelJob({ id: job.id, now: T0 + 1 });
+        expect(await again.deleteExpired({ now: T0 + 1001, limit: 10 })).toBe(1);
+        expect(await again.findIdempotentJob('k')).toBeUndefined();
+        expect(await again.insertJobOnce({ job: newJob(), keyDigest: 'k', requestDigest: 'r2' })).toEqual({ created: true });
+      });
+    });
+
     describe('shortenRetention', () => {
       it('shortens a live job so that it expires sooner once finished', async () => {
         const job = await insert({ retentionMs: 30 * MIN });

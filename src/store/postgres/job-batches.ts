@@ -45,7 +45,7 @@ const FINISH_JOBS_SQL = `UPDATE jobs j SET status = v.status, output_json = v.ou
  * every field, as given. One explicit map a field, filled by name: a loop over the column
  * table (or building each job's row first) cost two to four times as much per job.
  */
-function jobColumnArrays(list: JobRecord[]): unknown[][] {
+export function jobColumnArrays(list: JobRecord[]): unknown[][] {
   const c = new Array<unknown[]>(JOB_COLUMN_COUNT);
   c[COL.id] = list.map((j) => j.id);
   c[COL.endpointId] = list.map((j) => j.endpointId);

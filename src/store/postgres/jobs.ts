@@ -1,11 +1,11 @@
 import type { JobStatus } from '../../model/job-states.js';
 import type { JobCounts, JobRecord, QueueStats } from '../../model/records.js';
-import { COL, JOB_COLUMN_COUNT, JOB_COLUMNS, jobColumnList, toJob } from '../job-columns.js';
+import { COL, IDEMPOTENCY_COLUMNS, JOB_COLUMN_COUNT, JOB_COLUMNS, jobColumnList, toJob } from '../job-columns.js';
 import { tallyJobCounts, toQueueStats, type CountRow, type HeldRow, type QueuedRow } from '../job-counts.js';
 import { finishedColumns, LIVE_STATUS_LIST, requeuedColumns, RETRYABLE_STATUS_LIST, TERMINAL_STATUS_LIST } from '../job-sql.js';
-import { WEBHOOK_ATTEMPTS_KEPT, type JobStore, type WebhookAttempt } from '../store.js';
+import { WEBHOOK_ATTEMPTS_KEPT, type IdempotentJob, type JobStore, type WebhookAttempt } from '../store.js';
 import type { PgConnection } from './connection.js';
-import { createJobBatches, type FinishArgs, type JobBatches } from './job-batches.js';
+import { createJobBatches, jobColumnArrays, type FinishArgs, type JobBatches } from './job-batches.js';
 
 type Args<M extends keyof JobStore> = Parameters<JobStore[M]>[0];
 
@@ -25,6 +25,14 @@ const CLAIM_JOBS_SQL = `WITH next AS (
    UPDATE jobs j SET status = 'IN_PROGRESS', worker_id = ($2::text[])[numbered.n], started_at = $3, attempts = attempts + 1,
      deadline_at = $3 + execution_timeout_ms, output_json = NULL, error = NULL
    FROM numbered WHERE j.id = numbered.id RETURNING ${jobColumnList('j')}, j.seq`;
+const FIND_IDEMPOTENT_SQL = `SELECT ${JOB_COLUMNS}, request_digest FROM jobs WHERE idempotency_key = $1`;
+// The unique index on idempotency_key decides between gateways: a second insert of one key
+// waits for the first's commit, then does nothing.
+const INSERT_JOB_ONCE_SQL = `INSERT INTO jobs (${JOB_COLUMNS}, ${IDEMPOTENCY_COLUMNS.join(', ')})
+   VALUES (${Array.from({ length: JOB_COLUMN_COUNT + 2 }, (_, i) => `$${i + 1}`).join(', ')})
+   ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING 1`;
+/** How often insertJobOnce tries again when the key's holder was deleted between its two statements. */
+const INSERT_ONCE_TRIES = 3;
 const SET_PROGRESS_SQL = `UPDATE jobs SET output_json = $4 WHERE id = $1 AND status = 'IN_PROGRESS' AND worker_id = $2
      AND ($3::text IS NULL OR endpoint_id = $3) RETURNING 1`;
 const CANCEL_JOB_SQL = `UPDATE jobs SET status = 'CANCELLED', ${finishedColumns('$2')}
@@ -131,6 +139,23 @@ export class PgJobStore implements JobStore {
 
   getJob(id: string): Promise<JobRecord | undefined> {
     return this.batches.reads.run(id);
+  }
+
+  async findIdempotentJob(keyDigest: string): Promise<IdempotentJob | undefined> {
+    const row = (await this.db.queryArrays(FIND_IDEMPOTENT_SQL, [keyDigest]))[0];
+    return row === undefined ? undefined : { job: toJob(row), requestDigest: row[JOB_COLUMN_COUNT] as string };
+  }
+
+  /** Not batched: a submission with a key is rare, and its conflict must be seen alone. */
+  async insertJobOnce({ job, keyDigest, requestDigest }: Args<'insertJobOnce'>): Promise<{ created: true } | { created: false; existing: IdempotentJob }> {
+    const values = jobColumnArrays([job]).map((column) => column[0]);
+    for (let i = 0; i < INSERT_ONCE_TRIES; i++) {
+      if ((await this.db.query(INSERT_JOB_ONCE_SQL, [...values, keyDigest, requestDigest])).length === 1) return { created: true };
+      // A new statement sees the holder's commit (READ COMMITTED), unless it was deleted meanwhile.
+      const existing = await this.findIdempotentJob(keyDigest);
+      if (existing) return { created: false, existing };
+    }
+    throw new Error(`idempotency key of job ${job.id}: its holder kept disappearing between insert and read`);
   }
 
   claimJobs({ endpointId, workerId, limit, now }: Args<'claimJobs'>): Promise<JobRecord[]> {

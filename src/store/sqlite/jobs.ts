@@ -1,9 +1,9 @@
 import type { JobStatus } from '../../model/job-states.js';
 import type { JobCounts, JobRecord, QueueStats } from '../../model/records.js';
-import { COL, JOB_COLUMN_COUNT, JOB_COLUMNS, toJob } from '../job-columns.js';
+import { COL, IDEMPOTENCY_COLUMNS, JOB_COLUMN_COUNT, JOB_COLUMNS, toJob } from '../job-columns.js';
 import { tallyJobCounts, toQueueStats, type CountRow, type HeldRow, type QueuedRow } from '../job-counts.js';
 import { finishedColumns, LIVE_STATUS_LIST, requeuedColumns, RETRYABLE_STATUS_LIST, TERMINAL_STATUS_LIST } from '../job-sql.js';
-import { WEBHOOK_ATTEMPTS_KEPT, type JobStore, type WebhookAttempt } from '../store.js';
+import { WEBHOOK_ATTEMPTS_KEPT, type IdempotentJob, type JobStore, type WebhookAttempt } from '../store.js';
 import { placeholders, type SqliteConnection } from './connection.js';
 
 type Args<M extends keyof JobStore> = Parameters<JobStore[M]>[0];
@@ -19,6 +19,9 @@ const ROWID = JOB_COLUMN_COUNT;
 /** Every column from the record: the job's state is decided by the caller (src/jobs/transitions.ts). */
 const INSERT_JOB_SQL = `INSERT INTO jobs (${JOB_COLUMNS}) VALUES (${placeholders(JOB_COLUMN_COUNT)})`;
 const GET_JOB_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ?`;
+const FIND_IDEMPOTENT_SQL = `SELECT ${JOB_COLUMNS}, request_digest FROM jobs WHERE idempotency_key = ?`;
+const INSERT_JOB_ONCE_SQL = `INSERT INTO jobs (${JOB_COLUMNS}, ${IDEMPOTENCY_COLUMNS.join(', ')}) VALUES (${placeholders(JOB_COLUMN_COUNT + 2)})
+   ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`;
 // The unary + keeps the planner on jobs_claim (queue order) instead of jobs_deadline.
 const CLAIM_JOBS_SQL = `UPDATE jobs SET status = 'IN_PROGRESS', worker_id = @workerId, started_at = @now,
              attempts = attempts + 1, deadline_at = @now + execution_timeout_ms, output_json = NULL, error = NULL
@@ -155,6 +158,25 @@ export class SqliteJobStore implements JobStore {
 
   getJob(id: string): Promise<JobRecord | undefined> {
     return this.c.read(() => this.oneJob(GET_JOB_SQL, id));
+  }
+
+  findIdempotentJob(keyDigest: string): Promise<IdempotentJob | undefined> {
+    return this.c.read(() => this.idempotentJob(keyDigest));
+  }
+
+  /** Looks the key up and inserts in one write: nothing else writes between the two. */
+  insertJobOnce({ job, keyDigest, requestDigest }: Args<'insertJobOnce'>): Promise<{ created: true } | { created: false; existing: IdempotentJob }> {
+    return this.c.write(() => {
+      const held = this.idempotentJob(keyDigest);
+      if (held) return { created: false, existing: held };
+      this.c.q(INSERT_JOB_ONCE_SQL).run(...jobParams(job), keyDigest, requestDigest);
+      return { created: true };
+    });
+  }
+
+  private idempotentJob(keyDigest: string): IdempotentJob | undefined {
+    const row = this.jq(FIND_IDEMPOTENT_SQL).get(keyDigest) as unknown[] | undefined;
+    return row === undefined ? undefined : { job: toJob(row), requestDigest: row[JOB_COLUMN_COUNT] as string };
   }
 
   claimJobs({ endpointId, workerId, limit, now }: Args<'claimJobs'>): Promise<JobRecord[]> {
