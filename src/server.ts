@@ -19,6 +19,7 @@ import { createOutboundFetch, createOutboundPolicy } from './security/outbound.j
 import { WEBHOOK_CONCURRENCY } from './services/webhook-sender.js';
 import { createSharedStorePoller } from './services/shared-store-poller.js';
 import { openStore } from './store/open-store.js';
+import { createStoreHealth, guardStore } from './store/store-faults.js';
 import type { LeaderLock } from './store/store.js';
 import { systemClock, type Clock } from './util/clock.js';
 import { createLogger, logFormatFrom } from './util/log.js';
@@ -69,6 +70,10 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
     await store.close().catch(() => undefined);
     throw err;
   });
+  // A passing store fault (full disk, a restarting database) answers 503 with Retry-After and
+  // is logged once per episode; a probe write ends the episode (src/store/store-faults.ts).
+  const storeHealth = createStoreHealth({ probe: () => store.probeWrite(clock.now()), logger, clock });
+  const guarded = guardStore(store, storeHealth);
   const secretKey = loadSecretKey(config.dataDir, env);
   // Gateways sharing PostgreSQL wake each other through LISTEN/NOTIFY (docs/postgres.md).
   await notifier.start();
@@ -79,7 +84,7 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   const minutes = createMinuteRecorder(clock.now);
   const gateway = createGateway({
     config,
-    store: metrics ? metrics.store.wrap(store) : store,
+    store: metrics ? metrics.store.wrap(guarded) : guarded,
     notifier,
     logger,
     secrets: createSecretBox(secretKey),
@@ -97,7 +102,7 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   await setUpConsole({ routes: gateway.routes, http: gateway.http, publicUrl: config.publicUrl, now: clock.now, minutes, consolePassword: config.consolePassword, secretKey });
   minutes.start({ store, endpoints: gateway.endpoints, logger, clock });
   metrics?.serve({ config: metricsConfig, routes: gateway.routes, keys: gateway.keys, endpoints: gateway.endpoints, jobs: gateway.jobs, isLeader: () => leader.isLeader() });
-  const readiness = createReadiness({ store, logger });
+  const readiness = createReadiness({ store, health: storeHealth, logger });
 
   const bodies = createBodyBudget({ readTimeoutMs: config.bodyReadTimeoutMs, bytesInFlight: config.bodyBytesInFlight });
   gateway.routes.add(...probeRoutes(readiness));
@@ -114,7 +119,7 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
 
   let closing: Promise<void> | undefined;
   const stopGraceMs = poolStopGraceMs(config);
-  const close = (): Promise<void> => shutDown({ logger, readiness, listener, gateway, singletons, poller, images, openai, minutes, server, notifier, store, stopGraceMs });
+  const close = (): Promise<void> => shutDown({ logger, readiness, listener, gateway, singletons, poller, images, openai, minutes, server, notifier, store, storeHealth, stopGraceMs });
   return { gateway, server, url, port, adminKey, leader, close: () => (closing ??= close()) };
 }
 
@@ -134,6 +139,7 @@ interface Running {
   store: { close(): Promise<void> };
   /** How long workers get to finish their jobs: the pool's stop grace, for hand-started workers too. */
   stopGraceMs: number;
+  storeHealth: { stop(): void };
 }
 
 /**
@@ -166,6 +172,7 @@ async function shutDown(r: Running): Promise<void> {
   r.server.closeAllConnections();
   await closed;
   await r.notifier.close();
+  r.storeHealth.stop();
   await r.store.close();
   r.logger.info({ ms: Date.now() - began }, 'shutdown finished');
 }

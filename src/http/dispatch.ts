@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { EndpointService } from '../jobs/endpoint-service.js';
-import { endpointNotFound, methodNotAllowed, routeNotFound } from '../model/errors.js';
+import { AppError, endpointNotFound, methodNotAllowed, routeNotFound } from '../model/errors.js';
 import type { KeyService } from '../security/keys.js';
 import { authorize } from './auth.js';
 import { readJsonBody } from './body.js';
@@ -21,6 +21,8 @@ export interface RequestInfo {
   id: string;
   route: string;
   sendError: RouteErrorSender | undefined;
+  /** The route's refusals a worker should wait out are 429 (RouteBase.backOff). */
+  backOff: boolean;
 }
 
 /** Shutdown state of one listener: whether it is closing, its requests in flight, its open long-polls. */
@@ -63,8 +65,9 @@ export async function dispatch(d: Dispatching, segments: readonly string[], only
   if (only === undefined) {
     info.route = route.path;
     info.sendError = route.sendError;
+    info.backOff = route.backOff === true;
   }
-  checkIds(match.params, route.backOffOnBadId === true);
+  checkIds(match.params, route.backOff === true);
   if (d.state.closing && route.handsOutWork) return sendNoContent(res);
   const call: RouteCall = {
     req,
@@ -126,4 +129,15 @@ function clientGone(req: IncomingMessage, res: ServerResponse, state: ListenerSt
   });
   req.once('aborted', () => controller.abort());
   return controller.signal;
+}
+
+/**
+ * The answer to a worker's poll that met a store fault: 429 WORKER_BACK_OFF with the fault's
+ * Retry-After, which runpod-python waits out (after a 503 it would ask again at once).
+ *
+ * @example backOffOf(storeUnavailableError).status === 429
+ */
+export function backOffOf(err: unknown): unknown {
+  if (!(err instanceof AppError) || err.code !== 'STORE_UNAVAILABLE') return err;
+  return new AppError('WORKER_BACK_OFF', err.message, err.extra, err.headers);
 }

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { StoreHealth } from '../store/store-faults.js';
 import type { EndpointStore } from '../store/store.js';
 import { sendJson } from './respond.js';
 import type { Route } from './route-table.js';
@@ -8,9 +9,11 @@ export interface Readiness {
   check(): Promise<{ ready: boolean; checks: Record<string, string> }>;
 }
 
-/** What the readiness check reads: the store (one indexed read) and whether the gateway is closing. */
+/** What the readiness check reads: the store (one indexed read), its fault episodes, and whether the gateway is closing. */
 export interface ReadinessDeps {
   store: Pick<EndpointStore, 'getEndpoint'>;
+  /** Whether store calls are failing now (a full disk fails writes while reads still answer). */
+  health?: Pick<StoreHealth, 'state'>;
   logger: Logger;
   /** A store read slower than this counts as unreachable (default 2 s). */
   timeoutMs?: number;
@@ -23,8 +26,9 @@ export interface GatewayReadiness extends Readiness {
 
 /**
  * /readyz for a gateway whose store is migrated (startGantry listens only after `migrate()`):
- * ready while a store read answers within the time limit and the gateway is not shutting
- * down. The reason for "not ready" names the check, never the driver's error (that is
+ * ready while no store fault episode is open (writes commit: a full disk fails writes while
+ * reads still answer), a store read answers within the time limit, and the gateway is not
+ * shutting down. The reason for "not ready" names the check, never the driver's error (that is
  * logged), since /readyz needs no key.
  *
  * @example const readiness = createReadiness({ store, logger }); createRequestListener(services, routes, { readiness });
@@ -36,6 +40,8 @@ export function createReadiness(deps: ReadinessDeps): GatewayReadiness {
     closing: () => void (closing = true),
     async check() {
       if (closing) return { ready: false, checks: { migrations: 'applied', store: 'not checked', shutdown: 'in progress' } };
+      const state = deps.health?.state();
+      if (state?.failing) return { ready: false, checks: { migrations: 'applied', store: `failing (${state.kind})`, shutdown: 'no' } };
       const store = await probe(deps, timeoutMs);
       return { ready: store === 'reachable', checks: { migrations: 'applied', store, shutdown: 'no' } };
     },

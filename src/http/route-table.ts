@@ -74,8 +74,12 @@ interface RouteBase {
   waits?: boolean;
   /** A worker route that hands out jobs or stop lists: a closing gateway answers it 204 at once. */
   handsOutWork?: boolean;
-  /** job-take: an unusable worker id is answered 429 with Retry-After (runpod-python backs off), not 400. */
-  backOffOnBadId?: boolean;
+  /**
+   * A worker's poll (job-take, job-stop): runpod-python waits 5 s after a 429 but asks again at
+   * once after a 400 or a 5xx, so what it should wait out is answered 429 with Retry-After: an
+   * unusable worker id (INVALID_WORKER_ID), a store fault (WORKER_BACK_OFF).
+   */
+  backOff?: boolean;
   /** The route answers errors in its own shape. */
   sendError?: RouteErrorSender;
 }

@@ -6,7 +6,7 @@ import { runAsRequest } from '../util/request-context.js';
 import type { AdminRouteDeps } from './admin-routes.js';
 import { governBody, type BodyBudget } from './body.js';
 import type { ClientRouteDeps } from './client-routes.js';
-import { dispatch, type DispatchDeps, type Dispatching, type ListenerState, type RequestInfo } from './dispatch.js';
+import { backOffOf, dispatch, type DispatchDeps, type Dispatching, type ListenerState, type RequestInfo } from './dispatch.js';
 import { sendError } from './respond.js';
 import type { RouteTable } from './route-table.js';
 import type { WorkerRouteDeps } from './worker-routes.js';
@@ -114,7 +114,7 @@ export function createRequestListener(services: DispatchDeps & { logger: Logger 
   // it (carried across awaits, a cost on every promise); at info the hot path logs nothing.
   const accessLog = logger.isLevelEnabled('debug');
   const listener: RequestListener = (req, res) => {
-    const info: RequestInfo = { id: requestIdOf(req, res), route: 'unmatched', sendError: undefined };
+    const info: RequestInfo = { id: requestIdOf(req, res), route: 'unmatched', sendError: undefined, backOff: false };
     if (bodies) governBody(req, bodies);
     state.inFlight++;
     res.once('close', () => state.inFlight--);
@@ -122,7 +122,8 @@ export function createRequestListener(services: DispatchDeps & { logger: Logger 
     const started = accessLog ? performance.now() : 0;
     const run = (): Promise<void> => route(services, routes, req, res, info, state);
     const handled = accessLog ? runAsRequest(info.id, run) : run();
-    const done = handled.catch((err: unknown) => {
+    const done = handled.catch((thrown: unknown) => {
+      const err = info.backOff ? backOffOf(thrown) : thrown;
       if (observer && err instanceof AppError && err.status === 429) observer.throttled(info.route, err.code);
       (info.sendError ?? sendError)(res, err, logger, { requestId: info.id, method: req.method, route: info.route, path: pathOf(req) });
     });

@@ -36,9 +36,9 @@ export function workerRoutes(deps: WorkerRouteDeps): Route[] {
   });
   const withJob = (op: string): string => `/v2/{endpoint}/${op}/{worker}/{job}`;
   const ops: EndpointRoute[] = [
-    route('GET', 'job-take', { waits: true, handsOutWork: true, backOffOnBadId: true }, take),
-    route('GET', 'job-take-batch', { waits: true, handsOutWork: true, backOffOnBadId: true }, takeBatch),
-    route('GET', 'job-stop', { waits: true, handsOutWork: true }, stop),
+    route('GET', 'job-take', { waits: true, handsOutWork: true, backOff: true }, take),
+    route('GET', 'job-take-batch', { waits: true, handsOutWork: true, backOff: true }, takeBatch),
+    route('GET', 'job-stop', { waits: true, handsOutWork: true, backOff: true }, stop),
     route('GET', 'ping', {}, ping),
     route('POST', 'job-done', { path: withJob('job-done'), bodyLimit: RESULT_LIMIT, bodyRefused: (call, err) => refuseResult(deps.workers, call, err) }, done),
     route('POST', 'job-stream', { path: withJob('job-stream'), bodyLimit: RESULT_LIMIT }, stream),

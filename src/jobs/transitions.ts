@@ -50,6 +50,7 @@ export function initialJob(a: NewJobArgs): JobRecord {
     retries: 0,
     webhookAttempts: 0,
     webhookNextAt: null,
+    inputBytes: Buffer.byteLength(a.inputJson),
   };
 }
 

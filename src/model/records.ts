@@ -58,6 +58,8 @@ export interface JobRecord {
   retries: number;
   webhookAttempts: number;
   webhookNextAt: number | null;
+  /** The input's size in bytes (UTF-8): what the endpoint's queued input bytes are summed from. */
+  inputBytes: number;
 }
 
 /** Retained jobs of an endpoint by state (/health). */

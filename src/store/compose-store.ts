@@ -1,4 +1,4 @@
-import type { EndpointStore, JobStore, KeyStore, Store, UsageStore, WorkerStore } from './store.js';
+import type { EndpointStore, JobStore, KeyStore, Store, UpkeepStore, UsageStore, WorkerStore } from './store.js';
 import type { MinuteStore } from './minute-store.js';
 
 /** What a backend builds a Store from: one part a table group, and its own migrate and close. */
@@ -10,6 +10,7 @@ export interface StoreParts {
   keys: KeyStore;
   usage: UsageStore;
   minutes: MinuteStore;
+  upkeep: UpkeepStore;
   migrate(): Promise<void>;
   close(): Promise<void>;
 }
@@ -80,5 +81,7 @@ export function composeStore(parts: StoreParts): Store {
     addMinutes: (deltas) => parts.minutes.addMinutes(deltas),
     readMinutes: (args) => parts.minutes.readMinutes(args),
     deleteMinutesBefore: (args) => parts.minutes.deleteMinutesBefore(args),
+
+    probeWrite: (now) => parts.upkeep.probeWrite(now),
   };
 }

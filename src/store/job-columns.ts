@@ -35,6 +35,7 @@ const JOB_COLUMN_TABLE = {
   retries: ['retries', 'int'],
   webhookAttempts: ['webhook_attempts', 'int'],
   webhookNextAt: ['webhook_next_at', 'bigint'],
+  inputBytes: ['input_bytes', 'bigint'],
 } as const satisfies { readonly [F in keyof JobRecord]: readonly [string, JobColumnPgType] };
 
 const FIELDS = Object.keys(JOB_COLUMN_TABLE) as (keyof JobRecord)[];
@@ -119,5 +120,6 @@ export function toJob(r: unknown[]): JobRecord {
     retries: r[COL.retries] as JobRecord['retries'],
     webhookAttempts: r[COL.webhookAttempts] as JobRecord['webhookAttempts'],
     webhookNextAt: r[COL.webhookNextAt] as JobRecord['webhookNextAt'],
+    inputBytes: r[COL.inputBytes] as JobRecord['inputBytes'],
   };
 }

@@ -19,7 +19,7 @@ import type { MinuteStore } from './minute-store.js';
  * - Writes resolve once they are durable (committed). Backends may group the writes of one
  *   event-loop turn into one transaction.
  */
-export interface Store extends JobStore, WorkerStore, EndpointStore, KeyStore, UsageStore, MinuteStore {
+export interface Store extends JobStore, WorkerStore, EndpointStore, KeyStore, UsageStore, MinuteStore, UpkeepStore {
   /** Which backend, for logs only: nothing outside src/store branches on it. */
   readonly kind: 'sqlite' | 'postgres';
 
@@ -27,6 +27,12 @@ export interface Store extends JobStore, WorkerStore, EndpointStore, KeyStore, U
   migrate(): Promise<void>;
   /** Commits what is pending and closes. A second call does nothing. */
   close(): Promise<void>;
+}
+
+/** The store looking after itself: whether writes commit (readiness while it faults). */
+export interface UpkeepStore {
+  /** Writes the one row of store_probe (written_at = now); resolves once it is committed, rejects with the driver's error. */
+  probeWrite(now: number): Promise<void>;
 }
 
 /** The jobs table (and each job's stream chunks): every job transition is one call here. */

@@ -196,6 +196,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           retries: 0,
           webhookAttempts: 0,
           webhookNextAt: null,
+          inputBytes: Buffer.byteLength(input.inputJson),
         } satisfies JobRecord);
         const plain = await insert();
         expect(plain.lowPriority).toBe(false);
@@ -230,6 +231,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           retries: 2 + n,
           webhookAttempts: 4 + n,
           webhookNextAt: T0 + 789 + n,
+          inputBytes: 1_000 + n,
         });
         const alone = unusual('alone', 0);
         await store.insertJob(alone);
@@ -1102,6 +1104,14 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           const retried = await store.retryJob({ id: again.id, now: T0 + 10 });
           expect(retried?.status, status).toBe(status === 'FAILED' || status === 'TIMED_OUT' ? 'IN_QUEUE' : undefined);
         }
+      });
+    });
+
+    describe('probeWrite (upkeep)', () => {
+      it('commits the one probe row, again and again: what ends a store fault episode', async () => {
+        await store.probeWrite(T0);
+        await store.probeWrite(T0 + 1);
+        await expect(store.probeWrite(T0 + 2)).resolves.toBeUndefined();
       });
     });
 

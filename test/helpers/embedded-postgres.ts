@@ -15,10 +15,18 @@ import { freePort } from './ports.js';
 /** How long the server may take to start or stop on a busy machine before the test is told. */
 const START_CAP_MS = 120_000;
 
-/** A running embedded server: `restart` stops and starts it on its files, `stop` ends it and removes them. */
+/**
+ * A running embedded server: `restart` stops and starts it on its files (`halt` and `resume`
+ * are its two halves, for a test that acts while the server is down), `stop` ends it and
+ * removes them.
+ */
 export interface EmbeddedServer {
   url: string;
   restart(): Promise<void>;
+  /** Shuts the server down (fast shutdown), keeping its files. */
+  halt(): Promise<void>;
+  /** Starts a halted server again on its files and port; resolves once it accepts connections. */
+  resume(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -156,6 +164,10 @@ export async function startEmbedded(): Promise<EmbeddedServer> {
     url,
     async restart() {
       await shutdown(server);
+      server = await launch(bin, data, port, user);
+    },
+    halt: () => shutdown(server),
+    async resume() {
       server = await launch(bin, data, port, user);
     },
     async stop() {

@@ -73,6 +73,7 @@ export function jobColumnArrays(list: JobRecord[]): unknown[][] {
   c[COL.retries] = list.map((j) => j.retries);
   c[COL.webhookAttempts] = list.map((j) => j.webhookAttempts);
   c[COL.webhookNextAt] = list.map((j) => j.webhookNextAt);
+  c[COL.inputBytes] = list.map((j) => j.inputBytes);
   return c;
 }
 

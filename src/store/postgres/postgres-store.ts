@@ -10,6 +10,7 @@ import { createPgNotifier } from './notifier.js';
 import { PgUsageStore } from './usage.js';
 import { PgMinuteStore } from './minutes.js';
 import { startTableCare } from './table-care.js';
+import { PgUpkeepStore } from './upkeep.js';
 import { PgWorkerStore } from './workers.js';
 
 /** Where the database is and how many connections the store's pool may hold. */
@@ -82,6 +83,7 @@ function storeOn(db: PgConnection, afterMigrate: () => Promise<void> = async () 
     keys: new PgKeyStore(db),
     usage: new PgUsageStore(db),
     minutes: new PgMinuteStore(db),
+    upkeep: new PgUpkeepStore(db),
     migrate: async () => {
       await db.migrate();
       await afterMigrate();

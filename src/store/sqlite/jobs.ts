@@ -135,6 +135,7 @@ function jobParams(job: JobRecord): unknown[] {
   v[COL.retries] = job.retries;
   v[COL.webhookAttempts] = job.webhookAttempts;
   v[COL.webhookNextAt] = job.webhookNextAt;
+  v[COL.inputBytes] = job.inputBytes;
   return v;
 }
 

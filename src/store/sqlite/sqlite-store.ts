@@ -8,6 +8,7 @@ import { SqliteJobStore } from './jobs.js';
 import { SqliteKeyStore } from './keys.js';
 import { SqliteUsageStore } from './usage.js';
 import { SqliteMinuteStore } from './minutes.js';
+import { SqliteUpkeepStore } from './upkeep.js';
 import { SqliteWorkerStore } from './workers.js';
 
 /** The database file and how its WAL is checkpointed. */
@@ -43,6 +44,7 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
     keys: new SqliteKeyStore(connection),
     usage: new SqliteUsageStore(connection),
     minutes: new SqliteMinuteStore(connection),
+    upkeep: new SqliteUpkeepStore(connection),
     migrate: async () => connection.migrate(),
     close: async () => {
       await connection.stopCheckpointer();
