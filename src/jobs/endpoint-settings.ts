@@ -1,6 +1,7 @@
 import { AppError, invalidParameter } from '../model/errors.js';
 import type { EndpointRecord } from '../model/records.js';
 import { isObject } from '../model/json.js';
+import { GPU_TYPE } from '../config/docker-config.js';
 
 /** Endpoint settings, named as RunPod's, with Gantry's defaults. */
 export const ENDPOINT_DEFAULTS = {
@@ -30,6 +31,8 @@ export interface ContainerWorkerSettings {
   command?: string | string[];
   env?: Record<string, string>;
   gpus?: number | string[];
+  /** Acceptable GPU models for a count of `gpus`, most preferred first (up to three, as RunPod's `gpuTypeIds`). */
+  gpuTypes?: string[];
   memoryMb?: number;
   volumes?: string[];
 }
@@ -65,7 +68,7 @@ export const MAX_RATE = 1_000_000_000;
 const WEBHOOK_SECRET = /^whsec_[A-Za-z0-9+/]{32,88}={0,2}$/;
 
 const PROCESS_FIELDS = ['command', 'env', 'cwd'];
-const CONTAINER_FIELDS = ['image', 'command', 'env', 'gpus', 'memoryMb', 'volumes'];
+const CONTAINER_FIELDS = ['image', 'command', 'env', 'gpus', 'gpuTypes', 'memoryMb', 'volumes'];
 /** Docker's image reference grammar: [registry[:port]/]path[:tag][@sha256:digest]. */
 const PATH_PART = '[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*';
 const REGISTRY = '(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*(?::[0-9]+)?/)?';
@@ -118,6 +121,15 @@ function parseGpus(value: unknown): number | string[] {
   throw invalidParameter('worker.gpus', 'must be a GPU count from 0 to 64, or a list of distinct device ids (e.g. ["0", "1"])');
 }
 
+/** `worker.gpuTypes`: one to three distinct model names, most preferred first; only with a count of `gpus`. */
+function parseGpuTypes(value: unknown, gpus: number | string[] | undefined): string[] {
+  if (!Array.isArray(value) || value.length === 0 || value.length > 3 || !value.every((t) => typeof t === 'string' && GPU_TYPE.test(t)) || new Set(value).size !== value.length) {
+    throw invalidParameter('worker.gpuTypes', 'must be 1 to 3 distinct GPU model names in order of preference (e.g. ["L4", "A100-80GB"]), as the Docker hosts name them in GANTRY_DOCKER_HOSTS');
+  }
+  if (typeof gpus !== 'number' || gpus < 1) throw invalidParameter('worker.gpuTypes', 'needs worker.gpus as a count of at least 1 (exact device ids already say which devices)');
+  return value as string[];
+}
+
 function parseVolumes(value: unknown): string[] {
   if (!Array.isArray(value) || value.length > 32) throw invalidParameter('worker.volumes', 'must be an array of at most 32 "source:target[:ro]" strings');
   for (const [i, v] of value.entries()) {
@@ -137,6 +149,7 @@ function parseContainerWorker(value: Record<string, unknown>): ContainerWorkerSe
   if (value.command !== undefined) worker.command = parseContainerCommand(value.command);
   if (value.env !== undefined) worker.env = parseEnv(value.env);
   if (value.gpus !== undefined) worker.gpus = parseGpus(value.gpus);
+  if (value.gpuTypes !== undefined) worker.gpuTypes = parseGpuTypes(value.gpuTypes, worker.gpus);
   if (value.memoryMb !== undefined) {
     const mb = value.memoryMb;
     if (typeof mb !== 'number' || !Number.isInteger(mb) || mb < 6 || mb > 4_194_304) throw invalidParameter('worker.memoryMb', 'must be an integer from 6 to 4194304 (MiB)');
@@ -148,7 +161,7 @@ function parseContainerWorker(value: Record<string, unknown>): ContainerWorkerSe
 
 function parseWorker(value: unknown): string | null {
   if (value === null) return null;
-  if (!isObject(value)) throw invalidParameter('worker', 'must be an object {command, env?, cwd?} or {image, command?, env?, gpus?, memoryMb?, volumes?}, or null');
+  if (!isObject(value)) throw invalidParameter('worker', 'must be an object {command, env?, cwd?} or {image, command?, env?, gpus?, gpuTypes?, memoryMb?, volumes?}, or null');
   return JSON.stringify(value.image !== undefined ? parseContainerWorker(value) : parseProcessWorker(value));
 }
 
