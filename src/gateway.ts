@@ -1,8 +1,9 @@
 import type { Logger } from 'pino';
-import type { GantryConfig } from './config/config.js';
+import { workerPingIntervalMs, type GantryConfig } from './config/config.js';
 import { createJobWaiters, type JobWaiters } from './dispatch/job-waiters.js';
 import { createStopSignals, type StopSignals } from './dispatch/stop-signals.js';
 import { createTakeQueue, type TakeQueue } from './dispatch/take-queue.js';
+import { createWorkerLiveness, type WorkerLiveness } from './dispatch/worker-liveness.js';
 import { createRateLimiter } from './http/rate-limit.js';
 import { createRouteTable, type HttpServices, type RouteTable } from './http/server.js';
 import { createEndpointService, type EndpointService } from './jobs/endpoint-service.js';
@@ -91,7 +92,11 @@ export function createGateway(options: GatewayOptions): Gateway {
   const plainTransitions = createJobTransitions({ store, notifier, logger, now, usageOf: (job) => endpoints.hooksOf(job.endpointId)?.usageOf?.(job) ?? null });
   const jobObserver = options.observers?.jobs;
   const transitions = jobObserver ? observeTransitions(plainTransitions, jobObserver) : plainTransitions;
+  // Which workers may still be handed jobs: not those the pool is stopping, nor silent ones (docs/worker-protocol.md).
+  const liveness = createWorkerLiveness({ now, defaultPingIntervalMs: workerPingIntervalMs(config) });
   const takeQueue = createTakeQueue({
+    liveness,
+    now,
     claim: (endpointId, takers) => transitions.claim(endpointId, takers),
     unclaim: async (endpointId, workerId, jobs) => {
       const returned = await transitions.returnUntaken(endpointId, workerId, jobs.map((j) => j.id));
@@ -108,12 +113,12 @@ export function createGateway(options: GatewayOptions): Gateway {
   const gauge = new QueueGauge({ store, factor: config.queueLimitFactor, logger, now });
   const outbound = createOutboundPolicy(config.outboundAllow);
   const jobs = createJobService({ store, transitions, endpoints, gauge, waiters, pool, secrets, config, outbound, now });
-  const workers = createWorkerService({ store, transitions, takeQueue, stopSignals, notifier, secrets, config, logger, now });
+  const workers = createWorkerService({ store, transitions, takeQueue, stopSignals, liveness, notifier, secrets, config, logger, now });
   const rateLimiter = createRateLimiter(config.rateLimits, now);
   const reaper = createReaper({ transitions, workers, store, config, logger, clock });
   const webhookFetch = options.observers?.webhookFetch;
   const webhooks = createWebhookSender({ store, endpoints, secrets, notifier, config, logger, clock, outbound, ...(webhookFetch ? { fetch: webhookFetch } : {}) });
-  const unsubscribe = subscribeDispatch(notifier, { takeQueue, waiters, stopSignals, endpoints });
+  const unsubscribe = subscribeDispatch(notifier, { takeQueue, waiters, stopSignals, endpoints, liveness });
   const http: HttpServices = { jobs, workers, endpoints, keys, rateLimiter, pool, workerRows: store, usage: store, config, logger, now };
   return {
     keys,
@@ -158,7 +163,7 @@ function createDrivers(options: GatewayOptions, clock: Clock): WorkerDriver {
 /** Events → the waiting parts of this gateway: job-take long-polls, job waiters, stop lists, caches. */
 function subscribeDispatch(
   notifier: Notifier,
-  parts: { takeQueue: TakeQueue; waiters: JobWaiters; stopSignals: StopSignals; endpoints: EndpointService },
+  parts: { takeQueue: TakeQueue; waiters: JobWaiters; stopSignals: StopSignals; endpoints: EndpointService; liveness: WorkerLiveness },
 ): () => void {
   return notifier.subscribe((event) => {
     switch (event.type) {
@@ -170,6 +175,11 @@ function subscribeDispatch(
         return parts.stopSignals.add(event.workerId, event.jobIds);
       case 'endpoint-changed':
         return parts.endpoints.forget(event.endpointId);
+      case 'worker-stopping':
+        // Marked first, so a take arriving between the two answers at once too.
+        parts.liveness.markStopping(event.workerId);
+        parts.takeQueue.release(event.endpointId, event.workerId);
+        return parts.stopSignals.release(event.workerId);
       default:
         return;
     }

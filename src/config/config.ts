@@ -201,3 +201,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   // The containers' installation label depends on the final data folder (docs/scaling.md).
   return { ...merged, docker: { ...merged.docker, instance: merged.docker.instance ?? dockerInstance(env, merged.dataDir) } };
 }
+
+/**
+ * The ping interval Gantry gives its pool workers (RUNPOD_PING_INTERVAL): three pings within
+ * GANTRY_WORKER_LOST_MS, between 1 and 10 s. Also the interval assumed for any worker until the
+ * gateway has seen two of its pings (src/dispatch/worker-liveness.ts).
+ *
+ * @example workerPingIntervalMs({ workerLostMs: 30_000 }); // 10_000
+ */
+export function workerPingIntervalMs(config: Pick<GantryConfig, 'workerLostMs'>): number {
+  return Math.max(1_000, Math.min(10_000, Math.floor(config.workerLostMs / 3)));
+}

@@ -6,6 +6,8 @@ export interface StopSignals {
   add(workerId: string, jobIds: string[]): void;
   /** Resolves with the pending ids at once, or waits up to `timeoutMs` for some ([] on timeout). */
   take(workerId: string, timeoutMs: number, signal: AbortSignal): Promise<string[]>;
+  /** Answers `workerId`'s parked poll now, with what is pending (often nothing): the worker is stopping. */
+  release(workerId: string): void;
   waitingWorkers(): string[];
   /** What is kept: lists untaken, and job ids in them (bounded, see STOP_LIST_MAX_IDS). */
   size(): { workers: number; ids: number };
@@ -117,6 +119,9 @@ export function createStopSignals(): StopSignals {
         signal.addEventListener('abort', onAbort, { once: true });
         waiters.set(workerId, finish);
       });
+    },
+    release(workerId) {
+      waiters.get(workerId)?.(drain(workerId));
     },
     waitingWorkers: () => [...waiters.keys()],
     size: () => pending.size(),

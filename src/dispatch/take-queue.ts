@@ -1,4 +1,5 @@
 import type { JobRecord, Taker } from '../model/records.js';
+import type { WorkerLiveness } from './worker-liveness.js';
 
 /** The most waiters one claim serves, and the most jobs it claims (a full batch take is 100). */
 const MAX_TAKERS = 64;
@@ -16,10 +17,18 @@ const MAX_CLAIM = 1_000;
  * A waiter is never settled while a claim for it is in flight: a timeout then waits for the
  * claim and delivers what it got, and a client that went away has its jobs returned to the
  * queue (`unclaim`), so no job is ever claimed for a connection that cannot receive it.
+ *
+ * Nothing is handed to a worker that cannot run it (WorkerLiveness): a worker the pool is
+ * stopping, or one that stopped pinging after its take parked (runpod-python on SIGTERM). Such a
+ * waiter is never claimed for, a claim that comes back for one is returned (`unclaim`), and it
+ * is answered empty: at once when the pool marks the worker (`release`), within SWEEP_MS when
+ * it goes silent. A take from a stopping worker is answered empty without parking.
  */
 interface TakeWaiter {
   workerId: string;
   limit: number;
+  /** When the take arrived: a sign of life of its worker. */
+  parkedAt: number;
   signal: AbortSignal;
   claiming: boolean;
   expired: boolean;
@@ -44,6 +53,8 @@ export interface TakeQueue {
   waitingWorkers(): { endpointId: string; workerId: string }[];
   /** Tries the store for every endpoint with waiters (a wake-up from another gateway may have been lost). */
   pokeAll(): void;
+  /** Answers `workerId`'s takes on `endpointId` empty now (the pool is stopping it; see WorkerLiveness). */
+  release(endpointId: string, workerId: string): void;
   closeAll(): void;
 }
 
@@ -53,7 +64,14 @@ export interface TakeQueueOptions {
   /** Returns jobs claimed for a waiter whose client went away. */
   unclaim: UnclaimFn;
   onError(err: unknown): void;
+  /** Which workers may receive jobs (default: every worker). */
+  liveness?: Pick<WorkerLiveness, 'isStopping' | 'mayReceive'>;
+  /** The clock `liveness` reads (default Date.now). */
+  now?: () => number;
 }
+
+/** How often parked takes are checked for workers that went silent. */
+const SWEEP_MS = 1_000;
 
 /** @example const queue = createTakeQueue({ claim, unclaim, onError }); const jobs = await queue.take('echo', 'w1', 1, 30_000, signal); */
 export function createTakeQueue(options: TakeQueueOptions): TakeQueue {
@@ -64,15 +82,21 @@ class WaitingTakes implements TakeQueue {
   private readonly queues = new Map<string, TakeWaiter[]>();
   private readonly pumping = new Set<string>();
   private readonly again = new Set<string>();
+  private readonly now: () => number;
+  private sweepTimer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly options: TakeQueueOptions) {}
+  constructor(private readonly options: TakeQueueOptions) {
+    this.now = options.now ?? Date.now;
+  }
 
   take(endpointId: string, workerId: string, limit: number, timeoutMs: number, signal: AbortSignal): Promise<JobRecord[]> {
+    if (this.options.liveness?.isStopping(workerId)) return Promise.resolve([]);
     return new Promise<JobRecord[]>((resolve) => {
       let settled = false;
       const waiter: TakeWaiter = {
         workerId,
         limit,
+        parkedAt: this.now(),
         signal,
         claiming: false,
         expired: false,
@@ -95,6 +119,7 @@ class WaitingTakes implements TakeQueue {
       let queue = this.queues.get(endpointId);
       if (!queue) this.queues.set(endpointId, (queue = []));
       queue.push(waiter);
+      this.startSweeping();
       void this.pump(endpointId);
     });
   }
@@ -113,16 +138,40 @@ class WaitingTakes implements TakeQueue {
     return waiting;
   }
 
+  release(endpointId: string, workerId: string): void {
+    for (const w of [...(this.queues.get(endpointId) ?? [])]) if (w.workerId === workerId) this.answerEmpty(endpointId, w);
+  }
+
   closeAll(): void {
     for (const [endpointId, queue] of [...this.queues]) {
-      for (const w of [...queue]) {
-        if (w.claiming) w.expired = true;
-        else {
-          this.remove(endpointId, w);
-          w.settle([]);
-        }
-      }
+      for (const w of [...queue]) this.answerEmpty(endpointId, w);
     }
+  }
+
+  /** Answers a waiter with no job now, or (a claim for it in flight) once the claim is back. */
+  private answerEmpty(endpointId: string, w: TakeWaiter): void {
+    if (w.claiming) w.expired = true;
+    else {
+      this.remove(endpointId, w);
+      w.settle([]);
+    }
+  }
+
+  private mayReceive(w: TakeWaiter): boolean {
+    return this.options.liveness?.mayReceive(w.workerId, w.parkedAt) ?? true;
+  }
+
+  /** While takes are parked, answers those whose worker went silent (see WorkerLiveness) every SWEEP_MS. */
+  private startSweeping(): void {
+    if (this.sweepTimer || !this.options.liveness) return;
+    this.sweepTimer = setTimeout(() => {
+      this.sweepTimer = undefined;
+      for (const [endpointId, queue] of [...this.queues]) {
+        for (const w of [...queue]) if (!w.claiming && !this.mayReceive(w)) this.answerEmpty(endpointId, w);
+      }
+      if (this.queues.size > 0) this.startSweeping();
+    }, SWEEP_MS);
+    this.sweepTimer.unref();
   }
 
   private remove(endpointId: string, waiter: TakeWaiter): void {
@@ -141,11 +190,20 @@ class WaitingTakes implements TakeQueue {
     if (!queue || queue.length === 0) return false;
     const batch: TakeWaiter[] = [];
     let wanted = 0;
-    for (const w of queue) {
+    for (let i = 0; i < queue.length; ) {
+      const w = queue[i]!;
       if (batch.length === MAX_TAKERS || (batch.length > 0 && wanted + w.limit > MAX_CLAIM)) break;
+      // A worker that cannot run what it gets (stopping, silent) is answered empty (it leaves
+      // the queue, so `i` stays), never claimed for.
+      if (!w.claiming && !this.mayReceive(w)) {
+        this.answerEmpty(endpointId, w);
+        continue;
+      }
       batch.push(w);
       wanted += w.limit;
+      i++;
     }
+    if (batch.length === 0) return false;
     for (const w of batch) w.claiming = true;
     let claimed: JobRecord[][];
     try {
@@ -164,8 +222,8 @@ class WaitingTakes implements TakeQueue {
       w.claiming = false;
       const jobs = claimed[i] ?? [];
       got += jobs.length;
-      if (jobs.length > 0 && w.signal.aborted) {
-        // The client went away during the claim: its jobs go back to the queue.
+      if (jobs.length > 0 && (w.signal.aborted || !this.mayReceive(w))) {
+        // The client went away during the claim, or its worker is stopping or went silent: its jobs go back to the queue.
         this.remove(endpointId, w);
         w.settle([]);
         unclaims.push(this.options.unclaim(endpointId, w.workerId, jobs));

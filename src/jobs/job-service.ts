@@ -109,6 +109,8 @@ class Jobs implements JobService {
     if (request.webhook !== null && this.deps.outbound) await checkOutboundUrl(this.deps.outbound, request.webhook, 'webhook', this.deps.now());
     this.deps.gauge.admit(endpoint);
     const t = this.deps.now();
+    // Kept this long after it ends, however it ends (a queue ttl too): policy.ttl bounds the
+    // job's wait, never the life of its result (docs/states.md, Retention).
     const retention = opts.sync ? this.deps.config.syncRetentionMs : this.deps.config.asyncRetentionMs;
     const job = initialJob({
       id: opts.sync ? `sync-${uuidv7(t)}` : uuidv7(t),
@@ -119,7 +121,7 @@ class Jobs implements JobService {
       executionTimeoutMs: request.executionTimeoutMs,
       lowPriority: request.lowPriority,
       ttlMs: request.ttlMs,
-      retentionMs: Math.min(retention, request.ttlMs),
+      retentionMs: retention,
       maxAttempts: endpoint.maxAttempts,
       sync: opts.sync,
       keyId: opts.keyId,

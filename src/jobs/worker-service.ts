@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { GantryConfig } from '../config/config.js';
 import type { StopSignals } from '../dispatch/stop-signals.js';
 import type { TakeQueue } from '../dispatch/take-queue.js';
+import type { WorkerLiveness } from '../dispatch/worker-liveness.js';
 import { AppError } from '../model/errors.js';
 import type { Notifier } from '../model/events.js';
 import { isTerminal } from '../model/job-states.js';
@@ -78,6 +79,8 @@ export interface WorkerServiceDeps {
   transitions: JobTransitions;
   takeQueue: TakeQueue;
   stopSignals: StopSignals;
+  /** Pings are recorded there; a worker the pool is stopping gets its job-stop answered at once. */
+  liveness: Pick<WorkerLiveness, 'pinged' | 'isStopping'>;
   notifier: Pick<Notifier, 'publish'>;
   /** Opens a job's sealed s3Config for its worker. */
   secrets: Pick<SecretBox, 'open'>;
@@ -86,7 +89,7 @@ export interface WorkerServiceDeps {
   now(): number;
 }
 
-/** @example const workers = createWorkerService({ store, transitions, takeQueue, stopSignals, notifier, secrets, config, logger, now: Date.now }); */
+/** @example const workers = createWorkerService({ store, transitions, takeQueue, stopSignals, liveness, notifier, secrets, config, logger, now: Date.now }); */
 export function createWorkerService(deps: WorkerServiceDeps): WorkerService {
   return new Workers(deps);
 }
@@ -143,7 +146,9 @@ class Workers implements WorkerService {
 
   async stops(endpointId: string, workerId: string, signal: AbortSignal): Promise<string[]> {
     await this.touch(endpointId, workerId);
-    return this.deps.stopSignals.take(workerId, this.deps.config.jobTakeWaitMs, signal);
+    // A stopping worker is answered at once (what is pending, if anything): holding its poll would hold its exit.
+    const waitMs = this.deps.liveness.isStopping(workerId) ? 0 : this.deps.config.jobTakeWaitMs;
+    return this.deps.stopSignals.take(workerId, waitMs, signal);
   }
 
   async done(endpointId: string, workerId: string, jobId: string, body: unknown): Promise<DoneOutcome> {
@@ -208,6 +213,7 @@ class Workers implements WorkerService {
    */
   async ping(endpointId: string, workerId: string, held: string[], health: WorkerHealthReport): Promise<void> {
     await this.touch(endpointId, workerId, health);
+    this.deps.liveness.pinged(workerId);
     if (health.version !== null) await this.returnUnlisted(endpointId, workerId, held);
     if (held.length === 0) return;
     const states = await this.deps.store.jobStates(held);

@@ -11,6 +11,8 @@ export type GantryEvent =
   | { type: 'stop-jobs'; workerId: string; jobIds: string[] }
   /** A worker asked to be recycled (job-done with stopPod). */
   | { type: 'worker-recycle'; workerId: string; endpointId: string }
+  /** The worker pool is stopping this worker: its parked job-take and job-stop polls answer now, and it is handed nothing more. */
+  | { type: 'worker-stopping'; workerId: string; endpointId: string }
   /** An endpoint was created, changed or deleted (caches drop it; the autoscaler re-reads it). */
   | { type: 'endpoint-changed'; endpointId: string }
   /** A terminal job has a webhook to deliver. */

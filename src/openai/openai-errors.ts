@@ -67,7 +67,8 @@ export function sendOpenAiError(res: ServerResponse, err: unknown, logger: Logge
 
 /**
  * Why a finished job has no answer: FAILED (the worker's error: its status, message and type
- * when it sent an OpenAI or vLLM error object, else 500), TIMED_OUT (504) or CANCELLED (409).
+ * when it sent an OpenAI or vLLM error object, else 500 with the message and type of
+ * summariseWorkerError, never a traceback), TIMED_OUT (504) or CANCELLED (409).
  *
  * @example jobFailure({ ...job, status: 'FAILED', error: 'out of memory' }).status === 500
  */
@@ -77,7 +78,50 @@ export function jobFailure(job: JobRecord): AppError {
   }
   if (job.status === 'CANCELLED') return new AppError('JOB_CANCELLED', `Job ${job.id} was cancelled`, undefined, NO_RETRY);
   const text = job.error ?? 'the worker failed without an error message';
-  return workerError(parseJson(text)) ?? new AppError('WORKER_ERROR', text, undefined, NO_RETRY);
+  const parsed = parseJson(text);
+  const known = workerError(parsed);
+  if (known) return known;
+  // The job's `error` (/status) keeps the whole text; the answer only what a client needs.
+  const { message, type } = summariseWorkerError(text, parsed);
+  return new AppError('WORKER_ERROR', message, type === undefined ? undefined : { type }, NO_RETRY);
+}
+
+/** The most of a worker's error message an OpenAI error body carries (the job's `error` keeps it all). */
+export const ERROR_MESSAGE_LIMIT = 1_000;
+const TRACEBACK = 'Traceback (most recent call last):';
+
+/**
+ * A worker's error text without what only its operator should read: runpod-python's error
+ * object (`{"error_type": "<class 'X'>", "error_message", "error_traceback", "hostname",
+ * "worker_id", ...}`, a raising handler) gives its message and type; a text with a Python
+ * traceback (`handler: <message> \ntraceback: Traceback …`, a raising generator) gives what
+ * precedes the traceback and the type its last line names. The message is cut at
+ * ERROR_MESSAGE_LIMIT characters.
+ *
+ * @example summariseWorkerError('handler: bad \ntraceback: Traceback (most recent call last):\nValueError: bad', undefined) // { message: 'bad', type: 'ValueError' }
+ */
+export function summariseWorkerError(text: string, parsed: unknown): { message: string; type: string | undefined } {
+  if (isObject(parsed) && typeof parsed.error_message === 'string') {
+    return { message: bounded(parsed.error_message), type: pythonClass(parsed.error_type) };
+  }
+  const at = text.indexOf(TRACEBACK);
+  if (at < 0) return { message: bounded(text), type: undefined };
+  const before = text.slice(0, at).replace(/^handler: /, '').replace(/\s*traceback:\s*$/, '').trim();
+  // The traceback's last line names the exception: `ValueError: stream broke`.
+  const last = text.slice(at).trimEnd().split('\n').pop()?.trim() ?? '';
+  const raised = /^([A-Za-z_][\w.]*)(?::\s*(.*))?$/.exec(last);
+  return { message: bounded(before || raised?.[2] || 'the worker raised an exception'), type: raised?.[1] };
+}
+
+/** `<class 'torch.OutOfMemoryError'>` → `torch.OutOfMemoryError`; a bare class name as it is; anything else undefined. */
+function pythonClass(value: unknown): string | undefined {
+  if (typeof value !== 'string') return undefined;
+  const name = /^<class '([^']+)'>$/.exec(value)?.[1] ?? value;
+  return /^[A-Za-z_][\w.]{0,199}$/.test(name) ? name : undefined;
+}
+
+function bounded(message: string): string {
+  return message.length <= ERROR_MESSAGE_LIMIT ? message : `${message.slice(0, ERROR_MESSAGE_LIMIT)}… (cut; the job's error holds all of it)`;
 }
 
 /**

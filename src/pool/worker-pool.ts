@@ -56,6 +56,11 @@ export interface WorkerPoolOptions {
   now(): number;
   /** Called when something happened that the autoscaler should look at soon (a worker exited). */
   onChange(): void;
+  /**
+   * Called the moment the pool decides to stop a worker (idle, stopPod, settings changed, drain,
+   * close), before its SIGTERM: the gateways answer its parked takes and hand it nothing more.
+   */
+  onStopping?(workerId: string): void;
 }
 
 /** The pool's view of a worker for the scaling rules. */
@@ -185,10 +190,14 @@ class Pool implements WorkerPool {
       return;
     }
     moveTo(slot, 'draining', why);
-    if (!slot.handle) return; // the launch in flight stops what it started
-    slot.log.note(`stopping (${why}): SIGTERM, up to ${this.options.graceMs} ms to finish its jobs`);
-    this.log.info({ workerId, why }, 'pool worker stopping');
-    void slot.handle.stop(this.options.graceMs);
+    // Without a handle, the launch in flight stops what it started.
+    if (slot.handle) {
+      slot.log.note(`stopping (${why}): SIGTERM, up to ${this.options.graceMs} ms to finish its jobs`);
+      this.log.info({ workerId, why }, 'pool worker stopping');
+      void slot.handle.stop(this.options.graceMs);
+    }
+    // After the SIGTERM went out, so the worker knows it is stopping when its takes are answered.
+    this.options.onStopping?.(workerId);
   }
 
   setThrottled(n: number): void {

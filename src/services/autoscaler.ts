@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { GantryConfig } from '../config/config.js';
+import { workerPingIntervalMs, type GantryConfig } from '../config/config.js';
 import type { WorkerSettings } from '../jobs/endpoint-settings.js';
 import type { EndpointService } from '../jobs/endpoint-service.js';
 import type { PoolView } from '../jobs/pool-view.js';
@@ -21,7 +21,7 @@ export interface AutoscalerDeps {
   endpoints: Pick<EndpointService, 'list'>;
   keys: Pick<KeyService, 'create' | 'revoke' | 'revokeNamed'>;
   transitions: Pick<JobTransitions, 'releaseWorkers'>;
-  notifier: Pick<Notifier, 'subscribe'>;
+  notifier: Pick<Notifier, 'subscribe' | 'publish'>;
   /** How workers are started: local processes, or containers for endpoints that name an image (src/pool). */
   driver: WorkerDriver;
   /** Worker settings of endpoints whose workers a feature provides (the image endpoints), by endpoint id. */
@@ -153,10 +153,11 @@ class Scaler implements Autoscaler {
       restartBackoffMs: config.workerRestartBackoffMs,
       logLines: this.deps.logLines ?? 500,
       stoppedWorkers: { max: config.stoppedWorkersKept, keepMs: config.stoppedWorkersKeptMs },
-      pingIntervalMs: Math.max(1_000, Math.min(10_000, Math.floor(config.workerLostMs / 3))),
+      pingIntervalMs: workerPingIntervalMs(config),
       logger: this.deps.logger,
       now: this.deps.clock.now,
       onChange: () => this.loop.kick(),
+      onStopping: (workerId) => this.deps.notifier.publish({ type: 'worker-stopping', workerId, endpointId }),
     });
   }
 

@@ -52,11 +52,12 @@ class PyWorker {
     return this.stderr.split('\n').filter((l) => / -> [45]\d\d$/.test(l) || l.includes('failed to'));
   }
 
+  /** Ends the process at once (SIGKILL): a SIGTERMed runpod-python waits for its open polls to be answered. */
   async stop(): Promise<void> {
     if (process.env.DUMP_WORKER_LOGS) console.log(`--- ${this.workerId}\n${this.stdout}${this.stderr}`);
     if (this.exitCode !== undefined) return;
     const exited = new Promise((resolve) => this.proc.once('exit', resolve));
-    this.proc.kill('SIGTERM');
+    this.proc.kill('SIGKILL');
     await exited;
   }
 }

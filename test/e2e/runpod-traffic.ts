@@ -156,10 +156,9 @@ export async function recordScenarios(gantry: Gantry, runKey: string, worker: Wo
     } catch (err) {
       throw new Error(`${(err as Error).message}\n--- the worker's output:\n${log.slice(-3000)}`, { cause: err });
     } finally {
-      proc.kill('SIGTERM');
-      const killer = setTimeout(() => proc.kill('SIGKILL'), 5_000);
+      // What was recorded is complete: end it at once (SIGTERMed, runpod-python waits for its open polls).
+      proc.kill('SIGKILL');
       await exited;
-      clearTimeout(killer);
       await proxy.close();
     }
   }

