@@ -1,8 +1,8 @@
 import type { Notifier } from '../model/events.js';
-import { AppError } from '../model/errors.js';
+import { AppError, invalidParameter } from '../model/errors.js';
 import type { EndpointRecord, JobRecord, UsageRecord } from '../model/records.js';
 import type { SecretBox } from '../security/secret-box.js';
-import type { EndpointStore } from '../store/store.js';
+import type { EndpointStore, RegistryCredentialStore } from '../store/store.js';
 import { TtlCache } from '../util/ttl-cache.js';
 import { parseEndpointSettings } from './endpoint-settings.js';
 
@@ -48,7 +48,8 @@ export interface EndpointService {
 
 /** What the endpoint service uses. */
 export interface EndpointServiceDeps {
-  store: EndpointStore;
+  /** The endpoints, and the registry credentials an image worker may name. */
+  store: EndpointStore & Pick<RegistryCredentialStore, 'getRegistryCredential'>;
   notifier: Pick<Notifier, 'publish'>;
   /** Seals an endpoint's webhook signing secret for storage. */
   secrets: Pick<SecretBox, 'seal'>;
@@ -89,6 +90,7 @@ class Endpoints implements EndpointService {
 
   async create(settings: unknown): Promise<EndpointRecord> {
     const endpoint = parseEndpointSettings(settings, undefined, this.deps.now(), (plain) => this.deps.secrets.seal(plain));
+    await this.checkCredentials(endpoint);
     if (!(await this.deps.store.createEndpoint(endpoint))) {
       throw new AppError('ENDPOINT_EXISTS', `Endpoint ${endpoint.id} already exists`, { id: endpoint.id });
     }
@@ -100,9 +102,18 @@ class Endpoints implements EndpointService {
     const existing = await this.deps.store.getEndpoint(id);
     if (!existing) throw notFound(id);
     const endpoint = parseEndpointSettings(settings, existing, this.deps.now(), (plain) => this.deps.secrets.seal(plain));
+    await this.checkCredentials(endpoint);
     if (!(await this.deps.store.updateEndpoint(endpoint))) throw notFound(id);
     this.changed(id);
     return endpoint;
+  }
+
+  /** An image worker's registryCredentials must name a saved credential (400 naming the field). */
+  private async checkCredentials(endpoint: EndpointRecord): Promise<void> {
+    const id = endpoint.workerJson === null ? undefined : (JSON.parse(endpoint.workerJson) as { registryCredentials?: string }).registryCredentials;
+    if (id !== undefined && !(await this.deps.store.getRegistryCredential(id))) {
+      throw invalidParameter('worker.registryCredentials', `names no saved registry credential (${id}); see GET /admin/v1/registry-credentials`);
+    }
   }
 
   async remove(id: string): Promise<boolean> {

@@ -12,6 +12,10 @@ export const ENDPOINT_DEFAULTS = {
   scalerType: 'QUEUE_DELAY',
   scalerValue: 4,
   maxAttempts: 3,
+  priority: 50,
+  preemptible: false,
+  flashboot: false,
+  shareWeight: 1,
 } as const;
 
 /** A worker run as a local process: a shell command, its environment and folder. */
@@ -35,6 +39,10 @@ export interface ContainerWorkerSettings {
   gpuTypes?: string[];
   memoryMb?: number;
   volumes?: string[];
+  /** The id of a saved registry login (POST /admin/v1/registry-credentials) the image is pulled with. */
+  registryCredentials?: string;
+  /** Pull the image to every eligible host in the background when the endpoint is created or its image changes. */
+  prepull?: boolean;
 }
 
 /** How the worker pool starts an endpoint's workers: a local command, or a container image. */
@@ -50,16 +58,20 @@ const ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 const RESERVED = new Set(['admin', 'console', 'files', 'metrics', 'healthz']);
 
 /** The integer settings and their [min, max], as the API enforces them (the CLI's help and checks read them too). */
-export const INTEGER_FIELDS: Readonly<Record<'workersMin' | 'workersMax' | 'idleTimeout' | 'executionTimeoutMs' | 'scalerValue' | 'maxAttempts', readonly [number, number]>> = {
+export const INTEGER_FIELDS: Readonly<Record<'workersMin' | 'workersMax' | 'idleTimeout' | 'executionTimeoutMs' | 'scalerValue' | 'maxAttempts' | 'priority' | 'shareWeight', readonly [number, number]>> = {
   workersMin: [0, 1000],
   workersMax: [0, 1000],
   idleTimeout: [1, 86_400],
   executionTimeoutMs: [5_001, 7 * 86_400_000],
   scalerValue: [1, 100_000],
   maxAttempts: [1, 100],
+  priority: [0, 100],
+  shareWeight: [1, 100],
 };
+/** The true/false settings (the allocator's, docs/scaling.md). */
+export const BOOLEAN_FIELDS = ['preemptible', 'flashboot'] as const;
 /** Every field a create or update body may have (anything else is refused; /openapi.json's EndpointSettings lists the same). */
-export const SETTING_FIELDS: ReadonlySet<string> = new Set(['id', 'name', 'worker', 'scalerType', 'webhookSecret', 'rateLimits', ...Object.keys(INTEGER_FIELDS)]);
+export const SETTING_FIELDS: ReadonlySet<string> = new Set(['id', 'name', 'worker', 'scalerType', 'webhookSecret', 'rateLimits', ...Object.keys(INTEGER_FIELDS), ...BOOLEAN_FIELDS]);
 /** The operations an endpoint's `rateLimits` may name (the rows of the spec's table, plus long-poll and openai). */
 export const RATE_LIMITED_OPERATIONS = ['run', 'runsync', 'status', 'long-poll', 'cancel', 'purge-queue', 'requests', 'openai'] as const;
 /** The largest `per10s` or `concurrent` a `rateLimits` entry may name. */
@@ -68,7 +80,9 @@ export const MAX_RATE = 1_000_000_000;
 const WEBHOOK_SECRET = /^whsec_[A-Za-z0-9+/]{32,88}={0,2}$/;
 
 const PROCESS_FIELDS = ['command', 'env', 'cwd'];
-const CONTAINER_FIELDS = ['image', 'command', 'env', 'gpus', 'gpuTypes', 'memoryMb', 'volumes'];
+const CONTAINER_FIELDS = ['image', 'command', 'env', 'gpus', 'gpuTypes', 'memoryMb', 'volumes', 'registryCredentials', 'prepull'];
+/** A registry credential's id (registry-credentials.ts makes them: `rc_` and 16 hex). */
+export const CREDENTIAL_ID = /^rc_[A-Za-z0-9]{1,64}$/;
 /** Docker's image reference grammar: [registry[:port]/]path[:tag][@sha256:digest]. */
 const PATH_PART = '[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*';
 const REGISTRY = '(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*(?::[0-9]+)?/)?';
@@ -156,12 +170,22 @@ function parseContainerWorker(value: Record<string, unknown>): ContainerWorkerSe
     worker.memoryMb = mb;
   }
   if (value.volumes !== undefined) worker.volumes = parseVolumes(value.volumes);
+  if (value.registryCredentials !== undefined) {
+    if (typeof value.registryCredentials !== 'string' || !CREDENTIAL_ID.test(value.registryCredentials)) {
+      throw invalidParameter('worker.registryCredentials', 'must be the id of a saved registry credential (rc_…, from POST /admin/v1/registry-credentials)');
+    }
+    worker.registryCredentials = value.registryCredentials;
+  }
+  if (value.prepull !== undefined) {
+    if (typeof value.prepull !== 'boolean') throw invalidParameter('worker.prepull', 'must be true or false');
+    worker.prepull = value.prepull;
+  }
   return worker;
 }
 
 function parseWorker(value: unknown): string | null {
   if (value === null) return null;
-  if (!isObject(value)) throw invalidParameter('worker', 'must be an object {command, env?, cwd?} or {image, command?, env?, gpus?, gpuTypes?, memoryMb?, volumes?}, or null');
+  if (!isObject(value)) throw invalidParameter('worker', 'must be an object {command, env?, cwd?} or {image, command?, env?, gpus?, gpuTypes?, memoryMb?, volumes?, registryCredentials?, prepull?}, or null');
   return JSON.stringify(value.image !== undefined ? parseContainerWorker(value) : parseProcessWorker(value));
 }
 
@@ -227,6 +251,12 @@ export function parseEndpointSettings(body: unknown, existing: EndpointRecord | 
     if (typeof value !== 'number' || !Number.isInteger(value)) throw invalidParameter(field, 'must be an integer');
     if (value < min || value > max) throw invalidParameter(field, `must be from ${min} to ${max}`);
     (record as unknown as Record<string, number>)[field] = value;
+  }
+  for (const field of BOOLEAN_FIELDS) {
+    const value = body[field];
+    if (value === undefined) continue;
+    if (typeof value !== 'boolean') throw invalidParameter(field, 'must be true or false');
+    record[field] = value;
   }
   if (body.scalerType !== undefined) {
     if (body.scalerType !== 'QUEUE_DELAY' && body.scalerType !== 'REQUEST_COUNT') throw invalidParameter('scalerType', 'must be QUEUE_DELAY or REQUEST_COUNT');
