@@ -154,6 +154,7 @@ function jobFields(job: Job): [string, string][] {
     ['ran for', formatMs(job.executionTime)],
     ['worker', job.workerId ?? '-'],
     ['retries', String(job.retries ?? 0)],
+    ['attempts', String(job.attempts ?? 0)],
   ];
   if (job.error !== undefined) fields.push(['error', job.error]);
   if (job.output !== undefined) fields.push(['output', formatOutput(job.output)]);
@@ -201,7 +202,7 @@ async function healthCommand(argv: string[]): Promise<number> {
   if (values.json) return (printJson(health), 0);
   const { jobs, workers } = health;
   printFields([
-    ['jobs', `${jobs.inQueue} queued, ${jobs.inProgress} in progress, ${jobs.completed} completed, ${jobs.failed} failed, ${jobs.cancelled} cancelled, ${jobs.timedOut} timed out, ${jobs.retried} retried`],
+    ['jobs', `${jobs.inQueue} queued, ${jobs.inProgress} in progress, ${jobs.completed} completed, ${jobs.failed} failed, ${jobs.cancelled} cancelled, ${jobs.timedOut} timed out, ${jobs.retried} retried, ${jobs.reattempted} reattempted`],
     ['workers', `${workers.ready} ready (${workers.idle} idle, ${workers.running} running), ${workers.initializing} initializing, ${workers.throttled} throttled, ${workers.unhealthy} unhealthy`],
   ]);
   return 0;

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { JobObserver } from '../jobs/job-observer.js';
+import { delayTimeOf } from '../model/job-times.js';
 import type { JobRecord } from '../model/records.js';
 import { emptyBuckets, MINUTE_BUCKETS_MS, type MinuteDelta, type MinuteStore } from '../store/minute-store.js';
 import type { Store } from '../store/store.js';
@@ -107,7 +108,10 @@ function minuteObserver(delta: (endpointId: string, at: number) => MinuteDelta, 
   return {
     submitted: (job) => void delta(job.endpointId, job.queuedAt).submitted++,
     started(jobs) {
-      for (const job of jobs) if (job.startedAt !== null) delta(job.endpointId, job.startedAt).delay[bucketOf(job.startedAt - job.queuedAt)]!++;
+      for (const job of jobs) {
+        const delay = delayTimeOf(job);
+        if (delay !== null) delta(job.endpointId, job.startedAt!).delay[bucketOf(delay)]!++;
+      }
     },
     ended(job: JobRecord) {
       const at = job.finishedAt ?? now();

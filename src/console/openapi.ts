@@ -89,7 +89,7 @@ function schemas(): Record<string, Schema> {
     Job: {
       type: 'object',
       required: ['id', 'status'],
-      properties: { id: { type: 'string' }, status: ref('JobStatus'), delayTime: { type: 'integer' }, executionTime: { type: 'integer' }, workerId: { type: 'string' }, retries: { type: 'integer' }, input: {}, output: {}, error: {} },
+      properties: { id: { type: 'string' }, status: ref('JobStatus'), delayTime: { type: 'integer' }, executionTime: { type: 'integer' }, workerId: { type: 'string' }, retries: { type: 'integer', description: 'times a client retried the job (/retry)' }, attempts: { type: 'integer', description: 'hand-outs to workers since the submit or the last /retry' }, input: {}, output: {}, error: {} },
     },
     ...endpointSchemas(integerSettings, worker),
     OpenAiError: {

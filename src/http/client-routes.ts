@@ -5,6 +5,7 @@ import { renderJob, renderJobRef } from '../jobs/job-view.js';
 import { parseSubmitBody } from '../jobs/policy.js';
 import { AppError } from '../model/errors.js';
 import { isTerminal } from '../model/job-states.js';
+import { delayTimeOf, executionTimeOf } from '../model/job-times.js';
 import type { EndpointRecord, JobRecord } from '../model/records.js';
 import type { KeyService, Principal } from '../security/keys.js';
 import { authorize } from './auth.js';
@@ -227,9 +228,10 @@ function requestSummary(job: JobRecord) {
     id: job.id,
     status: job.status,
     createdAt: new Date(job.createdAt).toISOString(),
-    delayTime: job.startedAt === null ? null : job.startedAt - job.queuedAt,
-    executionTime: job.startedAt === null || job.finishedAt === null ? null : job.finishedAt - job.startedAt,
+    delayTime: delayTimeOf(job),
+    executionTime: executionTimeOf(job),
     workerId: job.workerId,
     retries: job.retries,
+    attempts: job.attempts,
   };
 }

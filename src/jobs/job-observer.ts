@@ -39,6 +39,7 @@ export function observeTransitions(inner: JobTransitions, observer: JobObserver)
     returnLost: (endpointId, workerId, ids) =>
       inner.returnLost(endpointId, workerId, ids).then((lost) => {
         endedAll(observer, lost.failed);
+        if (lost.requeued.length > 0) observer.requeued(lost.requeued, 'worker-lost');
         return lost;
       }),
     finish: (write: Parameters<JobTransitions['finish']>[0]) => inner.finish(write).then((job) => ended(observer, job)),

@@ -1,3 +1,4 @@
+import { delayTimeOf, executionTimeOf } from '../model/job-times.js';
 import type { JobRecord } from '../model/records.js';
 
 /**
@@ -5,18 +6,22 @@ import type { JobRecord } from '../model/records.js';
  * concatenation because input and output are already JSON text in the store: the hot path
  * never parses and re-serialises a payload.
  *
- * Fields: id, status, delayTime (ms from queued to taken), executionTime (ms from taken to
- * end), workerId once taken, retries, input while queued or running, output when completed
- * (or the latest progress update while running), error when failed or timed out.
+ * Fields: id, status, delayTime (ms from entering the queue, by submit or /retry, to the
+ * start of the current or last run: model/job-times.ts), executionTime (ms that run took, once
+ * ended), workerId once taken, retries (/retry calls), attempts (hand-outs to workers since the
+ * submit or the last /retry), input while queued or running, output when completed (or the
+ * latest progress update while running), error when failed or timed out.
  */
 export function renderJob(job: JobRecord): string {
   let text = `{"id":${JSON.stringify(job.id)},"status":"${job.status}"`;
-  if (job.startedAt !== null) {
-    text += `,"delayTime":${Math.max(0, job.startedAt - job.queuedAt)}`;
-    if (job.finishedAt !== null) text += `,"executionTime":${Math.max(0, job.finishedAt - job.startedAt)}`;
+  const delay = delayTimeOf(job);
+  if (delay !== null) {
+    text += `,"delayTime":${delay}`;
+    const execution = executionTimeOf(job);
+    if (execution !== null) text += `,"executionTime":${execution}`;
   }
   if (job.workerId !== null) text += `,"workerId":${JSON.stringify(job.workerId)}`;
-  text += `,"retries":${job.retries}`;
+  text += `,"retries":${job.retries},"attempts":${job.attempts}`;
   const live = job.status === 'IN_QUEUE' || job.status === 'IN_PROGRESS';
   if (live) text += `,"input":${job.inputJson}`;
   if (job.outputJson !== null && (live || job.status === 'COMPLETED')) text += `,"output":${job.outputJson}`;

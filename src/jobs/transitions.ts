@@ -4,6 +4,10 @@ import { withoutNul } from '../model/json.js';
 import type { JobRecord, Taker, UsageRecord } from '../model/records.js';
 import type { JobStore, UsageStore, WorkerStore } from '../store/store.js';
 
+/** The error of a job that ran out of hand-outs because its worker never had it or forgot it. */
+const LOST_HAND_OUT_ERROR =
+  'job was handed to a worker {attempts} time(s) (its maxAttempts) and never finished: the worker lost it or its result was refused';
+
 /** What a new job is made from: the validated request, the endpoint's limits and the clock. */
 export type NewJobArgs = Pick<
   JobRecord,
@@ -81,14 +85,17 @@ export interface JobTransitions {
    * taker's jobs, by the takers' positions.
    */
   claim(endpointId: string, takers: readonly Taker[]): Promise<JobRecord[][]>;
-  /** Jobs claimed for a worker that never received them → back in the queue, the attempt uncounted. */
+  /**
+   * Jobs claimed for a worker that never received them → back in the queue, the hand-out
+   * uncounted (store.requeueJobs: delayTime still counts from the submit). Returns the ids requeued.
+   */
   returnUntaken(endpointId: string, workerId: string, ids: string[]): Promise<string[]>;
   /**
    * Jobs handed out to a worker that says it does not hold them (lost on the way, or forgotten
    * after a refused result): the hand-out counts as an attempt; back in the queue, or FAILED once
-   * the job has had maxAttempts hand-outs. Returns the ids requeued and the jobs failed.
+   * the job has had maxAttempts hand-outs. Returns the jobs requeued and the jobs failed.
    */
-  returnLost(endpointId: string, workerId: string, ids: string[]): Promise<{ requeued: string[]; failed: JobRecord[] }>;
+  returnLost(endpointId: string, workerId: string, ids: string[]): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }>;
   /** IN_PROGRESS under the worker → COMPLETED or FAILED; undefined when it does not hold the job. */
   finish(write: WorkerWrite & { status: 'COMPLETED' | 'FAILED'; outputJson: string | null; error: string | null }): Promise<JobRecord | undefined>;
   /** The latest progress output of a job the worker holds; false when it does not hold it. */
@@ -105,7 +112,7 @@ export interface JobTransitions {
   timeOutRunning(limit: number): Promise<JobRecord[]>;
   /** Queued jobs past their ttl → TIMED_OUT. */
   expireQueued(limit: number): Promise<JobRecord[]>;
-  /** The jobs of workers that are gone → requeued, or FAILED past maxAttempts; the workers' rows are deleted. */
+  /** The jobs of workers that are gone (lost, or pool workers that exited) → requeued, or FAILED past maxAttempts ('worker lost'); the workers' rows are deleted. */
   releaseWorkers(workerIds: string[]): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }>;
   /** Deletes up to `limit` jobs whose retention ended; returns how many. */
   deleteExpired(limit: number): Promise<number>;
@@ -137,30 +144,13 @@ class Transitions implements JobTransitions {
     });
   }
 
-  async returnUntaken(endpointId: string, workerId: string, ids: string[]): Promise<string[]> {
-    const returned = await this.deps.store.returnJobs({ ids, workerId });
-    if (returned.length > 0) this.deps.notifier.publish({ type: 'jobs-available', endpointId });
-    return returned;
+  async returnUntaken(_endpointId: string, workerId: string, ids: string[]): Promise<string[]> {
+    const { requeued } = await this.requeue({ workerIds: [workerId], ids, counted: false, error: '' });
+    return requeued.map((job) => job.id);
   }
 
-  async returnLost(endpointId: string, workerId: string, ids: string[]): Promise<{ requeued: string[]; failed: JobRecord[] }> {
-    const failed: JobRecord[] = [];
-    const again: string[] = [];
-    for (const id of ids) {
-      const job = await this.deps.store.getJob(id);
-      if (!job || job.status !== 'IN_PROGRESS' || job.workerId !== workerId) continue;
-      if (job.attempts < job.maxAttempts) {
-        again.push(id);
-        continue;
-      }
-      const error = `job was handed to a worker ${job.attempts} time(s) (maxAttempts ${job.maxAttempts}) and never finished: the worker lost it or its result was refused`;
-      const ended = await this.finish({ id, workerId, endpointId, status: 'FAILED', outputJson: null, error });
-      if (ended) failed.push(ended);
-    }
-    const requeued = again.length === 0 ? [] : await this.deps.store.returnJobs({ ids: again, workerId, counted: true });
-    if (requeued.length > 0) this.deps.notifier.publish({ type: 'jobs-available', endpointId });
-    for (const jobId of requeued) this.deps.notifier.publish({ type: 'job-updated', jobId });
-    return { requeued, failed };
+  returnLost(_endpointId: string, workerId: string, ids: string[]): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }> {
+    return this.requeue({ workerIds: [workerId], ids, counted: true, error: LOST_HAND_OUT_ERROR });
   }
 
   async finish(write: WorkerWrite & { status: 'COMPLETED' | 'FAILED'; outputJson: string | null; error: string | null }): Promise<JobRecord | undefined> {
@@ -218,11 +208,21 @@ class Transitions implements JobTransitions {
   }
 
   async releaseWorkers(workerIds: string[]): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }> {
-    const released = await this.deps.store.releaseWorkerJobs({ workerIds, now: this.deps.now() });
+    const released = await this.requeue({ workerIds, counted: true, error: 'worker lost' });
     await this.deps.store.deleteWorkers(workerIds);
-    for (const job of released.failed) this.ended(job);
-    this.requeued(released.requeued);
     return released;
+  }
+
+  /**
+   * Every requeue goes through here and store.requeueJobs (docs/states.md, "Requeues"): one rule
+   * for the columns, the attempt count and the failure at maxAttempts, whatever the cause.
+   */
+  private async requeue(args: { workerIds: string[]; ids?: string[]; counted: boolean; error: string }): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }> {
+    if (args.workerIds.length === 0 || args.ids?.length === 0) return { requeued: [], failed: [] };
+    const result = await this.deps.store.requeueJobs({ ...args, now: this.deps.now() });
+    for (const job of result.failed) this.ended(job);
+    this.requeued(result.requeued);
+    return result;
   }
 
   deleteExpired(limit: number): Promise<number> {

@@ -236,7 +236,7 @@ class Workers implements WorkerService {
     }
     if (lost.length === 0) return;
     const { requeued, failed } = await this.deps.transitions.returnLost(endpointId, workerId, lost);
-    if (requeued.length > 0) this.deps.logger.warn({ workerId, endpointId, jobs: requeued }, 'worker does not hold jobs given to it; returned to the queue');
+    if (requeued.length > 0) this.deps.logger.warn({ workerId, endpointId, jobs: requeued.map((j) => j.id) }, 'worker does not hold jobs given to it; returned to the queue');
     if (failed.length > 0) this.deps.logger.warn({ workerId, endpointId, jobs: failed.map((j) => j.id) }, 'worker does not hold jobs given to it; failed after maxAttempts hand-outs');
   }
 

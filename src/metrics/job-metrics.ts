@@ -1,6 +1,7 @@
 import { Counter, type Registry } from 'prom-client';
 import type { JobObserver } from '../jobs/job-observer.js';
 import type { JobStatus } from '../model/job-states.js';
+import { delayTimeOf, executionTimeOf } from '../model/job-times.js';
 import type { JobRecord } from '../model/records.js';
 import { histogramMetric, newBuckets, observe, type Buckets } from './histogram.js';
 
@@ -38,7 +39,8 @@ export class JobMetrics implements JobObserver {
   started(jobs: readonly JobRecord[]): void {
     const counts = this.of(jobs[0]!.endpointId);
     for (const job of jobs) {
-      if (job.startedAt !== null) observe(counts.delay, DELAY_BOUNDS, (job.startedAt - job.queuedAt) / 1000);
+      const delay = delayTimeOf(job);
+      if (delay !== null) observe(counts.delay, DELAY_BOUNDS, delay / 1000);
     }
   }
 
@@ -46,7 +48,8 @@ export class JobMetrics implements JobObserver {
     const counts = this.of(job.endpointId);
     const i = FINAL.indexOf(job.status);
     if (i >= 0) counts.finished[i]! += 1;
-    if (job.startedAt !== null && job.finishedAt !== null) observe(counts.execution, EXECUTION_BOUNDS, (job.finishedAt - job.startedAt) / 1000);
+    const execution = executionTimeOf(job);
+    if (execution !== null) observe(counts.execution, EXECUTION_BOUNDS, execution / 1000);
   }
 
   purged(endpointId: string, count: number): void {

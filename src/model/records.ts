@@ -40,7 +40,10 @@ export interface JobRecord {
   sync: boolean;
   keyId: string | null;
   createdAt: number;
-  /** When the job (re)entered the queue: submit, retry or requeue after a lost worker. */
+  /**
+   * When a client put the job in the queue: its submit, or its last retry. A requeue (lost worker,
+   * pool exit, a hand-out that never arrived) leaves it, so delayTime and queue order count from here.
+   */
   queuedAt: number;
   startedAt: number | null;
   finishedAt: number | null;
@@ -49,7 +52,9 @@ export interface JobRecord {
   /** When a terminal job is deleted. */
   expiresAt: number | null;
   workerId: string | null;
+  /** Hand-outs to workers since the submit or the last retry (maxAttempts bounds them). */
   attempts: number;
+  /** How many times a client retried the job (/retry). */
   retries: number;
   webhookAttempts: number;
   webhookNextAt: number | null;
@@ -63,8 +68,10 @@ export interface JobCounts {
   failed: number;
   cancelled: number;
   timedOut: number;
-  /** Retained jobs that were retried by a client or requeued after a lost worker. */
+  /** Retained jobs that a client retried (/retry) at least once. */
   retried: number;
+  /** Retained jobs handed to a worker more than once since their submit or last retry (a worker lost them). */
+  reattempted: number;
 }
 
 /** What the autoscaler and the queue-overload check read of an endpoint's live jobs. */

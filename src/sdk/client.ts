@@ -19,12 +19,15 @@ export const TERMINAL_STATUSES: readonly JobStatus[] = ['COMPLETED', 'FAILED', '
 export interface Job<Output = unknown> {
   id: string;
   status: JobStatus;
-  /** ms from queued to taken by a worker, once taken. */
+  /** ms from entering the queue (submit or /retry) to the start of the current or last run, once taken; requeues do not restart it. */
   delayTime?: number;
   /** ms from taken to its end, once ended. */
   executionTime?: number;
   workerId?: string;
+  /** How many times a client retried the job (/retry). */
   retries?: number;
+  /** Hand-outs to workers since the submit or the last /retry (more than 1: a worker lost it and it ran again). */
+  attempts?: number;
   /** While queued or running. */
   input?: unknown;
   /** When completed (the latest progress update while running). */
@@ -64,7 +67,8 @@ export interface RunRequest<Input = unknown> {
 
 /** /health of an endpoint: retained jobs and workers by state. */
 export interface EndpointHealth {
-  jobs: { inQueue: number; inProgress: number; completed: number; failed: number; cancelled: number; timedOut: number; retried: number };
+  /** `retried`: jobs a client retried (/retry); `reattempted`: jobs handed to a worker more than once (a worker lost them). */
+  jobs: { inQueue: number; inProgress: number; completed: number; failed: number; cancelled: number; timedOut: number; retried: number; reattempted: number };
   workers: { idle: number; initializing: number; ready: number; running: number; throttled: number; unhealthy: number };
 }
 

@@ -10,15 +10,21 @@ const FIELD: Record<JobStatus, keyof JobCounts> = {
   TIMED_OUT: 'timedOut',
 };
 
-/**
- * Folds the rows of a backend's `GROUP BY status` count (n jobs, of which `retried` were
- * retried or requeued) into the JobCounts of /health. Shared by every backend.
- */
-export function tallyJobCounts(rows: { status: JobStatus; n: number; retried: number }[]): JobCounts {
-  const counts: JobCounts = { inQueue: 0, inProgress: 0, completed: 0, failed: 0, cancelled: 0, timedOut: 0, retried: 0 };
+/** A row of a backend's `GROUP BY status` count: n jobs, `retried` of them retried by a client, `reattempted` handed out more than once. */
+export interface CountRow {
+  status: JobStatus;
+  n: number;
+  retried: number;
+  reattempted: number;
+}
+
+/** Folds the rows of a backend's `GROUP BY status` count into the JobCounts of /health. Shared by every backend. */
+export function tallyJobCounts(rows: CountRow[]): JobCounts {
+  const counts: JobCounts = { inQueue: 0, inProgress: 0, completed: 0, failed: 0, cancelled: 0, timedOut: 0, retried: 0, reattempted: 0 };
   for (const row of rows) {
     counts[FIELD[row.status]] += Number(row.n);
     counts.retried += Number(row.retried);
+    counts.reattempted += Number(row.reattempted);
   }
   return counts;
 }

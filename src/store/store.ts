@@ -83,7 +83,8 @@ export interface JobStore {
   /**
    * FAILED or TIMED_OUT, not yet expired (expiresAt > now) → IN_QUEUE with the same id and input:
    * output, error, workerId, startedAt, finishedAt, expiresAt, webhook state cleared;
-   * attempts=0, retries+1, queuedAt=now, deadlineAt=now+ttlMs; its stream chunks deleted.
+   * attempts=0, retries+1, queuedAt=now (a retry is the client queueing the job again: its delayTime
+   * counts from here), deadlineAt=now+ttlMs; its stream chunks deleted.
    */
   retryJob(args: { id: string; now: number }): Promise<JobRecord | undefined>;
 
@@ -94,20 +95,17 @@ export interface JobStore {
   expireQueued(args: { now: number; limit: number }): Promise<JobRecord[]>;
 
   /**
-   * The IN_PROGRESS jobs of the given workers: each goes back to IN_QUEUE (queuedAt=now,
-   * deadlineAt=now+ttlMs, workerId/startedAt and the lost attempt's progress output cleared) while attempts < maxAttempts, otherwise
-   * → FAILED with error 'worker lost'.
+   * The one requeue of the job state machine (docs/states.md, "Requeues"), whatever the cause: a
+   * lost worker, a pool worker that exited, a hand-out that never reached its worker. The
+   * IN_PROGRESS jobs held by one of `workerIds` (with `ids`, only those) go back to IN_QUEUE:
+   * workerId, startedAt and the lost run's progress output cleared; queuedAt kept, so delayTime
+   * and queue order still count from the submit or the last retry; the queue deadline back to
+   * queuedAt + ttlMs. `counted`: the hand-out stays counted in `attempts`, and a job that has had
+   * maxAttempts hand-outs ends FAILED with `error` instead (`{attempts}` in it replaced by its
+   * count; finished as finishJob). Not counted: attempts − 1, the hand-out did not happen. The
+   * job's stream chunks stay, tagged with the run that sent them.
    */
-  releaseWorkerJobs(args: { workerIds: string[]; now: number }): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }>;
-
-  /**
-   * Un-claims jobs that a worker never received (its long-poll closed while they were being
-   * claimed, or it says it does not hold them): IN_PROGRESS held by `workerId` → IN_QUEUE,
-   * attempts − 1 (the hand-out did not happen; with `counted` the attempt stays counted: the job
-   * was handed out and lost), workerId/startedAt cleared, queuedAt and deadlineAt kept as before
-   * the claim. Returns the ids returned to the queue.
-   */
-  returnJobs(args: { ids: string[]; workerId: string; counted?: boolean }): Promise<string[]>;
+  requeueJobs(args: { workerIds: string[]; ids?: string[]; counted: boolean; error: string; now: number }): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }>;
 
   /**
    * Deletes up to `limit` terminal jobs with expiresAt <= now and no webhook delivery pending,

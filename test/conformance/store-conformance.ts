@@ -601,16 +601,19 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
       });
     });
 
-    describe('releaseWorkerJobs', () => {
-      it('requeues jobs under maxAttempts and fails the rest with worker lost', async () => {
+    describe('requeueJobs (the one requeue rule)', () => {
+      const lost = (workerIds: string[], now: number, ids?: string[]) =>
+        store.requeueJobs({ workerIds, ...(ids ? { ids } : {}), counted: true, error: 'worker lost', now });
+
+      it('requeues jobs under maxAttempts keeping queuedAt, and fails the rest with the error', async () => {
         const again = await running('w1', { maxAttempts: 2 });
         const last = await running('w1', { maxAttempts: 1, webhook: 'https://hook.example/' });
         const otherWorker = await running('w2');
+        await store.setProgress({ id: again.id, workerId: 'w1', outputJson: '{"half":true}' });
         const now = T0 + 5000;
-        const { requeued, failed } = await store.releaseWorkerJobs({ workerIds: ['w1', 'w9'], now });
-        expect(requeued).toEqual([
-          { ...again, status: 'IN_QUEUE', queuedAt: now, deadlineAt: now + again.ttlMs, workerId: null, startedAt: null },
-        ]);
+        const { requeued, failed } = await lost(['w1', 'w9'], now);
+        // queuedAt as submitted: delayTime and queue order count from there; the queue deadline with it.
+        expect(requeued).toEqual([{ ...again, status: 'IN_QUEUE', queuedAt: again.queuedAt, deadlineAt: again.queuedAt + again.ttlMs, workerId: null, startedAt: null }]);
         expect(failed).toEqual([
           {
             ...last,
@@ -626,19 +629,65 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect(await store.getJob(last.id)).toEqual(failed[0]);
         expect(await store.getJob(otherWorker.id)).toEqual(otherWorker);
 
-        // Second loss of the requeued job reaches maxAttempts = 2.
+        // Second loss of the requeued job reaches maxAttempts = 2; {attempts} in the error is its count.
         const claimed = await store.claimJobs({ endpointId: 'ep', workerId: 'w3', limit: 5, now: now + 1 });
         expect(claimed.map((j) => j.id)).toEqual([again.id]);
-        expect(claimed[0]?.attempts).toBe(2);
-        const second = await store.releaseWorkerJobs({ workerIds: ['w3'], now: now + 2 });
+        expect(claimed[0]).toMatchObject({ attempts: 2, startedAt: now + 1, queuedAt: again.queuedAt });
+        const second = await store.requeueJobs({ workerIds: ['w3'], counted: true, error: 'handed out {attempts} time(s)', now: now + 2 });
         expect(second.requeued).toEqual([]);
-        expect(second.failed.map((j) => j.id)).toEqual([again.id]);
+        expect(second.failed.map((j) => [j.id, j.error])).toEqual([[again.id, 'handed out 2 time(s)']]);
       });
 
-      it('does nothing for no workers or idle workers', async () => {
+      it('puts a requeued job back in its place: ahead of jobs submitted after it', async () => {
+        const first = await running('w1');
+        const later = await insert({ now: T0 + 10 });
+        await lost(['w1'], T0 + 60_000);
+        const next = await store.claimJobs({ endpointId: 'ep', workerId: 'w2', limit: 2, now: T0 + 61_000 });
+        expect(next.map((j) => j.id)).toEqual([first.id, later.id]);
+        expect(next[0]).toMatchObject({ queuedAt: first.queuedAt, startedAt: T0 + 61_000, attempts: 2 });
+      });
+
+      it('leaves a requeued job past its queue deadline unclaimable (the reaper times it out)', async () => {
+        const short = await running('w1', { ttlMs: 10_000 });
+        const [back] = (await lost(['w1'], T0 + 20_000)).requeued;
+        expect(back).toMatchObject({ status: 'IN_QUEUE', deadlineAt: short.queuedAt + 10_000 });
+        expect(await store.claimJobs({ endpointId: 'ep', workerId: 'w2', limit: 1, now: T0 + 20_001 })).toEqual([]);
+        expect((await store.expireQueued({ now: T0 + 20_001, limit: 10 })).map((j) => j.id)).toEqual([short.id]);
+      });
+
+      it('un-claims only the named jobs of that worker; uncounted, the hand-out is taken back', async () => {
+        await store.insertJob(newJob());
+        await store.insertJob(newJob());
+        const [a, b] = await store.claimJobs({ endpointId: 'ep', workerId: 'w1', limit: 2, now: T0 + 10 });
+        const untaken = (workerId: string) => store.requeueJobs({ workerIds: [workerId], ids: [a!.id, 'missing'], counted: false, error: '', now: T0 + 15 });
+        expect(await untaken('w2')).toEqual({ requeued: [], failed: [] });
+        expect((await untaken('w1')).requeued.map((j) => j.id)).toEqual([a!.id]);
+        const back = await store.getJob(a!.id);
+        expect(back).toMatchObject({ status: 'IN_QUEUE', attempts: 0, workerId: null, startedAt: null, queuedAt: T0, deadlineAt: T0 + back!.ttlMs });
+        expect((await store.getJob(b!.id))?.status).toBe('IN_PROGRESS');
+        // It is the first in the queue again.
+        expect((await store.claimJobs({ endpointId: 'ep', workerId: 'w3', limit: 1, now: T0 + 20 }))[0]?.id).toBe(a!.id);
+      });
+
+      it('never fails an uncounted hand-out, even at maxAttempts', async () => {
+        const job = await running('w1', { maxAttempts: 1 });
+        const { requeued, failed } = await store.requeueJobs({ workerIds: ['w1'], ids: [job.id], counted: false, error: 'x', now: T0 + 2000 });
+        expect(failed).toEqual([]);
+        expect(requeued.map((j) => [j.id, j.attempts])).toEqual([[job.id, 0]]);
+      });
+
+      it('keeps the hand-out counted when asked (a job its worker lost)', async () => {
+        await store.insertJob(newJob());
+        const [a] = await store.claimJobs({ endpointId: 'ep', workerId: 'w1', limit: 1, now: T0 + 10 });
+        expect((await lost(['w1'], T0 + 20, [a!.id])).requeued.map((j) => j.id)).toEqual([a!.id]);
+        expect(await store.getJob(a!.id)).toMatchObject({ status: 'IN_QUEUE', attempts: 1, workerId: null, queuedAt: T0 });
+      });
+
+      it('does nothing for no workers, no ids or idle workers', async () => {
         const job = await running('w1');
-        expect(await store.releaseWorkerJobs({ workerIds: [], now: T0 + 5000 })).toEqual({ requeued: [], failed: [] });
-        expect(await store.releaseWorkerJobs({ workerIds: ['w2'], now: T0 + 5000 })).toEqual({ requeued: [], failed: [] });
+        expect(await lost([], T0 + 5000)).toEqual({ requeued: [], failed: [] });
+        expect(await lost(['w1'], T0 + 5000, [])).toEqual({ requeued: [], failed: [] });
+        expect(await lost(['w2'], T0 + 5000)).toEqual({ requeued: [], failed: [] });
         expect(await store.getJob(job.id)).toEqual(job);
       });
     });
@@ -653,28 +702,6 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect(await store.drainStream(job.id)).toEqual([]);
         expect(await store.setProgress({ id: job.id, workerId: 'w1', endpointId: 'ep', outputJson: '2' })).toBe(true);
         expect((await store.finishJob({ id: job.id, workerId: 'w1', endpointId: 'ep', status: 'COMPLETED', outputJson: '3', error: null, now: T0 + 6 }))?.status).toBe('COMPLETED');
-      });
-    });
-
-    describe('returnJobs', () => {
-      it('un-claims only the named jobs of that worker, not counting the hand-out', async () => {
-        await store.insertJob(newJob());
-        await store.insertJob(newJob());
-        const [a, b] = await store.claimJobs({ endpointId: 'ep', workerId: 'w1', limit: 2, now: T0 + 10 });
-        expect(await store.returnJobs({ ids: [a!.id, 'missing'], workerId: 'w2' })).toEqual([]);
-        expect(await store.returnJobs({ ids: [a!.id, 'missing'], workerId: 'w1' })).toEqual([a!.id]);
-        const back = await store.getJob(a!.id);
-        expect(back).toMatchObject({ status: 'IN_QUEUE', attempts: 0, workerId: null, startedAt: null, queuedAt: T0, deadlineAt: T0 + back!.ttlMs });
-        expect((await store.getJob(b!.id))?.status).toBe('IN_PROGRESS');
-        // It is the first in the queue again.
-        expect((await store.claimJobs({ endpointId: 'ep', workerId: 'w3', limit: 1, now: T0 + 20 }))[0]?.id).toBe(a!.id);
-      });
-
-      it('keeps the hand-out counted when asked (a job its worker lost)', async () => {
-        await store.insertJob(newJob());
-        const [a] = await store.claimJobs({ endpointId: 'ep', workerId: 'w1', limit: 1, now: T0 + 10 });
-        expect(await store.returnJobs({ ids: [a!.id], workerId: 'w1', counted: true })).toEqual([a!.id]);
-        expect(await store.getJob(a!.id)).toMatchObject({ status: 'IN_QUEUE', attempts: 1, workerId: null });
       });
     });
 
@@ -818,7 +845,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
 
     describe('countJobs / listJobs / jobStates', () => {
       it('counts the retained jobs of one endpoint by state', async () => {
-        expect(await store.countJobs('ep')).toEqual({ inQueue: 0, inProgress: 0, completed: 0, failed: 0, cancelled: 0, timedOut: 0, retried: 0 });
+        expect(await store.countJobs('ep')).toEqual({ inQueue: 0, inProgress: 0, completed: 0, failed: 0, cancelled: 0, timedOut: 0, retried: 0, reattempted: 0 });
         await insert();
         await insert();
         await insert({ endpointId: 'other' });
@@ -836,13 +863,14 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         await store.finishJob({ id: retried.id, workerId: 'w2', status: 'FAILED', outputJson: null, error: 'x', now: T0 + 2000 });
         await store.retryJob({ id: retried.id, now: T0 + 3000 });
         const lost = await running('w3');
-        await store.releaseWorkerJobs({ workerIds: ['w3'], now: T0 + 3000 });
+        await store.requeueJobs({ workerIds: ['w3'], counted: true, error: 'worker lost', now: T0 + 3000 });
         // claims the two first jobs, the retried one (attempts 1) and the lost one (attempts 2)
         expect(await store.claimJobs({ endpointId: 'ep', workerId: 'w4', limit: 10, now: T0 + 4000 })).toHaveLength(4);
         expect((await get(lost.id)).attempts).toBe(2);
         await insert();
 
-        expect(await store.countJobs('ep')).toEqual({ inQueue: 1, inProgress: 5, completed: 1, failed: 1, cancelled: 1, timedOut: 1, retried: 2 });
+        // retried: by a client; reattempted: handed out more than once (the lost one)
+        expect(await store.countJobs('ep')).toEqual({ inQueue: 1, inProgress: 5, completed: 1, failed: 1, cancelled: 1, timedOut: 1, retried: 1, reattempted: 1 });
         expect(await store.countJobs('other')).toMatchObject({ inQueue: 1, retried: 0 });
         expect(await store.countJobs('none')).toMatchObject({ inQueue: 0, completed: 0 });
         expect(run.status).toBe('IN_PROGRESS');

@@ -1,22 +1,41 @@
 // A protocol-exact runpod-python 1.12 stand-in (test/e2e/fixtures/runpod_like_worker.py) as a
-// child process, for the limits tests.
+// child process, for the limits, requeue and stream tests.
 import type { ChildProcess } from 'node:child_process';
 import { spawnOwned } from '../helpers/processes.js';
 import { fileURLToPath } from 'node:url';
 
 const WORKER_SCRIPT = fileURLToPath(new URL('../e2e/fixtures/runpod_like_worker.py', import.meta.url));
 
-/** One worker process; its stderr (every request with `--verbose`) is kept for failure messages. */
+/**
+ * One worker process; its stderr (every request with `--verbose`) is kept for failure messages,
+ * and the `EVENT <what> <job id>` lines of its stdout (taken, done, stopped, …) can be waited for.
+ */
 export class PyWorker {
   stderr = '';
+  readonly events: { what: string; id: string }[] = [];
   private exited = false;
+  private readonly exit: Promise<void>;
+  private readonly listeners = new Set<() => void>();
   private readonly proc: ChildProcess;
 
   constructor(env: Record<string, string>, args: string[]) {
     const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('RUNPOD_')));
-    this.proc = spawnOwned('python3', ['-u', WORKER_SCRIPT, ...args, '--verbose'], { env: { ...base, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    this.proc = spawnOwned('python3', ['-u', WORKER_SCRIPT, ...args, '--verbose'], { env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     this.proc.stderr?.setEncoding('utf8').on('data', (chunk: string) => (this.stderr += chunk));
-    this.proc.on('exit', () => (this.exited = true));
+    let pending = '';
+    this.proc.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+      const lines = (pending + chunk).split('\n');
+      pending = lines.pop() ?? '';
+      for (const m of lines.map((l) => /^EVENT (\S+) (\S+)$/.exec(l))) if (m) this.events.push({ what: m[1]!, id: m[2]! });
+      this.notify();
+    });
+    this.exit = new Promise((resolve) =>
+      this.proc.on('exit', () => {
+        this.exited = true;
+        this.notify();
+        resolve();
+      }),
+    );
   }
 
   /** How many requests of `what` (e.g. `GET /v2/ep/job-take`) the worker made. */
@@ -24,11 +43,37 @@ export class PyWorker {
     return this.stderr.split('\n').filter((l) => what.test(l)).length;
   }
 
+  /** Resolves once the worker has printed `EVENT <what> <id>` (`count` times); fails if it exits first. */
+  waitFor(what: string, id: string, count = 1, timeoutMs = 20_000): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const done = (then: () => void): void => {
+        clearTimeout(timer);
+        this.listeners.delete(check);
+        then();
+      };
+      const check = (): void => {
+        if (this.events.filter((e) => e.what === what && e.id === id).length >= count) done(resolve);
+        else if (this.exited) done(() => reject(new Error(`worker exited before EVENT ${what} ${id}\n${this.stderr.slice(-2000)}`)));
+      };
+      const timer = setTimeout(() => done(() => reject(new Error(`timed out waiting for EVENT ${what} ${id}\n${this.stderr.slice(-2000)}`))), timeoutMs);
+      this.listeners.add(check);
+      check();
+    });
+  }
+
+  /** SIGKILL: the worker dies mid-job, posting nothing more (a crash, an OOM kill). */
+  async kill(): Promise<void> {
+    if (this.exited) return;
+    this.proc.kill('SIGKILL');
+    await this.exit;
+  }
+
   /** Ends the process at once (SIGKILL): a SIGTERMed runpod-python waits for its open polls to be answered. */
   async stop(): Promise<void> {
-    if (this.exited) return;
-    const exited = new Promise((resolve) => this.proc.once('exit', resolve));
-    this.proc.kill('SIGKILL');
-    await exited;
+    await this.kill();
+  }
+
+  private notify(): void {
+    for (const listener of [...this.listeners]) listener();
   }
 }

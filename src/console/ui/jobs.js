@@ -116,7 +116,7 @@ export function JobDetails({ job }) {
   return html`<dl class="facts" aria-live="polite">
       <dt>Status</dt><dd><${Status} status=${job.status} /></dd>
       <dt>Delay</dt><dd>${ms(job.delayTime)}</dd><dt>Execution</dt><dd>${ms(job.executionTime)}</dd>
-      <dt>Worker</dt><dd>${job.workerId || '—'}</dd><dt>Retries</dt><dd>${job.retries ?? 0}</dd></dl>
+      <dt>Worker</dt><dd>${job.workerId || '—'}</dd><dt>Retries</dt><dd>${job.retries ?? 0}</dd><dt>Attempts</dt><dd>${job.attempts ?? 0}</dd></dl>
     ${job.input !== undefined ? html`<h2>Input</h2><${JsonView} value=${job.input} label="Input" />` : ''}
     ${job.output !== undefined ? html`<h2>Output</h2><${JsonView} value=${job.output} label="Output" />` : ''}
     ${images.map((src) => html`<img class="result" src=${src} alt="Image in the job's output" />`)}

@@ -1,8 +1,8 @@
 import type { JobStatus } from '../../model/job-states.js';
 import type { JobCounts, JobRecord, QueueStats } from '../../model/records.js';
 import { COL, JOB_COLUMN_COUNT, JOB_COLUMNS, jobColumnList, toJob } from '../job-columns.js';
-import { tallyJobCounts, toQueueStats, type HeldRow, type QueuedRow } from '../job-counts.js';
-import { finishedColumns, LIVE_STATUS_LIST, RETRYABLE_STATUS_LIST, TERMINAL_STATUS_LIST } from '../job-sql.js';
+import { tallyJobCounts, toQueueStats, type CountRow, type HeldRow, type QueuedRow } from '../job-counts.js';
+import { finishedColumns, LIVE_STATUS_LIST, requeuedColumns, RETRYABLE_STATUS_LIST, TERMINAL_STATUS_LIST } from '../job-sql.js';
 import { WEBHOOK_ATTEMPTS_KEPT, type JobStore, type WebhookAttempt } from '../store.js';
 import type { PgConnection } from './connection.js';
 import { createJobBatches, type FinishArgs, type JobBatches } from './job-batches.js';
@@ -11,7 +11,7 @@ type Args<M extends keyof JobStore> = Parameters<JobStore[M]>[0];
 
 /** Where claimJobs' RETURNING puts seq, after the job columns. */
 const SEQ = JOB_COLUMN_COUNT;
-/** Where releaseWorkerJobs' rows carry their requeued flag, after the job columns. */
+/** Where requeueJobs' rows carry their requeued flag, after the job columns. */
 const REQUEUED = JOB_COLUMN_COUNT;
 
 // `jobs j` in an UPDATE … FROM returns its columns qualified: the other relation has an id too.
@@ -42,17 +42,16 @@ const TIME_OUT_SQL = `WITH due AS (SELECT id FROM jobs WHERE status = $3 AND dea
      ORDER BY deadline_at LIMIT $2 FOR UPDATE SKIP LOCKED)
    UPDATE jobs j SET status = 'TIMED_OUT', error = $4, ${finishedColumns('$1')}
    FROM due WHERE j.id = due.id AND j.status = $3 RETURNING ${jobColumnList('j')}`;
-const RELEASE_WORKER_JOBS_SQL = `WITH failed AS (
-     UPDATE jobs SET status = 'FAILED', error = 'worker lost', ${finishedColumns('$2')}
-     WHERE status = 'IN_PROGRESS' AND worker_id = ANY($1::text[]) AND attempts >= max_attempts RETURNING ${JOB_COLUMNS}),
+// One statement: the counted hand-outs at maxAttempts end FAILED, the others are requeued (both
+// parts see the same snapshot, so the second leaves out what the first ends).
+const REQUEUE_WHERE = `status = 'IN_PROGRESS' AND worker_id = ANY($1::text[]) AND ($2::text[] IS NULL OR id = ANY($2::text[]))`;
+const REQUEUE_SQL = `WITH failed AS (
+     UPDATE jobs SET status = 'FAILED', error = replace($4, '{attempts}', attempts::text), ${finishedColumns('$5')}
+     WHERE ${REQUEUE_WHERE} AND $3 AND attempts >= max_attempts RETURNING ${JOB_COLUMNS}),
    requeued AS (
-     UPDATE jobs SET status = 'IN_QUEUE', queued_at = $2, deadline_at = $2 + ttl_ms, worker_id = NULL,
-       started_at = NULL, output_json = NULL
-     WHERE status = 'IN_PROGRESS' AND worker_id = ANY($1::text[]) AND attempts < max_attempts RETURNING ${JOB_COLUMNS})
+     UPDATE jobs SET ${requeuedColumns('$3')}
+     WHERE ${REQUEUE_WHERE} AND NOT ($3 AND attempts >= max_attempts) RETURNING ${JOB_COLUMNS})
    SELECT ${JOB_COLUMNS}, false AS requeued FROM failed UNION ALL SELECT ${JOB_COLUMNS}, true AS requeued FROM requeued`;
-const RETURN_JOBS_SQL = `UPDATE jobs SET status = 'IN_QUEUE', attempts = CASE WHEN $3 THEN attempts ELSE GREATEST(attempts - 1, 0) END, worker_id = NULL, started_at = NULL,
-     output_json = NULL, deadline_at = queued_at + ttl_ms
-   WHERE status = 'IN_PROGRESS' AND worker_id = $2 AND id = ANY($1::text[]) RETURNING id`;
 // Batches of `limit`, rows another gateway is deleting skipped: the queue table stays
 // small without one long transaction holding locks (docs/postgres.md).
 const DELETE_EXPIRED_SQL = `DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE expires_at <= $1 AND webhook_next_at IS NULL
@@ -69,7 +68,7 @@ const APPEND_STREAM_SQL = `WITH held AS (SELECT id FROM jobs WHERE id = $1 AND s
      ins AS (INSERT INTO job_stream (job_id, chunk)
        SELECT held.id, c.chunk FROM held, unnest($4::text[]) WITH ORDINALITY AS c(chunk, ord) ORDER BY c.ord)
    SELECT EXISTS (SELECT 1 FROM held) AS held`;
-const COUNT_JOBS_SQL = `SELECT status, COUNT(*) AS n, COUNT(*) FILTER (WHERE retries > 0 OR attempts > 1) AS retried
+const COUNT_JOBS_SQL = `SELECT status, COUNT(*) AS n, COUNT(*) FILTER (WHERE retries > 0) AS retried, COUNT(*) FILTER (WHERE attempts > 1) AS reattempted
    FROM jobs WHERE endpoint_id = $1 GROUP BY status`;
 const QUEUED_STATS_SQL = `SELECT COUNT(*) AS n, COUNT(*) FILTER (WHERE NOT low_priority) AS normal,
      MIN(queued_at) FILTER (WHERE NOT low_priority) AS oldest
@@ -173,16 +172,12 @@ export class PgJobStore implements JobStore {
     return this.jobs(TIME_OUT_SQL, [now, limit, 'IN_QUEUE', 'ttl expired in queue']);
   }
 
-  async releaseWorkerJobs({ workerIds, now }: Args<'releaseWorkerJobs'>): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }> {
-    const rows = await this.db.queryArrays(RELEASE_WORKER_JOBS_SQL, [workerIds, now]);
+  async requeueJobs({ workerIds, ids, counted, error, now }: Args<'requeueJobs'>): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }> {
+    const rows = await this.db.queryArrays(REQUEUE_SQL, [workerIds, ids ?? null, counted, error, now]);
     return {
       requeued: rows.filter((r) => r[REQUEUED] === true).map(toJob),
       failed: rows.filter((r) => r[REQUEUED] !== true).map(toJob),
     };
-  }
-
-  returnJobs({ ids, workerId, counted }: Args<'returnJobs'>): Promise<string[]> {
-    return this.ids(RETURN_JOBS_SQL, [ids, workerId, counted === true]);
   }
 
   async deleteExpired({ now, limit }: Args<'deleteExpired'>): Promise<number> {
@@ -213,7 +208,7 @@ export class PgJobStore implements JobStore {
   }
 
   async countJobs(endpointId: string): Promise<JobCounts> {
-    return tallyJobCounts(await this.db.query<{ status: JobStatus; n: number; retried: number }>(COUNT_JOBS_SQL, [endpointId]));
+    return tallyJobCounts(await this.db.query<CountRow>(COUNT_JOBS_SQL, [endpointId]));
   }
 
   async queueStats({ endpointId, now }: Args<'queueStats'>): Promise<QueueStats> {

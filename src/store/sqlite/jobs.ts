@@ -1,8 +1,8 @@
 import type { JobStatus } from '../../model/job-states.js';
 import type { JobCounts, JobRecord, QueueStats } from '../../model/records.js';
 import { COL, JOB_COLUMN_COUNT, JOB_COLUMNS, toJob } from '../job-columns.js';
-import { tallyJobCounts, toQueueStats, type HeldRow, type QueuedRow } from '../job-counts.js';
-import { finishedColumns, LIVE_STATUS_LIST, RETRYABLE_STATUS_LIST, TERMINAL_STATUS_LIST } from '../job-sql.js';
+import { tallyJobCounts, toQueueStats, type CountRow, type HeldRow, type QueuedRow } from '../job-counts.js';
+import { finishedColumns, LIVE_STATUS_LIST, requeuedColumns, RETRYABLE_STATUS_LIST, TERMINAL_STATUS_LIST } from '../job-sql.js';
 import { WEBHOOK_ATTEMPTS_KEPT, type JobStore, type WebhookAttempt } from '../store.js';
 import { placeholders, type SqliteConnection } from './connection.js';
 
@@ -43,17 +43,13 @@ const RETRY_JOB_SQL = `UPDATE jobs SET status = 'IN_QUEUE', output_json = NULL, 
 const TIME_OUT_SQL = `UPDATE jobs SET status = 'TIMED_OUT', error = @error, ${FINISH}
    WHERE id IN (SELECT id FROM jobs WHERE status = @from AND deadline_at <= @now
      ORDER BY deadline_at LIMIT @limit) RETURNING ${JOB_COLUMNS}`;
-const LOST_FAILED_SQL = `UPDATE jobs SET status = 'FAILED', error = 'worker lost', ${FINISH}
-   WHERE status = 'IN_PROGRESS' AND worker_id IN (SELECT value FROM json_each(@ids))
-     AND attempts >= max_attempts RETURNING ${JOB_COLUMNS}`;
-const LOST_REQUEUED_SQL = `UPDATE jobs SET status = 'IN_QUEUE', queued_at = @now, deadline_at = @now + ttl_ms,
-     worker_id = NULL, started_at = NULL, output_json = NULL
-   WHERE status = 'IN_PROGRESS' AND worker_id IN (SELECT value FROM json_each(@ids))
-     AND attempts < max_attempts RETURNING ${JOB_COLUMNS}`;
-const RETURN_JOBS_SQL = `UPDATE jobs SET status = 'IN_QUEUE', attempts = CASE WHEN @counted = 1 THEN attempts ELSE MAX(attempts - 1, 0) END, worker_id = NULL,
-     started_at = NULL, output_json = NULL, deadline_at = queued_at + ttl_ms
-   WHERE status = 'IN_PROGRESS' AND worker_id = @workerId AND id IN (SELECT value FROM json_each(@ids))
-   RETURNING id`;
+// The jobs a requeue touches: IN_PROGRESS, held by one of @workers, among @ids when given.
+const REQUEUE_WHERE = `status = 'IN_PROGRESS' AND worker_id IN (SELECT value FROM json_each(@workers))
+     AND (@ids IS NULL OR id IN (SELECT value FROM json_each(@ids)))`;
+// Run first: a counted hand-out at maxAttempts ends the job instead of requeueing it.
+const REQUEUE_FAILED_SQL = `UPDATE jobs SET status = 'FAILED', error = REPLACE(@error, '{attempts}', attempts), ${FINISH}
+   WHERE ${REQUEUE_WHERE} AND @counted = 1 AND attempts >= max_attempts RETURNING ${JOB_COLUMNS}`;
+const REQUEUE_SQL = `UPDATE jobs SET ${requeuedColumns('@counted = 1')} WHERE ${REQUEUE_WHERE} RETURNING ${JOB_COLUMNS}`;
 const DELETE_EXPIRED_SQL = `DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE expires_at <= @now
      AND webhook_next_at IS NULL AND status IN ${TERMINAL_STATUS_LIST} ORDER BY expires_at LIMIT @limit)`;
 const SHORTEN_RETENTION_SQL = `UPDATE jobs SET retention_ms = MIN(retention_ms, @ttlMs),
@@ -63,7 +59,7 @@ const SHORTEN_RETENTION_SQL = `UPDATE jobs SET retention_ms = MIN(retention_ms, 
    WHERE id = @id`;
 const HELD_SQL = `SELECT 1 FROM jobs WHERE id = @id AND status = 'IN_PROGRESS' AND worker_id = @workerId
    AND (@endpointId IS NULL OR endpoint_id = @endpointId)`;
-const COUNT_JOBS_SQL = `SELECT status, COUNT(*) AS n, SUM(retries > 0 OR attempts > 1) AS retried
+const COUNT_JOBS_SQL = `SELECT status, COUNT(*) AS n, SUM(retries > 0) AS retried, SUM(attempts > 1) AS reattempted
    FROM jobs WHERE endpoint_id = ? GROUP BY status`;
 // The unary + keeps the planner on jobs_claim, as in claimJobs.
 const QUEUED_STATS_SQL = `SELECT COUNT(*) AS n, COALESCE(SUM(low_priority = 0), 0) AS normal,
@@ -221,20 +217,14 @@ export class SqliteJobStore implements JobStore {
     return this.jobs(TIME_OUT_SQL, { from, error, now, limit });
   }
 
-  releaseWorkerJobs({ workerIds, now }: Args<'releaseWorkerJobs'>): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }> {
+  requeueJobs({ workerIds, ids, counted, error, now }: Args<'requeueJobs'>): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }> {
     return this.c.write(
       this.c.db.transaction(() => {
-        const ids = JSON.stringify(workerIds);
-        const failed = this.jobs(LOST_FAILED_SQL, { ids, now });
-        const requeued = this.jobs(LOST_REQUEUED_SQL, { ids, now });
+        const params = { workers: JSON.stringify(workerIds), ids: ids === undefined ? null : JSON.stringify(ids), counted: counted ? 1 : 0, error, now };
+        const failed = this.jobs(REQUEUE_FAILED_SQL, params);
+        const requeued = this.jobs(REQUEUE_SQL, params);
         return { requeued, failed };
       }),
-    );
-  }
-
-  returnJobs({ ids, workerId, counted }: Args<'returnJobs'>): Promise<string[]> {
-    return this.c.write(() =>
-      (this.c.q(RETURN_JOBS_SQL).all({ ids: JSON.stringify(ids), workerId, counted: counted === true ? 1 : 0 }) as { id: string }[]).map((row) => row.id),
     );
   }
 
@@ -278,7 +268,7 @@ export class SqliteJobStore implements JobStore {
 
   countJobs(endpointId: string): Promise<JobCounts> {
     return this.c.read(() =>
-      tallyJobCounts(this.c.q(COUNT_JOBS_SQL).all(endpointId) as { status: JobStatus; n: number; retried: number }[]),
+      tallyJobCounts(this.c.q(COUNT_JOBS_SQL).all(endpointId) as CountRow[]),
     );
   }
 
