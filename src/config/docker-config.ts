@@ -23,6 +23,11 @@ export interface DockerHostConfig {
   url: string;
   /** The host's GPU device ids: `gpus: n` in the settings means ids "0".."n-1". */
   gpus: string[];
+  /**
+   * The model of each device, in the order of `gpus` (`{"L4": 2, "A100-80GB": 4}` in the
+   * settings: ids 0-1 are L4, 2-5 A100-80GB); "" where the settings name no model.
+   */
+  gpuTypes: string[];
   tls: DockerTlsFiles | null;
   /** The gateway's base URL as containers on this host reach it; null: the default (docs/scaling.md). */
   gatewayUrl: string | null;
@@ -51,7 +56,7 @@ export interface DockerConfig {
 }
 
 export const DOCKER_DEFAULTS: DockerConfig = {
-  hosts: [{ name: 'local', url: 'unix:///var/run/docker.sock', gpus: [], tls: null, gatewayUrl: null, network: 'bridge', sshConfig: null }],
+  hosts: [{ name: 'local', url: 'unix:///var/run/docker.sock', gpus: [], gpuTypes: [], tls: null, gatewayUrl: null, network: 'bridge', sshConfig: null }],
   defaultHost: true,
   pingIntervalMs: 5_000,
   downAfterMs: 15_000,
@@ -99,16 +104,44 @@ function parseEngineUrl(field: string, raw: unknown): string {
   return raw.replace(/\/+$/, '');
 }
 
-function parseGpus(field: string, raw: unknown): string[] {
-  if (raw === undefined) return [];
+/** A GPU model's name as hosts declare it and endpoints ask for it (`L4`, `A100-80GB`, `RTX 4090`). */
+export const GPU_TYPE = /^[A-Za-z0-9][A-Za-z0-9 _.+-]{0,63}$/;
+
+/** A count or a list of device ids: the ids. */
+function deviceIds(field: string, raw: unknown, first: number): string[] {
   if (typeof raw === 'number') {
     if (!Number.isInteger(raw) || raw < 0 || raw > MAX_GPUS) fail(field, `must be an integer from 0 to ${MAX_GPUS} or a list of device ids`);
-    return Array.from({ length: raw }, (_, i) => String(i));
+    return Array.from({ length: raw }, (_, i) => String(first + i));
   }
   if (!Array.isArray(raw) || raw.length > MAX_GPUS) return fail(field, `must be an integer from 0 to ${MAX_GPUS} or a list of device ids`);
   for (const id of raw) if (typeof id !== 'string' || !GPU_ID.test(id)) fail(field, `has an invalid device id ${JSON.stringify(id)}`);
-  if (new Set(raw).size !== raw.length) fail(field, 'lists a device id twice');
   return raw as string[];
+}
+
+/**
+ * A host's `gpus`: a count or device ids (no model named), or per model a count or ids:
+ * `{"L4": 2, "A100-80GB": ["GPU-1f2e", "GPU-3c4d"]}` (counted ids follow each other from 0).
+ */
+function parseGpus(field: string, raw: unknown): { gpus: string[]; gpuTypes: string[] } {
+  if (raw === undefined) return { gpus: [], gpuTypes: [] };
+  let gpus: string[];
+  let gpuTypes: string[];
+  if (typeof raw === 'object' && raw !== null && !Array.isArray(raw)) {
+    gpus = [];
+    gpuTypes = [];
+    for (const [type, value] of Object.entries(raw as Record<string, unknown>)) {
+      if (!GPU_TYPE.test(type)) fail(field, `has an invalid GPU model name ${JSON.stringify(type)} (letters, digits, space, _ . + -; up to 64)`);
+      const ids = deviceIds(`${field}.${type}`, value, gpus.length);
+      gpus.push(...ids);
+      gpuTypes.push(...ids.map(() => type));
+    }
+  } else {
+    gpus = deviceIds(field, raw, 0);
+    gpuTypes = gpus.map(() => '');
+  }
+  if (gpus.length > MAX_GPUS) fail(field, `has more than ${MAX_GPUS} devices`);
+  if (new Set(gpus).size !== gpus.length) fail(field, 'lists a device id twice');
+  return { gpus, gpuTypes };
 }
 
 function parseTls(field: string, raw: unknown): DockerTlsFiles {
@@ -147,7 +180,7 @@ function parseHost(raw: unknown, i: number): DockerHostConfig {
   return {
     name: o.name as string,
     url,
-    gpus: parseGpus(`${at}.gpus`, o.gpus),
+    ...parseGpus(`${at}.gpus`, o.gpus),
     tls: tcp ? parseTls(`${at}.tls`, o.tls) : null,
     gatewayUrl: o.gatewayUrl === undefined ? null : parseHttpUrl(`${at}.gatewayUrl`, o.gatewayUrl),
     network: (o.network as string | undefined) ?? 'bridge',

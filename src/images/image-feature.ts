@@ -83,6 +83,10 @@ function imageEndpoint(id: string, kind: ImageModelKind, now: number): EndpointR
     webhookSecret: null,
     rateLimitsJson: null,
     workerJson: null,
+    priority: 50,
+    preemptible: false,
+    flashboot: false,
+    shareWeight: 1,
     createdAt: now,
     updatedAt: now,
   };

@@ -1,7 +1,8 @@
 import type { Notifier } from '../model/events.js';
+import { invalidParameter } from '../model/errors.js';
 import type { EndpointRecord, JobRecord, UsageRecord } from '../model/records.js';
 import type { SecretBox } from '../security/secret-box.js';
-import type { EndpointStore } from '../store/store.js';
+import type { EndpointStore, RegistryCredentialStore } from '../store/store.js';
 import { TtlCache } from '../util/ttl-cache.js';
 import { parseEndpointSettings } from './endpoint-settings.js';
 
@@ -50,7 +51,8 @@ export interface EndpointService {
 
 /** What the endpoint service uses. */
 export interface EndpointServiceDeps {
-  store: EndpointStore;
+  /** The endpoints, and the registry credentials an image worker may name. */
+  store: EndpointStore & Pick<RegistryCredentialStore, 'getRegistryCredential'>;
   notifier: Pick<Notifier, 'publish'>;
   /** Seals an endpoint's webhook signing secret for storage. */
   secrets: Pick<SecretBox, 'seal'>;
@@ -91,6 +93,7 @@ class Endpoints implements EndpointService {
 
   async create(settings: unknown): Promise<EndpointChange> {
     const endpoint = parseEndpointSettings(settings, undefined, this.deps.now(), (plain) => this.deps.secrets.seal(plain));
+    await this.checkCredentials(endpoint);
     if (!(await this.deps.store.createEndpoint(endpoint))) return { ok: false, reason: 'exists', id: endpoint.id };
     this.changed(endpoint.id);
     return { ok: true, endpoint };
@@ -100,9 +103,18 @@ class Endpoints implements EndpointService {
     const existing = await this.deps.store.getEndpoint(id);
     if (!existing) return { ok: false, reason: 'not-found', id };
     const endpoint = parseEndpointSettings(settings, existing, this.deps.now(), (plain) => this.deps.secrets.seal(plain));
+    await this.checkCredentials(endpoint);
     if (!(await this.deps.store.updateEndpoint(endpoint))) return { ok: false, reason: 'not-found', id };
     this.changed(id);
     return { ok: true, endpoint };
+  }
+
+  /** An image worker's registryCredentials must name a saved credential (400 naming the field). */
+  private async checkCredentials(endpoint: EndpointRecord): Promise<void> {
+    const id = endpoint.workerJson === null ? undefined : (JSON.parse(endpoint.workerJson) as { registryCredentials?: string }).registryCredentials;
+    if (id !== undefined && !(await this.deps.store.getRegistryCredential(id))) {
+      throw invalidParameter('worker.registryCredentials', `names no saved registry credential (${id}); see GET /admin/v1/registry-credentials`);
+    }
   }
 
   async remove(id: string): Promise<boolean> {

@@ -1,6 +1,7 @@
 import { AppError, invalidParameter } from '../model/errors.js';
 import type { EndpointRecord } from '../model/records.js';
 import { isObject } from '../model/json.js';
+import { GPU_TYPE } from '../config/docker-config.js';
 
 /** Endpoint settings, named as RunPod's, with Gantry's defaults. */
 export const ENDPOINT_DEFAULTS = {
@@ -11,6 +12,10 @@ export const ENDPOINT_DEFAULTS = {
   scalerType: 'QUEUE_DELAY',
   scalerValue: 4,
   maxAttempts: 3,
+  priority: 50,
+  preemptible: false,
+  flashboot: false,
+  shareWeight: 1,
 } as const;
 
 /** A worker run as a local process: a shell command, its environment and folder. */
@@ -30,8 +35,14 @@ export interface ContainerWorkerSettings {
   command?: string | string[];
   env?: Record<string, string>;
   gpus?: number | string[];
+  /** Acceptable GPU models for a count of `gpus`, most preferred first (up to three, as RunPod's `gpuTypeIds`). */
+  gpuTypes?: string[];
   memoryMb?: number;
   volumes?: string[];
+  /** The id of a saved registry login (POST /admin/v1/registry-credentials) the image is pulled with. */
+  registryCredentials?: string;
+  /** Pull the image to every eligible host in the background when the endpoint is created or its image changes. */
+  prepull?: boolean;
 }
 
 /** How the worker pool starts an endpoint's workers: a local command, or a container image. */
@@ -47,16 +58,20 @@ const ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 const RESERVED = new Set(['admin', 'console', 'files', 'metrics', 'healthz']);
 
 /** The integer settings and their [min, max], as the API enforces them (the CLI's help and checks read them too). */
-export const INTEGER_FIELDS: Readonly<Record<'workersMin' | 'workersMax' | 'idleTimeout' | 'executionTimeoutMs' | 'scalerValue' | 'maxAttempts', readonly [number, number]>> = {
+export const INTEGER_FIELDS: Readonly<Record<'workersMin' | 'workersMax' | 'idleTimeout' | 'executionTimeoutMs' | 'scalerValue' | 'maxAttempts' | 'priority' | 'shareWeight', readonly [number, number]>> = {
   workersMin: [0, 1000],
   workersMax: [0, 1000],
   idleTimeout: [1, 86_400],
   executionTimeoutMs: [5_001, 7 * 86_400_000],
   scalerValue: [1, 100_000],
   maxAttempts: [1, 100],
+  priority: [0, 100],
+  shareWeight: [1, 100],
 };
+/** The true/false settings (the allocator's, docs/scaling.md). */
+export const BOOLEAN_FIELDS = ['preemptible', 'flashboot'] as const;
 /** Every field a create or update body may have (anything else is refused; /openapi.json's EndpointSettings lists the same). */
-export const SETTING_FIELDS: ReadonlySet<string> = new Set(['id', 'name', 'worker', 'scalerType', 'webhookSecret', 'rateLimits', ...Object.keys(INTEGER_FIELDS)]);
+export const SETTING_FIELDS: ReadonlySet<string> = new Set(['id', 'name', 'worker', 'scalerType', 'webhookSecret', 'rateLimits', ...Object.keys(INTEGER_FIELDS), ...BOOLEAN_FIELDS]);
 /** The operations an endpoint's `rateLimits` may name (the rows of the spec's table, plus long-poll and openai). */
 export const RATE_LIMITED_OPERATIONS = ['run', 'runsync', 'status', 'long-poll', 'cancel', 'purge-queue', 'requests', 'openai'] as const;
 /** The largest `per10s` or `concurrent` a `rateLimits` entry may name. */
@@ -65,7 +80,9 @@ export const MAX_RATE = 1_000_000_000;
 const WEBHOOK_SECRET = /^whsec_[A-Za-z0-9+/]{32,88}={0,2}$/;
 
 const PROCESS_FIELDS = ['command', 'env', 'cwd'];
-const CONTAINER_FIELDS = ['image', 'command', 'env', 'gpus', 'memoryMb', 'volumes'];
+const CONTAINER_FIELDS = ['image', 'command', 'env', 'gpus', 'gpuTypes', 'memoryMb', 'volumes', 'registryCredentials', 'prepull'];
+/** A registry credential's id (registry-credentials.ts makes them: `rc_` and 16 hex). */
+export const CREDENTIAL_ID = /^rc_[A-Za-z0-9]{1,64}$/;
 /** Docker's image reference grammar: [registry[:port]/]path[:tag][@sha256:digest]. */
 const PATH_PART = '[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*';
 const REGISTRY = '(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*(?::[0-9]+)?/)?';
@@ -118,6 +135,15 @@ function parseGpus(value: unknown): number | string[] {
   throw invalidParameter('worker.gpus', 'must be a GPU count from 0 to 64, or a list of distinct device ids (e.g. ["0", "1"])');
 }
 
+/** `worker.gpuTypes`: one to three distinct model names, most preferred first; only with a count of `gpus`. */
+function parseGpuTypes(value: unknown, gpus: number | string[] | undefined): string[] {
+  if (!Array.isArray(value) || value.length === 0 || value.length > 3 || !value.every((t) => typeof t === 'string' && GPU_TYPE.test(t)) || new Set(value).size !== value.length) {
+    throw invalidParameter('worker.gpuTypes', 'must be 1 to 3 distinct GPU model names in order of preference (e.g. ["L4", "A100-80GB"]), as the Docker hosts name them in GANTRY_DOCKER_HOSTS');
+  }
+  if (typeof gpus !== 'number' || gpus < 1) throw invalidParameter('worker.gpuTypes', 'needs worker.gpus as a count of at least 1 (exact device ids already say which devices)');
+  return value as string[];
+}
+
 function parseVolumes(value: unknown): string[] {
   if (!Array.isArray(value) || value.length > 32) throw invalidParameter('worker.volumes', 'must be an array of at most 32 "source:target[:ro]" strings');
   for (const [i, v] of value.entries()) {
@@ -137,18 +163,29 @@ function parseContainerWorker(value: Record<string, unknown>): ContainerWorkerSe
   if (value.command !== undefined) worker.command = parseContainerCommand(value.command);
   if (value.env !== undefined) worker.env = parseEnv(value.env);
   if (value.gpus !== undefined) worker.gpus = parseGpus(value.gpus);
+  if (value.gpuTypes !== undefined) worker.gpuTypes = parseGpuTypes(value.gpuTypes, worker.gpus);
   if (value.memoryMb !== undefined) {
     const mb = value.memoryMb;
     if (typeof mb !== 'number' || !Number.isInteger(mb) || mb < 6 || mb > 4_194_304) throw invalidParameter('worker.memoryMb', 'must be an integer from 6 to 4194304 (MiB)');
     worker.memoryMb = mb;
   }
   if (value.volumes !== undefined) worker.volumes = parseVolumes(value.volumes);
+  if (value.registryCredentials !== undefined) {
+    if (typeof value.registryCredentials !== 'string' || !CREDENTIAL_ID.test(value.registryCredentials)) {
+      throw invalidParameter('worker.registryCredentials', 'must be the id of a saved registry credential (rc_…, from POST /admin/v1/registry-credentials)');
+    }
+    worker.registryCredentials = value.registryCredentials;
+  }
+  if (value.prepull !== undefined) {
+    if (typeof value.prepull !== 'boolean') throw invalidParameter('worker.prepull', 'must be true or false');
+    worker.prepull = value.prepull;
+  }
   return worker;
 }
 
 function parseWorker(value: unknown): string | null {
   if (value === null) return null;
-  if (!isObject(value)) throw invalidParameter('worker', 'must be an object {command, env?, cwd?} or {image, command?, env?, gpus?, memoryMb?, volumes?}, or null');
+  if (!isObject(value)) throw invalidParameter('worker', 'must be an object {command, env?, cwd?} or {image, command?, env?, gpus?, gpuTypes?, memoryMb?, volumes?, registryCredentials?, prepull?}, or null');
   return JSON.stringify(value.image !== undefined ? parseContainerWorker(value) : parseProcessWorker(value));
 }
 
@@ -214,6 +251,12 @@ export function parseEndpointSettings(body: unknown, existing: EndpointRecord | 
     if (typeof value !== 'number' || !Number.isInteger(value)) throw invalidParameter(field, 'must be an integer');
     if (value < min || value > max) throw invalidParameter(field, `must be from ${min} to ${max}`);
     (record as unknown as Record<string, number>)[field] = value;
+  }
+  for (const field of BOOLEAN_FIELDS) {
+    const value = body[field];
+    if (value === undefined) continue;
+    if (typeof value !== 'boolean') throw invalidParameter(field, 'must be true or false');
+    record[field] = value;
   }
   if (body.scalerType !== undefined) {
     if (body.scalerType !== 'QUEUE_DELAY' && body.scalerType !== 'REQUEST_COUNT') throw invalidParameter('scalerType', 'must be QUEUE_DELAY or REQUEST_COUNT');

@@ -55,6 +55,8 @@ export interface PoolHostInfo {
   state: 'up' | 'down' | 'unknown';
   gpus: number;
   gpusInUse: number;
+  /** Per GPU model (`GPU` where the settings name none): devices and devices in use. */
+  gpuTypes: Record<string, { gpus: number; inUse: number }>;
   /** Containers of this gateway on it. */
   workers: number;
   /** The last failed health check, while not up. */

@@ -117,8 +117,26 @@ export interface EndpointRecord {
   webhookSecret: string | null;
   /** Per-endpoint rate limits as JSON text: `"off"` or `{operation: {per10s?, concurrent?} | "off"}`; null for the defaults. */
   rateLimitsJson: string | null;
+  /** The allocator's order between endpoints (0-100, higher first; docs/scaling.md). */
+  priority: number;
+  /** Whether running workers may be stopped for a higher priority (their jobs requeued, no attempt counted). */
+  preemptible: boolean;
+  /** Whether scaled-down workers are kept (stopped, not removed) to start again fast. */
+  flashboot: boolean;
+  /** Weight of the endpoint's fair share among equal priorities (1-100). */
+  shareWeight: number;
   createdAt: number;
   updatedAt: number;
+}
+
+/** A container registry login as stored (registry_credentials): the password sealed (SecretBox), never plain. */
+export interface RegistryCredentialRecord {
+  id: string;
+  name: string;
+  username: string;
+  /** Sealed with the gateway's secret key. */
+  password: string;
+  createdAt: number;
 }
 
 /** An API key as stored: its digest, never the key. */

@@ -42,6 +42,8 @@ export interface ContainerStartSpec {
   runpod: RunpodIdentity;
   /** GPUs: a count, or exact device ids. */
   gpus?: number | string[];
+  /** For a count: the acceptable GPU models, most preferred first. */
+  gpuTypes?: string[];
   /** Memory limit in MiB (no swap beyond it). */
   memoryMb?: number;
   /** Docker bind mounts and named volumes, `source:target[:ro]`. */

@@ -280,8 +280,8 @@ class Pool implements WorkerPool {
     const runpod = { endpointId: this.endpointId, workerId: slot.id, apiKey, pingIntervalMs: this.options.pingIntervalMs };
     const s = this.settings;
     if (isContainerWorker(s)) {
-      const { image, command, env, gpus, memoryMb, volumes } = s;
-      return { workerId: slot.id, endpointId: this.endpointId, image, command, env: env ?? {}, runpod, gpus, memoryMb, volumes };
+      const { image, command, env, gpus, gpuTypes, memoryMb, volumes } = s;
+      return { workerId: slot.id, endpointId: this.endpointId, image, command, env: env ?? {}, runpod, gpus, gpuTypes, memoryMb, volumes };
     }
     const env = { ...s.env, ...runpodWorkerEnv({ gatewayUrl: this.options.baseUrl, ...runpod }) };
     return { workerId: slot.id, endpointId: this.endpointId, command: s.command, env, ...(s.cwd ? { cwd: s.cwd } : {}) };

@@ -1,4 +1,4 @@
-import type { EndpointStore, JobStore, KeyStore, Store, UpkeepStore, UsageStore, WorkerStore } from './store.js';
+import type { EndpointStore, JobStore, KeyStore, RegistryCredentialStore, Store, UpkeepStore, UsageStore, WorkerStore } from './store.js';
 import type { MinuteStore } from './minute-store.js';
 
 /** What a backend builds a Store from: one part a table group, and its own migrate and close. */
@@ -8,6 +8,7 @@ export interface StoreParts {
   workers: WorkerStore;
   endpoints: EndpointStore;
   keys: KeyStore;
+  registry: RegistryCredentialStore;
   usage: UsageStore;
   minutes: MinuteStore;
   upkeep: UpkeepStore;
@@ -20,7 +21,7 @@ export interface StoreParts {
  * postgres/) and the store callers see is assembled here, the same way for every backend.
  * Plain forwarding arrows (no spread, no bind): V8 inlines them on the hot path.
  *
- * @example composeStore({ kind: 'sqlite', jobs, workers, endpoints, keys, usage, migrate, close })
+ * @example composeStore({ kind: 'sqlite', jobs, workers, endpoints, keys, registry, usage, minutes, migrate, close })
  */
 export function composeStore(parts: StoreParts): Store {
   const { jobs, workers, endpoints, keys, usage } = parts;
@@ -74,6 +75,11 @@ export function composeStore(parts: StoreParts): Store {
     deleteKey: (id) => keys.deleteKey(id),
     getKeyByHash: (hash) => keys.getKeyByHash(hash),
     countKeysWithScope: (scope) => keys.countKeysWithScope(scope),
+
+    createRegistryCredential: (credential) => parts.registry.createRegistryCredential(credential),
+    listRegistryCredentials: () => parts.registry.listRegistryCredentials(),
+    getRegistryCredential: (id) => parts.registry.getRegistryCredential(id),
+    deleteRegistryCredential: (id) => parts.registry.deleteRegistryCredential(id),
 
     recordUsage: (record) => usage.recordUsage(record),
     sumUsage: (args) => usage.sumUsage(args),

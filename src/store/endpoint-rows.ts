@@ -17,14 +17,18 @@ const ENDPOINT_COLUMN_TABLE = {
   workerJson: 'worker_json',
   webhookSecret: 'webhook_secret',
   rateLimitsJson: 'rate_limits',
+  priority: 'priority',
+  preemptible: 'preemptible',
+  flashboot: 'flashboot',
+  shareWeight: 'share_weight',
   createdAt: 'created_at',
   updatedAt: 'updated_at',
 } as const satisfies { readonly [F in keyof EndpointRecord]: string };
 
 type EndpointColumnTable = typeof ENDPOINT_COLUMN_TABLE;
 
-/** An endpoints row as both drivers return it: text, integers and JSON text, named by column. */
-export type EndpointRow = { [F in keyof EndpointRecord as EndpointColumnTable[F]]: EndpointRecord[F] };
+/** An endpoints row as both drivers return it: text, integers (booleans as 0/1) and JSON text, named by column. */
+export type EndpointRow = { [F in keyof EndpointRecord as EndpointColumnTable[F]]: EndpointRecord[F] extends boolean ? number : EndpointRecord[F] };
 
 const ENDPOINT_FIELDS = Object.keys(ENDPOINT_COLUMN_TABLE) as (keyof EndpointRecord)[];
 /** What updateEndpoint replaces: every field but the id and createdAt. */
@@ -39,12 +43,15 @@ export const ENDPOINT_SETTING_COLUMNS: readonly string[] = SETTING_FIELDS.map((f
 
 /** An endpoint's values in ENDPOINT_COLUMN_NAMES order. */
 export function endpointValues(endpoint: EndpointRecord): unknown[] {
-  return ENDPOINT_FIELDS.map((field) => endpoint[field]);
+  return ENDPOINT_FIELDS.map((field) => columnValue(endpoint[field]));
 }
+
+/** A field as its column holds it: booleans as 0/1 (INTEGER on both backends). */
+const columnValue = (value: unknown): unknown => (typeof value === 'boolean' ? (value ? 1 : 0) : value);
 
 /** An endpoint's values in ENDPOINT_SETTING_COLUMNS order. */
 export function endpointSettingValues(endpoint: EndpointRecord): unknown[] {
-  return SETTING_FIELDS.map((field) => endpoint[field]);
+  return SETTING_FIELDS.map((field) => columnValue(endpoint[field]));
 }
 
 /** An endpoints row (SELECT *) → EndpointRecord. */
@@ -62,6 +69,10 @@ export function toEndpoint(row: EndpointRow): EndpointRecord {
     workerJson: row.worker_json,
     webhookSecret: row.webhook_secret ?? null,
     rateLimitsJson: row.rate_limits ?? null,
+    priority: Number(row.priority),
+    preemptible: Number(row.preemptible) === 1,
+    flashboot: Number(row.flashboot) === 1,
+    shareWeight: Number(row.share_weight),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

@@ -1,6 +1,6 @@
 import type { Notifier } from '../model/events.js';
 import type { JobStatus } from '../model/job-states.js';
-import type { EndpointRecord, JobCounts, JobRecord, KeyRecord, QueueStats, Scope, Taker, UsageRecord, WorkerRecord } from '../model/records.js';
+import type { EndpointRecord, JobCounts, JobRecord, KeyRecord, QueueStats, RegistryCredentialRecord, Scope, Taker, UsageRecord, WorkerRecord } from '../model/records.js';
 import type { MinuteStore } from './minute-store.js';
 
 /**
@@ -19,7 +19,7 @@ import type { MinuteStore } from './minute-store.js';
  * - Writes resolve once they are durable (committed). Backends may group the writes of one
  *   event-loop turn into one transaction.
  */
-export interface Store extends JobStore, WorkerStore, EndpointStore, KeyStore, UsageStore, MinuteStore, UpkeepStore {
+export interface Store extends JobStore, WorkerStore, EndpointStore, KeyStore, RegistryCredentialStore, UsageStore, MinuteStore, UpkeepStore {
   /** Which backend, for logs only: nothing outside src/store branches on it. */
   readonly kind: 'sqlite' | 'postgres';
 
@@ -283,6 +283,15 @@ export interface KeyStore {
   /** The key whose SHA-256 hex digest is `hash`. */
   getKeyByHash(hash: string): Promise<KeyRecord | undefined>;
   countKeysWithScope(scope: Scope): Promise<number>;
+}
+
+/** The registry_credentials table: registry logins endpoints pull their images with. */
+export interface RegistryCredentialStore {
+  createRegistryCredential(credential: RegistryCredentialRecord): Promise<void>;
+  /** Every credential, oldest first. */
+  listRegistryCredentials(): Promise<RegistryCredentialRecord[]>;
+  getRegistryCredential(id: string): Promise<RegistryCredentialRecord | undefined>;
+  deleteRegistryCredential(id: string): Promise<boolean>;
 }
 
 /** The usage_records table: what completed jobs cost. */

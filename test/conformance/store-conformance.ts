@@ -59,6 +59,10 @@ function endpoint(id: string, overrides: Partial<EndpointRecord> = {}): Endpoint
     workerJson: '{"command":["python","handler.py"]}',
     webhookSecret: null,
     rateLimitsJson: null,
+    priority: 50,
+    preemptible: false,
+    flashboot: false,
+    shareWeight: 1,
     createdAt: T0,
     updatedAt: T0,
     ...overrides,
@@ -1265,7 +1269,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           endpoint('b', { workerJson: null, scalerType: 'REQUEST_COUNT', createdAt: T0 + 1 }),
         ]);
 
-        const changed = endpoint('a', { name: 'renamed', workersMax: 9, maxAttempts: 1, idleTimeout: 60, webhookSecret: 'v1:sealed', updatedAt: T0 + 50 });
+        const changed = endpoint('a', { name: 'renamed', workersMax: 9, maxAttempts: 1, idleTimeout: 60, webhookSecret: 'v1:sealed', priority: 90, preemptible: true, flashboot: true, shareWeight: 7, updatedAt: T0 + 50 });
         expect(await store.updateEndpoint(changed)).toBe(true);
         expect(await store.getEndpoint('a')).toEqual(changed);
         // The id and createdAt are never replaced.

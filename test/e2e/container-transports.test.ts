@@ -24,6 +24,7 @@ const tlsHost = (tls: Partial<DockerHostConfig['tls']> = {}): DockerHostConfig =
   name: 'tls',
   url: URL_TLS,
   gpus: [],
+  gpuTypes: [],
   tls: { ca: `${TLS}/ca.pem`, cert: `${TLS}/client.pem`, key: `${TLS}/client-key.pem`, ...tls },
   gatewayUrl: null,
   network: 'bridge',
@@ -83,7 +84,7 @@ describe.skipIf(!ready)('a Docker host over tcp:// with TLS', { timeout: 120_000
 
 const sshReady = existsSync(`${SSH}/ssh_config`) && b !== undefined;
 if (!sshReady && process.env.CI === 'true') throw new Error('the sshd of test/fixtures/docker/engines.sh is missing: install openssh-server, run engines.sh start');
-const sshHost: DockerHostConfig = { name: 'ssh', url: URL_SSH, gpus: [], tls: null, gatewayUrl: null, network: 'bridge', sshConfig: `${SSH}/ssh_config` };
+const sshHost: DockerHostConfig = { name: 'ssh', url: URL_SSH, gpus: [], gpuTypes: [], tls: null, gatewayUrl: null, network: 'bridge', sshConfig: `${SSH}/ssh_config` };
 
 // sshd is there where openssh-server is installed (.ci/run installs it).
 describe.skipIf(!sshReady)('a Docker host over ssh://', { timeout: 120_000 }, () => {

@@ -14,10 +14,22 @@ describe('Docker settings', () => {
       ]),
     );
     expect(parsed).toEqual([
-      { name: 'gpu-a', url: 'unix:///var/run/docker.sock', gpus: ['0', '1'], tls: null, gatewayUrl: null, network: 'bridge', sshConfig: null },
-      { name: 'gpu-b', url: 'tcp://10.0.0.7:2376', gpus: ['GPU-1f2e', 'GPU-3c4d'], tls: { ca: '/etc/g/ca.pem', cert: '/etc/g/cert.pem', key: '/etc/g/key.pem' }, gatewayUrl: 'http://10.0.0.2:8080', network: 'bridge', sshConfig: null },
-      { name: 'cpu', url: 'ssh://gantry@10.0.0.8:2222/run/podman/podman.sock', gpus: [], tls: null, gatewayUrl: null, network: 'workers', sshConfig: null },
+      { name: 'gpu-a', url: 'unix:///var/run/docker.sock', gpus: ['0', '1'], gpuTypes: ['', ''], tls: null, gatewayUrl: null, network: 'bridge', sshConfig: null },
+      { name: 'gpu-b', url: 'tcp://10.0.0.7:2376', gpus: ['GPU-1f2e', 'GPU-3c4d'], gpuTypes: ['', ''], tls: { ca: '/etc/g/ca.pem', cert: '/etc/g/cert.pem', key: '/etc/g/key.pem' }, gatewayUrl: 'http://10.0.0.2:8080', network: 'bridge', sshConfig: null },
+      { name: 'cpu', url: 'ssh://gantry@10.0.0.8:2222/run/podman/podman.sock', gpus: [], gpuTypes: [], tls: null, gatewayUrl: null, network: 'workers', sshConfig: null },
     ]);
+  });
+
+  it('reads GPU models: per model a count (ids follow each other from 0) or device ids', () => {
+    const [h] = parseDockerHosts(hosts([{ name: 'mixed', url: 'unix:///s', gpus: { L4: 2, 'A100-80GB': 3, 'RTX 4090': ['GPU-aa'] } }]));
+    expect(h).toMatchObject({ gpus: ['0', '1', '2', '3', '4', 'GPU-aa'], gpuTypes: ['L4', 'L4', 'A100-80GB', 'A100-80GB', 'A100-80GB', 'RTX 4090'] });
+    const bad: [unknown, RegExp][] = [
+      [{ 'L4!': 1 }, /\[0\]\.gpus has an invalid GPU model name "L4!"/],
+      [{ L4: -2 }, /\[0\]\.gpus\.L4 must be an integer from 0 to 64/],
+      [{ L4: 40, T4: 40 }, /\[0\]\.gpus has more than 64 devices/],
+      [{ L4: ['1'], T4: 2 }, /\[0\]\.gpus lists a device id twice/],
+    ];
+    for (const [gpus, message] of bad) expect(() => parseDockerHosts(hosts([{ name: 'a', url: 'unix:///s', gpus }]))).toThrow(message);
   });
 
   it('refuses a bad host list naming the host and field', () => {

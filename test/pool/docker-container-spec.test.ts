@@ -3,7 +3,7 @@ import { containerCreateBody } from '../../src/pool/docker/container-spec.js';
 import { createLogFrameReader } from '../../src/pool/docker/log-frames.js';
 import type { ContainerStartSpec } from '../../src/pool/driver.js';
 
-const host = { name: 'gpu-a', url: 'unix:///var/run/docker.sock', gpus: ['0', '1'], tls: null, gatewayUrl: null, network: 'bridge', sshConfig: null };
+const host = { name: 'gpu-a', url: 'unix:///var/run/docker.sock', gpus: ['0', '1'], gpuTypes: ['', ''], tls: null, gatewayUrl: null, network: 'bridge', sshConfig: null };
 const spec = (over: Partial<ContainerStartSpec> = {}): ContainerStartSpec => ({
   workerId: 'sd-1a2b3c4d',
   endpointId: 'sd',

@@ -17,7 +17,7 @@ for (const file of Object.values(TLS)) writeFileSync(file, 'not read here\n');
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function host(name: string, url: string, extra: Partial<DockerHostConfig> = {}): DockerHostConfig {
-  return { name, url, gpus: [], tls: url.startsWith('tcp:') ? TLS : null, gatewayUrl: null, network: 'bridge', sshConfig: null, ...extra };
+  return { name, url, gpus: [], gpuTypes: [], tls: url.startsWith('tcp:') ? TLS : null, gatewayUrl: null, network: 'bridge', sshConfig: null, ...extra };
 }
 
 const driverFor = (hosts: DockerHostConfig[], publicUrl: string | null = null) =>

@@ -47,7 +47,7 @@ describe('DockerHosts', () => {
     });
     const [host] = hosts.list as [DockerHost];
     // Before any check a host is `unknown`, and placement may use it.
-    const reservation = hosts.reserve('w1', 1);
+    const reservation = hosts.reserve('w1', { count: 1 });
     const lost: string[] = [];
     expect(reservation.attach({ deviceIds: reservation.deviceIds, lost: (detail) => lost.push(detail) })).toBe(true);
     expect(hosts.views()[0]).toMatchObject({ state: 'unknown', gpus: 2, gpusInUse: 1, workers: 1 });
@@ -63,8 +63,8 @@ describe('DockerHosts', () => {
     expect(host.state).toBe('down');
     expect(lost).toEqual([expect.stringMatching(/^Docker host h stopped answering \(.*ENOENT/)]);
     expect(hosts.views()[0]).toMatchObject({ state: 'down', gpusInUse: 0, workers: 0, error: expect.stringMatching(/ENOENT/) as string });
-    expect(() => hosts.reserve('w2', 1)).toThrow(NoCapacityError);
-    expect(() => hosts.reserve('w2', 0)).toThrow('no Docker host is up (h: down)');
+    expect(() => hosts.reserve('w2', { count: 1 })).toThrow(NoCapacityError);
+    expect(() => hosts.reserve('w2', { count: 0 })).toThrow('no Docker host is up (h: down)');
     reservation.release(); // a late release of the lost worker changes nothing
     expect(recovered).toEqual([]);
 
@@ -74,7 +74,7 @@ describe('DockerHosts', () => {
     expect(host.state).toBe('up');
     expect(recovered).toEqual(['h']);
     expect(hosts.views()[0]).toMatchObject({ state: 'up', error: null, lastSeenAt: now, engine: 'Docker Engine 99.0' });
-    expect(hosts.reserve('w2', 2)).toMatchObject({ deviceIds: ['0', '1'] });
+    expect(hosts.reserve('w2', { count: 2 })).toMatchObject({ deviceIds: ['0', '1'] });
     hosts.close();
   });
 
@@ -89,7 +89,7 @@ describe('DockerHosts', () => {
       logger: pino({ level: 'silent' }),
       clock: { now: () => now, after: () => () => {} },
     });
-    const reservation = hosts.reserve('w1', 1);
+    const reservation = hosts.reserve('w1', { count: 1 });
     await hosts.checkNow(hosts.list[0]!);
     now += 200;
     await hosts.checkNow(hosts.list[0]!);

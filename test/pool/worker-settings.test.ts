@@ -22,6 +22,8 @@ describe('endpoint worker settings: a command or an image', () => {
     expect(status).toBe(200);
     expect(json.worker).toEqual(worker);
     expect((await post({ id: 'pinned', worker: { image: 'acme/w@sha256:' + 'a'.repeat(64), gpus: ['0', 'GPU-8f2a'] } })).status).toBe(200);
+    const typed = await post({ id: 'typed', worker: { image: 'acme/w:1', gpus: 2, gpuTypes: ['A100-80GB', 'L4'] } });
+    expect(typed.json.worker).toEqual({ image: 'acme/w:1', gpus: 2, gpuTypes: ['A100-80GB', 'L4'] });
     expect((await post({ id: 'shell', worker: { image: 'acme/w', command: 'python -u handler.py' } })).status).toBe(200);
   });
 
@@ -41,6 +43,12 @@ describe('endpoint worker settings: a command or an image', () => {
       [{ image: 'acme/w', env: { 'A=B': 'x' } }, 'worker.env.A=B'],
       [{ image: 'acme/w', env: { A: 1 } }, 'worker.env.A'],
       [{ command: 'x', gpus: 1 }, 'worker.gpus'],
+      [{ image: 'acme/w', gpus: 1, gpuTypes: [] }, 'worker.gpuTypes'],
+      [{ image: 'acme/w', gpus: 1, gpuTypes: ['L4', 'T4', 'A10', 'A100'] }, 'worker.gpuTypes'],
+      [{ image: 'acme/w', gpus: 1, gpuTypes: ['L4', 'L4'] }, 'worker.gpuTypes'],
+      [{ image: 'acme/w', gpus: 1, gpuTypes: ['L4!'] }, 'worker.gpuTypes'],
+      [{ image: 'acme/w', gpuTypes: ['L4'] }, 'worker.gpuTypes'],
+      [{ image: 'acme/w', gpus: ['0'], gpuTypes: ['L4'] }, 'worker.gpuTypes'],
     ];
     for (const [worker, field] of bad) {
       const { status, json } = await post({ id: 'bad', worker });

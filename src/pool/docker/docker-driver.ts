@@ -100,7 +100,8 @@ class Driver implements DockerDriver {
 
   async start(spec: ContainerStartSpec, output: WorkerOutput): Promise<ContainerWorker> {
     this.fleet.startMonitor();
-    const reservation = this.fleet.reserve(spec.workerId, spec.gpus ?? 0);
+    const gpus = spec.gpus ?? 0;
+    const reservation = this.fleet.reserve(spec.workerId, typeof gpus === 'number' ? { count: gpus, types: spec.gpuTypes, image: spec.image } : { ids: gpus, image: spec.image });
     try {
       return await this.createAndStart(spec, reservation, output);
     } catch (err) {

@@ -4,7 +4,7 @@ import type { Clock } from '../../util/clock.js';
 import type { PoolHostInfo } from '../../jobs/pool-view.js';
 import { NoCapacityError } from '../driver.js';
 import { createEngineClient, type EngineClient } from './engine-client.js';
-import { placeWorker, type GpuRequest } from './placement.js';
+import { modelLabel, placeWorker, type GpuAsk, type HostLoad } from './placement.js';
 
 /** A container this gateway runs on a host: what it holds, and how to end it when the host is lost. */
 export interface HostedWorker {
@@ -26,6 +26,8 @@ export interface DockerHost {
   /** The engine's name, asked once it answers (Podman needs other settings than Docker). */
   identified: Promise<string> | null;
   readonly workers: Map<string, HostedWorker>;
+  /** The images it holds (tags and digests as endpoints name them), as last listed or pulled. */
+  readonly images: Set<string>;
 }
 
 /** A host and devices held for a worker being started; `release` gives them back (start failed, or the worker ended). */
@@ -80,6 +82,7 @@ export class DockerHosts {
       engineName: null,
       identified: null,
       workers: new Map(),
+      images: new Set<string>(),
     }));
     for (const host of this.list) this.byName.set(host.config.name, host);
   }
@@ -107,15 +110,8 @@ export class DockerHosts {
    * Picks a host for a worker (docs/scaling.md: bin-packing, then spreading) and holds the
    * devices for it. Throws NoCapacityError naming each host's state when none fits.
    */
-  reserve(workerId: string, request: GpuRequest): Reservation {
-    const loads = this.list.map((h) => ({
-      name: h.config.name,
-      up: h.state !== 'down',
-      gpus: h.config.gpus,
-      gpusInUse: new Set([...h.workers.values()].flatMap((w) => w.deviceIds)),
-      workers: h.workers.size,
-    }));
-    const placed = placeWorker(loads, request);
+  reserve(workerId: string, request: GpuAsk): Reservation {
+    const placed = placeWorker(this.loads(), request);
     if ('refused' in placed) throw new NoCapacityError(placed.refused);
     const host = this.byName.get(placed.host)!;
     let current: HostedWorker = { deviceIds: placed.deviceIds, lost: () => {} };
@@ -135,6 +131,19 @@ export class DockerHosts {
     };
   }
 
+  /** What placement knows of each host. */
+  loads(): HostLoad[] {
+    return this.list.map((h) => ({
+      name: h.config.name,
+      up: h.state !== 'down',
+      gpus: h.config.gpus,
+      gpuTypes: h.config.gpuTypes,
+      gpusInUse: new Set([...h.workers.values()].flatMap((w) => w.deviceIds)),
+      workers: h.workers.size,
+      images: h.images,
+    }));
+  }
+
   /** The hosts as the admin API shows them. */
   views(): PoolHostInfo[] {
     return this.list.map((h) => {
@@ -144,6 +153,7 @@ export class DockerHosts {
         state: h.state,
         gpus: h.config.gpus.length,
         gpusInUse: [...h.workers.values()].reduce((n, w) => n + w.deviceIds.length, 0),
+        gpuTypes: gpuTypeCounts(h),
         workers: h.workers.size,
         error: h.state === 'up' ? null : h.error,
         lastSeenAt: h.lastSeenAt,
@@ -225,4 +235,16 @@ async function engineName(engine: EngineClient): Promise<string> {
   // Docker calls its component just "Engine"; Podman says "Podman Engine".
   const name = !component?.Name || component.Name === 'Engine' ? 'Docker Engine' : component.Name;
   return `${name} ${component?.Version ?? v.Version ?? '?'}`;
+}
+
+/** Per GPU model of a host (unnamed ones as "GPU"): how many devices, and how many in use. */
+function gpuTypeCounts(host: DockerHost): Record<string, { gpus: number; inUse: number }> {
+  const inUse = new Set([...host.workers.values()].flatMap((w) => w.deviceIds));
+  const counts: Record<string, { gpus: number; inUse: number }> = {};
+  for (const [i, id] of host.config.gpus.entries()) {
+    const c = (counts[modelLabel(host.config.gpuTypes[i] ?? '')] ??= { gpus: 0, inUse: 0 });
+    c.gpus++;
+    if (inUse.has(id)) c.inUse++;
+  }
+  return counts;
 }

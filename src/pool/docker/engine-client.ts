@@ -193,7 +193,7 @@ function readBody(res: http.IncomingMessage): Promise<string> {
  * file fails the gateway's start, naming the host).
  *
  * @example
- * const engine = createEngineClient({ name: 'a', url: 'unix:///var/run/docker.sock', gpus: [], tls: null, gatewayUrl: null, network: 'bridge', sshConfig: null });
+ * const engine = createEngineClient({ name: 'a', url: 'unix:///var/run/docker.sock', gpus: [], gpuTypes: [], tls: null, gatewayUrl: null, network: 'bridge', sshConfig: null });
  * await engine.call('GET', '/_ping');
  */
 export function createEngineClient(host: DockerHostConfig): EngineClient {

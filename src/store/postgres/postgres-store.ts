@@ -5,6 +5,7 @@ import { openPostgres, type PgConnection, type PgConnectionOptions } from './con
 import { PgEndpointStore } from './endpoints.js';
 import { PgJobStore } from './jobs.js';
 import { PgKeyStore } from './keys.js';
+import { PgRegistryCredentialStore } from './registry-credentials.js';
 import { createPgLeaderLock } from './leader-lock.js';
 import { createPgNotifier } from './notifier.js';
 import { PgUsageStore } from './usage.js';
@@ -81,6 +82,7 @@ function storeOn(db: PgConnection, afterMigrate: () => Promise<void> = async () 
     workers: new PgWorkerStore(db),
     endpoints: new PgEndpointStore(db),
     keys: new PgKeyStore(db),
+    registry: new PgRegistryCredentialStore(db),
     usage: new PgUsageStore(db),
     minutes: new PgMinuteStore(db),
     upkeep: new PgUpkeepStore(db),

@@ -6,6 +6,7 @@ import { openSqlite } from './connection.js';
 import { SqliteEndpointStore } from './endpoints.js';
 import { SqliteJobStore } from './jobs.js';
 import { SqliteKeyStore } from './keys.js';
+import { SqliteRegistryCredentialStore } from './registry-credentials.js';
 import { SqliteUsageStore } from './usage.js';
 import { SqliteMinuteStore } from './minutes.js';
 import { SqliteUpkeepStore } from './upkeep.js';
@@ -42,6 +43,7 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
     workers: new SqliteWorkerStore(connection),
     endpoints: new SqliteEndpointStore(connection),
     keys: new SqliteKeyStore(connection),
+    registry: new SqliteRegistryCredentialStore(connection),
     usage: new SqliteUsageStore(connection),
     minutes: new SqliteMinuteStore(connection),
     upkeep: new SqliteUpkeepStore(connection),
