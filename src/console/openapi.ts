@@ -1,7 +1,7 @@
 import { DEFAULT_STREAM_WAIT_MS, DEFAULT_SYNC_WAIT_MS } from '../http/client-routes.js';
 import { DEFAULT_LOG_LINES, MAX_LOG_LINES } from '../http/pool-routes.js';
 import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../http/idempotency.js';
-import { ENDPOINT_DEFAULTS, INTEGER_FIELDS, MAX_RATE, RATE_LIMITED_OPERATIONS } from '../jobs/endpoint-settings.js';
+import { BOOLEAN_FIELDS, ENDPOINT_DEFAULTS, INTEGER_FIELDS, MAX_RATE, RATE_LIMITED_OPERATIONS } from '../jobs/endpoint-settings.js';
 import { POLICY_LIMITS } from '../jobs/policy.js';
 import { SCOPES } from '../security/keys.js';
 
@@ -34,6 +34,7 @@ function rateLimitsSchema(): Schema {
 
 /** EndpointSettings (what a create or update may send) and Endpoint (what the admin API answers), with RateLimits. */
 function endpointSchemas(integerSettings: Record<string, Schema>, worker: Schema): Record<string, Schema> {
+  const booleanSettings = Object.fromEntries(BOOLEAN_FIELDS.map((field) => [field, { type: 'boolean', default: (ENDPOINT_DEFAULTS as Record<string, unknown>)[field] }]));
   return {
     RateLimits: rateLimitsSchema(),
     EndpointSettings: {
@@ -47,6 +48,7 @@ function endpointSchemas(integerSettings: Record<string, Schema>, worker: Schema
         worker,
         rateLimits: ref('RateLimits'),
         ...integerSettings,
+        ...booleanSettings,
       },
     },
     Endpoint: {
@@ -61,6 +63,7 @@ function endpointSchemas(integerSettings: Record<string, Schema>, worker: Schema
         createdAt: { type: 'string', format: 'date-time' },
         updatedAt: { type: 'string', format: 'date-time' },
         ...integerSettings,
+        ...booleanSettings,
       },
     },
   };

@@ -148,7 +148,14 @@ class Keys implements KeyService {
     const stale = (await this.store.listKeys()).filter((k) => replaces.includes(k.name) && !sameDigest(k.hash, hash));
     for (const old of stale) await this.store.deleteKey(old.id);
     if (stale.length > 0) this.cache.clear();
-    if (!(await this.exists(key))) await this.create(spec, key);
+    if (!(await this.exists(key))) {
+      try {
+        await this.create(spec, key);
+      } catch (err) {
+        // Gateways of one store starting together install the same key: the one that lost the race finds it stored.
+        if (!(await this.exists(key))) throw err;
+      }
+    }
     return stale.length;
   }
 

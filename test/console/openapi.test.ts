@@ -110,7 +110,7 @@ describe('/openapi.json', () => {
   it('documents the endpoint settings bounds the admin API enforces', async () => {
     const settings = doc.components.schemas.EndpointSettings!.properties!;
     const integers = Object.entries(settings).filter(([, s]) => s.type === 'integer');
-    expect(integers.map(([f]) => f).sort()).toEqual(['executionTimeoutMs', 'idleTimeout', 'maxAttempts', 'scalerValue', 'workersMax', 'workersMin']);
+    expect(integers.map(([f]) => f).sort()).toEqual(['executionTimeoutMs', 'idleTimeout', 'maxAttempts', 'priority', 'scalerValue', 'shareWeight', 'workersMax', 'workersMin']);
     let n = 0;
     for (const [field, schema] of integers) {
       const min = schema.minimum as number;

@@ -7,7 +7,9 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { IMAGE_DEFAULTS } from '../../src/config/image-config.js';
+import { createKeyService } from '../../src/security/keys.js';
 import { startGantry, type Gantry } from '../../src/server.js';
+import { openPostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { createTestSchema, type TestSchema } from '../helpers/postgres.js';
 import type { TestBackend } from '../helpers/gantry.js';
 import { call } from '../http/http-helpers.js';
@@ -65,6 +67,38 @@ describe.each<TestBackend>(['sqlite', 'postgres'])('rotating GANTRY_ADMIN_KEY (%
       expect((await listKeys(g, second)).status).toBe(200);
     } finally {
       await g.close();
+    }
+  });
+});
+
+describe('gateways of one PostgreSQL database starting together', () => {
+  let schema: TestSchema | undefined;
+  const closers: (() => Promise<void>)[] = [];
+  afterAll(async () => {
+    for (const close of closers) await close();
+    await schema?.drop();
+  });
+
+  it('both install the same GANTRY_ADMIN_KEY: the one that loses the race finds it stored', async () => {
+    schema = await createTestSchema('rotate_race');
+    const logger = pino({ level: 'silent' });
+    // Two gateways' key services, each on its own connection pool, as two processes would be.
+    const services = [0, 1].map(() => {
+      const opened = openPostgresStore({ connectionString: schema!.url, poolSize: 2 }, logger);
+      closers.push(() => opened.store.close());
+      return { opened, keys: createKeyService({ store: opened.store, now: Date.now }) };
+    });
+    await services[0]!.opened.store.migrate();
+    await Promise.all(services.map(({ keys }) => keys.list())); // both pools connected, so the installs run side by side
+    const spec = { name: 'admin (GANTRY_ADMIN_KEY)', scopes: ['admin' as const], endpoints: null };
+    // A few rotations, each installed by both at once (one race is enough to fail without the fix; timing decides which).
+    for (let round = 0; round < 5; round++) {
+      const key = `shared-admin-key-${round}-${Math.random().toString(36).slice(2)}`;
+      const installed = await Promise.allSettled(services.map(({ keys }) => keys.install(spec, key, ['admin (GANTRY_ADMIN_KEY)'])));
+      expect(installed.map((s) => (s.status === 'rejected' ? String(s.reason) : 'installed'))).toEqual(['installed', 'installed']);
+      const stored = await services[1]!.keys.list();
+      expect(stored.filter((k) => k.name === 'admin (GANTRY_ADMIN_KEY)')).toHaveLength(1);
+      expect(await services[0]!.keys.exists(key)).toBe(true);
     }
   });
 });
