@@ -52,6 +52,14 @@ describe('the outbound policy', () => {
     for (const url of REFUSED) await expect(checkOutboundUrl(policy, url, 'webhook'), url).rejects.toMatchObject({ status: 400, extra: { field: 'webhook' } });
   });
 
+  it('says a webhook host that does not resolve does not resolve, not that the policy refused it', async () => {
+    const policy = createOutboundPolicy([]);
+    const unresolved = checkOutboundUrl(policy, 'https://no-such-host.invalid/hook', 'webhook');
+    await expect(unresolved).rejects.toMatchObject({ status: 400, extra: { field: 'webhook' } });
+    await expect(unresolved).rejects.toThrow(/does not resolve/);
+    await expect(checkOutboundUrl(policy, 'http://127.0.0.1:9/', 'webhook')).rejects.toThrow(/outbound policy/);
+  });
+
   it('allows public addresses, and what GANTRY_OUTBOUND_ALLOW names (CIDR, address, host)', async () => {
     const none = createOutboundPolicy([]);
     expect(none.allows('93.184.216.34', 'example.com')).toBe(true);
