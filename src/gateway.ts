@@ -7,6 +7,7 @@ import { createWorkerLiveness, type WorkerLiveness } from './dispatch/worker-liv
 import { createRateLimiter } from './http/rate-limit.js';
 import { adminRoutes } from './http/admin-routes.js';
 import { clientRoutes } from './http/client-routes.js';
+import type { FileLinks } from './http/file-links.js';
 import { createRouteTable, type RouteTable } from './http/route-table.js';
 import type { HttpServices } from './http/server.js';
 import { workerRoutes } from './http/worker-routes.js';
@@ -49,6 +50,8 @@ export interface GatewayOptions {
   baseUrl(): string;
   /** Who is told what happens (the metrics feature); none by default, and then nothing is wrapped. */
   observers?: GatewayObservers;
+  /** The gateway's own file links as each client reached it (http/file-links.ts); none: answers as stored. */
+  fileLinks?: FileLinks;
 }
 
 /** What a feature may watch in a gateway without the core importing it (docs/metrics.md). */
@@ -123,7 +126,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const webhookFetch = options.observers?.webhookFetch;
   const webhooks = createWebhookSender({ store, endpoints, secrets, notifier, config, logger, clock, outbound, ...(webhookFetch ? { fetch: webhookFetch } : {}) });
   const unsubscribe = subscribeDispatch(notifier, { takeQueue, waiters, stopSignals, endpoints, liveness });
-  const http: HttpServices = { jobs, workers, endpoints, keys, rateLimiter, pool, workerRows: store, usage: store, config, logger, now };
+  const http: HttpServices = { jobs, workers, endpoints, keys, rateLimiter, pool, workerRows: store, usage: store, config, logger, now, ...(options.fileLinks ? { fileLinks: options.fileLinks } : {}) };
   const routes = createRouteTable();
   routes.add(...clientRoutes(http), ...workerRoutes(http), ...adminRoutes(http));
   return {

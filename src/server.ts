@@ -4,10 +4,11 @@ import type { Logger } from 'pino';
 import { loadConfig, poolStopGraceMs, type GantryConfig } from './config/config.js';
 import { createGateway, type Gateway } from './gateway.js';
 import { createBodyBudget } from './http/body.js';
+import { createFileLinks } from './http/file-links.js';
 import { createReadiness, probeRoutes } from './http/readiness.js';
 import { createRequestListener, type GatewayListener } from './http/server.js';
 import { setUpImageFeature } from './images/image-feature.js';
-import { deriveFileSigningKey } from './images/object-store.js';
+import { deriveFileSigningKey, verifyFileSignature } from './images/object-store.js';
 import { setUpOpenAiFeature } from './openai/openai-feature.js';
 import { setUpConsole } from './console/console-feature.js';
 import { createMinuteRecorder, joinObservers } from './console/minute-recorder.js';
@@ -82,6 +83,7 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   const metrics = metricsConfig.access === 'off' ? undefined : createMetrics();
   // Per-minute job aggregates for the console's charts (docs/console.md).
   const minutes = createMinuteRecorder(clock.now);
+  const fileSigningKey = deriveFileSigningKey(secretKey);
   const gateway = createGateway({
     config,
     store: metrics ? metrics.store.wrap(guarded) : guarded,
@@ -90,13 +92,14 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
     secrets: createSecretBox(secretKey),
     clock,
     baseUrl: () => config.publicUrl ?? url,
+    // Links to the image endpoints' files as each client reached the gateway (GANTRY_PUBLIC_URL unset).
+    fileLinks: createFileLinks({ publicUrl: config.publicUrl, verify: (key, expires, sig) => verifyFileSignature(fileSigningKey, key, expires, sig, clock.now()) }),
     observers: {
       jobs: joinObservers(minutes.observer, metrics?.jobs),
       ...(metrics ? { webhookFetch: metrics.webhooks.wrapFetch(createOutboundFetch(createOutboundPolicy(config.outboundAllow), { maxSockets: WEBHOOK_CONCURRENCY })) } : {}),
     },
   });
   const adminKey = await ensureAdminKey(gateway.keys, config.adminKey);
-  const fileSigningKey = deriveFileSigningKey(secretKey);
   const images = await setUpImageFeature({ config, endpoints: gateway.endpoints, routes: gateway.routes, builtIns: gateway.builtIns, fileSigningKey, logger, now: clock.now });
   const openai = setUpOpenAiFeature({ routes: gateway.routes, ...gateway.http });
   await setUpConsole({ routes: gateway.routes, http: gateway.http, publicUrl: config.publicUrl, now: clock.now, minutes, consolePassword: config.consolePassword, secretKey });
