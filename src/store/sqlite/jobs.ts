@@ -81,7 +81,7 @@ const UNCOUNT_STREAM_SQL = 'UPDATE jobs SET stream_bytes = MAX(0, stream_bytes -
 const COUNT_JOBS_SQL = `SELECT status, COUNT(*) AS n, SUM(retries > 0) AS retried, SUM(attempts > 1) AS reattempted
    FROM jobs WHERE endpoint_id = ? GROUP BY status`;
 // The unary + keeps the planner on jobs_claim, as in claimJobs.
-const QUEUED_STATS_SQL = `SELECT COUNT(*) AS n, COALESCE(SUM(low_priority = 0), 0) AS normal,
+const QUEUED_STATS_SQL = `SELECT COUNT(*) AS n, COALESCE(SUM(low_priority = 0), 0) AS normal, COALESCE(SUM(input_bytes), 0) AS bytes,
      MIN(CASE WHEN low_priority = 0 THEN queued_at END) AS oldest
    FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' AND +deadline_at > ?`;
 const HELD_STATS_SQL = `SELECT worker_id, COUNT(*) AS n FROM jobs
