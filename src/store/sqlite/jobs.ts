@@ -234,6 +234,12 @@ export class SqliteJobStore implements JobStore {
     return this.c.write(() => (this.c.q(PURGE_QUEUE_SQL).all({ endpointId, now }) as { id: string }[]).map((row) => row.id));
   }
 
+  /** Passes the count of deleted rows through, telling the free-page reclaimer when rows went (a large input leaves many free pages). */
+  private freed(deleted: number): number {
+    if (deleted > 0) this.c.pagesFreed();
+    return deleted;
+  }
+
   retryJob({ id, now }: Args<'retryJob'>): Promise<JobRecord | undefined> {
     return this.c.write(
       this.c.db.transaction(() => {
@@ -269,7 +275,7 @@ export class SqliteJobStore implements JobStore {
   }
 
   deleteExpired({ now, limit }: Args<'deleteExpired'>): Promise<number> {
-    return this.c.write(() => this.c.q(DELETE_EXPIRED_SQL).run({ now, limit }).changes);
+    return this.c.write(() => this.freed(this.c.q(DELETE_EXPIRED_SQL).run({ now, limit }).changes));
   }
 
   shortenRetention({ id, ttlMs }: Args<'shortenRetention'>): Promise<void> {
@@ -311,7 +317,7 @@ export class SqliteJobStore implements JobStore {
         let bytes = 0;
         for (const row of deleted) bytes += row.bytes;
         if (bytes > 0) this.c.q(UNCOUNT_STREAM_SQL).run(bytes, id);
-        return deleted.length;
+        return this.freed(deleted.length);
       }),
     );
   }
