@@ -16,7 +16,7 @@ import type { WorkerSettings } from './jobs/endpoint-settings.js';
 import { observeTransitions, type JobObserver } from './jobs/job-observer.js';
 import { createJobService, type JobService } from './jobs/job-service.js';
 import type { PoolView } from './jobs/pool-view.js';
-import { QueueGauge } from './jobs/queue-gauge.js';
+import { QueueGauge, type SpaceCheck } from './jobs/queue-gauge.js';
 import { createJobTransitions, type JobTransitions } from './jobs/transitions.js';
 import { createWorkerService, type WorkerService } from './jobs/worker-service.js';
 import type { Notifier } from './model/events.js';
@@ -52,6 +52,8 @@ export interface GatewayOptions {
   observers?: GatewayObservers;
   /** The gateway's own file links as each client reached it (http/file-links.ts); none: answers as stored. */
   fileLinks?: FileLinks;
+  /** The data directory's free space, checked before a job is queued (store/disk-space.ts); none: not checked. */
+  disk?: SpaceCheck;
 }
 
 /** What a feature may watch in a gateway without the core importing it (docs/metrics.md). */
@@ -117,7 +119,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const pool: PoolView = autoscaler.view;
   const waiters = createJobWaiters();
   const stopSignals = createStopSignals();
-  const gauge = new QueueGauge({ store, factor: config.queueLimitFactor, logger, now });
+  const gauge = new QueueGauge({ store, factor: config.queueLimitFactor, maxInputBytes: config.queueMaxInputBytes, ...(options.disk ? { space: options.disk } : {}), logger, now });
   const outbound = createOutboundPolicy(config.outboundAllow);
   const jobs = createJobService({ store, transitions, endpoints, gauge, waiters, pool, secrets, config, outbound, now });
   const workers = createWorkerService({ store, transitions, takeQueue, stopSignals, liveness, notifier, secrets, config, logger, now });

@@ -20,6 +20,7 @@ import { createOutboundFetch, createOutboundPolicy } from './security/outbound.j
 import { WEBHOOK_CONCURRENCY } from './services/webhook-sender.js';
 import { createSharedStorePoller } from './services/shared-store-poller.js';
 import { openStore } from './store/open-store.js';
+import { createDiskSpace } from './store/disk-space.js';
 import { createStoreHealth, guardStore } from './store/store-faults.js';
 import type { LeaderLock } from './store/store.js';
 import { systemClock, type Clock } from './util/clock.js';
@@ -75,6 +76,9 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   // is logged once per episode; a probe write ends the episode (src/store/store-faults.ts).
   const storeHealth = createStoreHealth({ probe: () => store.probeWrite(clock.now()), logger, clock });
   const guarded = guardStore(store, storeHealth);
+  // New jobs are refused before the data directory's disk is full, not after (docs/operations.md).
+  const disk = createDiskSpace({ dir: config.dataDir, minFreeBytes: config.diskMinFreeBytes, logger, clock });
+  disk.start();
   const secretKey = loadSecretKey(config.dataDir, env);
   // Gateways sharing PostgreSQL wake each other through LISTEN/NOTIFY (docs/postgres.md).
   await notifier.start();
@@ -94,6 +98,7 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
     baseUrl: () => config.publicUrl ?? url,
     // Links to the image endpoints' files as each client reached the gateway (GANTRY_PUBLIC_URL unset).
     fileLinks: createFileLinks({ publicUrl: config.publicUrl, verify: (key, expires, sig) => verifyFileSignature(fileSigningKey, key, expires, sig, clock.now()) }),
+    disk,
     observers: {
       jobs: joinObservers(minutes.observer, metrics?.jobs),
       ...(metrics ? { webhookFetch: metrics.webhooks.wrapFetch(createOutboundFetch(createOutboundPolicy(config.outboundAllow), { maxSockets: WEBHOOK_CONCURRENCY })) } : {}),
@@ -105,7 +110,7 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   await setUpConsole({ routes: gateway.routes, http: gateway.http, publicUrl: config.publicUrl, now: clock.now, minutes, consolePassword: config.consolePassword, secretKey });
   minutes.start({ store, endpoints: gateway.endpoints, logger, clock });
   metrics?.serve({ config: metricsConfig, routes: gateway.routes, keys: gateway.keys, endpoints: gateway.endpoints, jobs: gateway.jobs, isLeader: () => leader.isLeader() });
-  const readiness = createReadiness({ store, health: storeHealth, logger });
+  const readiness = createReadiness({ store, health: storeHealth, disk, logger });
 
   const bodies = createBodyBudget({ readTimeoutMs: config.bodyReadTimeoutMs, bytesInFlight: config.bodyBytesInFlight });
   gateway.routes.add(...probeRoutes(readiness));
@@ -122,7 +127,7 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
 
   let closing: Promise<void> | undefined;
   const stopGraceMs = poolStopGraceMs(config);
-  const close = (): Promise<void> => shutDown({ logger, readiness, listener, gateway, singletons, poller, images, openai, minutes, server, notifier, store, storeHealth, stopGraceMs });
+  const close = (): Promise<void> => shutDown({ logger, readiness, listener, gateway, singletons, poller, images, openai, minutes, server, notifier, store, storeHealth, disk, stopGraceMs });
   return { gateway, server, url, port, adminKey, leader, close: () => (closing ??= close()) };
 }
 
@@ -143,6 +148,7 @@ interface Running {
   /** How long workers get to finish their jobs: the pool's stop grace, for hand-started workers too. */
   stopGraceMs: number;
   storeHealth: { stop(): void };
+  disk: { stop(): Promise<void> };
 }
 
 /**
@@ -176,6 +182,7 @@ async function shutDown(r: Running): Promise<void> {
   await closed;
   await r.notifier.close();
   r.storeHealth.stop();
+  await r.disk.stop();
   await r.store.close();
   r.logger.info({ ms: Date.now() - began }, 'shutdown finished');
 }

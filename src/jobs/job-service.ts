@@ -131,9 +131,10 @@ class Jobs implements JobService {
   }
 
   async submit(endpoint: EndpointRecord, request: SubmitRequest, opts: { sync: boolean; keyId: string | null }): Promise<JobRecord> {
-    const checking = this.admit(endpoint, request);
+    const inputBytes = Buffer.byteLength(request.inputJson);
+    const checking = this.admit(endpoint, request, inputBytes);
     if (checking) await checking;
-    const job = this.newJob(endpoint, request, opts);
+    const job = this.newJob(endpoint, request, opts, inputBytes);
     await this.deps.transitions.submit(job);
     return job;
   }
@@ -141,8 +142,9 @@ class Jobs implements JobService {
   async submitOnce(endpoint: EndpointRecord, request: SubmitRequest, opts: { sync: boolean; keyId: string | null; key: IdempotencyKey }): Promise<IdempotentSubmit> {
     const held = await this.deps.store.findIdempotentJob(opts.key.keyDigest);
     if (held) return replayOf(held, opts.key);
-    await this.admit(endpoint, request);
-    const job = this.newJob(endpoint, request, opts);
+    const inputBytes = Buffer.byteLength(request.inputJson);
+    await this.admit(endpoint, request, inputBytes);
+    const job = this.newJob(endpoint, request, opts, inputBytes);
     const written = await this.deps.transitions.submitOnce(job, opts.key);
     // Another call with the key got there between the read and the write.
     return written.created ? { outcome: 'created', job } : replayOf(written.existing, opts.key);
@@ -151,22 +153,22 @@ class Jobs implements JobService {
   /**
    * The checks before a job exists, each throwing its 4xx: the endpoint's input hook, the
    * webhook's address (a promise only then: a submission without a webhook awaits nothing
-   * here), the queue's overload.
+   * here), the queue's overload (jobs and input bytes of the endpoint, free space of the disk).
    */
-  private admit(endpoint: EndpointRecord, request: SubmitRequest): Promise<void> | undefined {
+  private admit(endpoint: EndpointRecord, request: SubmitRequest, inputBytes: number): Promise<void> | undefined {
     this.deps.endpoints.hooksOf(endpoint.id)?.validateInput?.(request.input);
-    if (request.webhook !== null && this.deps.outbound) return this.admitWithWebhook(endpoint, request.webhook);
-    this.deps.gauge.admit(endpoint);
+    if (request.webhook !== null && this.deps.outbound) return this.admitWithWebhook(endpoint, request.webhook, inputBytes);
+    this.deps.gauge.admit(endpoint, inputBytes);
     return undefined;
   }
 
-  private async admitWithWebhook(endpoint: EndpointRecord, webhook: string): Promise<void> {
+  private async admitWithWebhook(endpoint: EndpointRecord, webhook: string, inputBytes: number): Promise<void> {
     if (this.deps.outbound) await checkOutboundUrl(this.deps.outbound, webhook, 'webhook', this.deps.now());
-    this.deps.gauge.admit(endpoint);
+    this.deps.gauge.admit(endpoint, inputBytes);
   }
 
   /** The new job's record (initialJob), with its id and retention. */
-  private newJob(endpoint: EndpointRecord, request: SubmitRequest, opts: { sync: boolean; keyId: string | null }): JobRecord {
+  private newJob(endpoint: EndpointRecord, request: SubmitRequest, opts: { sync: boolean; keyId: string | null }, inputBytes: number): JobRecord {
     const t = this.deps.now();
     // Kept this long after it ends, however it ends (a queue ttl too): policy.ttl bounds the
     // job's wait, never the life of its result (docs/states.md, Retention).
@@ -185,6 +187,7 @@ class Jobs implements JobService {
       sync: opts.sync,
       keyId: opts.keyId,
       now: t,
+      inputBytes,
     });
   }
 

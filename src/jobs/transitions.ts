@@ -13,7 +13,7 @@ const LOST_HAND_OUT_ERROR =
 export type NewJobArgs = Pick<
   JobRecord,
   'id' | 'endpointId' | 'inputJson' | 'webhook' | 's3Config' | 'executionTimeoutMs' | 'lowPriority' | 'ttlMs' | 'retentionMs' | 'maxAttempts' | 'sync' | 'keyId'
-> & { now: number };
+> & { now: number; /** Buffer.byteLength(inputJson) when the caller measured it already. */ inputBytes?: number };
 
 /**
  * A job's initial state, the one place it is written (docs/states.md): IN_QUEUE since `now`,
@@ -50,7 +50,7 @@ export function initialJob(a: NewJobArgs): JobRecord {
     retries: 0,
     webhookAttempts: 0,
     webhookNextAt: null,
-    inputBytes: Buffer.byteLength(a.inputJson),
+    inputBytes: a.inputBytes ?? Buffer.byteLength(a.inputJson),
   };
 }
 

@@ -79,6 +79,8 @@ export interface JobCounts {
 /** What the autoscaler and the queue-overload check read of an endpoint's live jobs. */
 export interface QueueStats {
   inQueue: number;
+  /** Bytes of input the queued jobs hold (their input_bytes): the bytes bound of the queue-overload check. */
+  inQueueBytes: number;
   /** Queued jobs without policy.lowPriority: only these make the autoscaler add workers. */
   inQueueNormal: number;
   /** queuedAt of the oldest queued normal job; null when there is none. */

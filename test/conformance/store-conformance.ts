@@ -1010,9 +1010,10 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect((await get(late.id)).status).toBe('TIMED_OUT');
       });
 
-      it('queueStats: queued normal and lowPriority jobs, the oldest normal one, running jobs per worker', async () => {
+      it('queueStats: queued normal and lowPriority jobs, their input bytes, the oldest normal one, running jobs per worker', async () => {
         expect(await store.queueStats({ endpointId: 'ep', now: T0 })).toEqual({
           inQueue: 0,
+          inQueueBytes: 0,
           inQueueNormal: 0,
           oldestNormalQueuedAt: null,
           inProgress: 0,
@@ -1023,13 +1024,15 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         await running('w2', { lowPriority: true });
         const done = await running('w3');
         await store.finishJob({ id: done.id, workerId: 'w3', status: 'COMPLETED', outputJson: '1', error: null, now: T0 + 1500 });
-        await insert({ lowPriority: true, now: T0 + 10 });
-        await insert({ now: T0 + 20 });
-        await insert({ now: T0 + 30 });
+        // Input bytes are UTF-8 bytes, not characters ('é' is two).
+        await insert({ lowPriority: true, now: T0 + 10, inputJson: `"${'x'.repeat(1000)}"` });
+        await insert({ now: T0 + 20, inputJson: '"é"' });
+        await insert({ now: T0 + 30, inputJson: `{"a":"${'y'.repeat(70_000)}"}` });
         await insert({ ttlMs: 100, now: T0 + 5 }); // its queue ttl has passed by T0 + 2000
         await insert({ endpointId: 'other', now: T0 });
         expect(await store.queueStats({ endpointId: 'ep', now: T0 + 2000 })).toEqual({
           inQueue: 3,
+          inQueueBytes: 1002 + 4 + 70_008,
           inQueueNormal: 2,
           oldestNormalQueuedAt: T0 + 20,
           inProgress: 3,
@@ -1038,9 +1041,10 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         // Only lowPriority jobs queued: nothing that justifies a new worker.
         await store.claimJobs({ endpointId: 'ep', workerId: 'w4', limit: 1, now: T0 + 2000 }); // the lowPriority one (oldest)
         await store.claimJobs({ endpointId: 'ep', workerId: 'w4', limit: 2, now: T0 + 2000 });
-        await insert({ lowPriority: true, now: T0 + 40 });
+        await insert({ lowPriority: true, now: T0 + 40, inputJson: '[1,2,3]' });
         expect(await store.queueStats({ endpointId: 'ep', now: T0 + 2000 })).toMatchObject({
           inQueue: 1,
+          inQueueBytes: 7, // the claimed jobs' bytes left the count
           inQueueNormal: 0,
           oldestNormalQueuedAt: null,
           inProgress: 6,

@@ -97,7 +97,7 @@ const DELETE_STREAM_SQL = `WITH gone AS (DELETE FROM job_stream WHERE job_id = $
    SELECT COUNT(*)::int AS n FROM gone`;
 const COUNT_JOBS_SQL = `SELECT status, COUNT(*) AS n, COUNT(*) FILTER (WHERE retries > 0) AS retried, COUNT(*) FILTER (WHERE attempts > 1) AS reattempted
    FROM jobs WHERE endpoint_id = $1 GROUP BY status`;
-const QUEUED_STATS_SQL = `SELECT COUNT(*) AS n, COUNT(*) FILTER (WHERE NOT low_priority) AS normal,
+const QUEUED_STATS_SQL = `SELECT COUNT(*) AS n, COUNT(*) FILTER (WHERE NOT low_priority) AS normal, COALESCE(SUM(input_bytes), 0) AS bytes,
      MIN(queued_at) FILTER (WHERE NOT low_priority) AS oldest
    FROM jobs WHERE endpoint_id = $1 AND status = 'IN_QUEUE' AND deadline_at > $2`;
 const HELD_STATS_SQL = `SELECT worker_id, COUNT(*) AS n FROM jobs WHERE endpoint_id = $1 AND status = 'IN_PROGRESS' GROUP BY worker_id`;

@@ -81,7 +81,7 @@ const UNCOUNT_STREAM_SQL = 'UPDATE jobs SET stream_bytes = MAX(0, stream_bytes -
 const COUNT_JOBS_SQL = `SELECT status, COUNT(*) AS n, SUM(retries > 0) AS retried, SUM(attempts > 1) AS reattempted
    FROM jobs WHERE endpoint_id = ? GROUP BY status`;
 // The unary + keeps the planner on jobs_claim, as in claimJobs.
-const QUEUED_STATS_SQL = `SELECT COUNT(*) AS n, COALESCE(SUM(low_priority = 0), 0) AS normal,
+const QUEUED_STATS_SQL = `SELECT COUNT(*) AS n, COALESCE(SUM(low_priority = 0), 0) AS normal, COALESCE(SUM(input_bytes), 0) AS bytes,
      MIN(CASE WHEN low_priority = 0 THEN queued_at END) AS oldest
    FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' AND +deadline_at > ?`;
 const HELD_STATS_SQL = `SELECT worker_id, COUNT(*) AS n FROM jobs
@@ -234,6 +234,12 @@ export class SqliteJobStore implements JobStore {
     return this.c.write(() => (this.c.q(PURGE_QUEUE_SQL).all({ endpointId, now }) as { id: string }[]).map((row) => row.id));
   }
 
+  /** Passes the count of deleted rows through, telling the free-page reclaimer when rows went (a large input leaves many free pages). */
+  private freed(deleted: number): number {
+    if (deleted > 0) this.c.pagesFreed();
+    return deleted;
+  }
+
   retryJob({ id, now }: Args<'retryJob'>): Promise<JobRecord | undefined> {
     return this.c.write(
       this.c.db.transaction(() => {
@@ -269,7 +275,7 @@ export class SqliteJobStore implements JobStore {
   }
 
   deleteExpired({ now, limit }: Args<'deleteExpired'>): Promise<number> {
-    return this.c.write(() => this.c.q(DELETE_EXPIRED_SQL).run({ now, limit }).changes);
+    return this.c.write(() => this.freed(this.c.q(DELETE_EXPIRED_SQL).run({ now, limit }).changes));
   }
 
   shortenRetention({ id, ttlMs }: Args<'shortenRetention'>): Promise<void> {
@@ -311,7 +317,7 @@ export class SqliteJobStore implements JobStore {
         let bytes = 0;
         for (const row of deleted) bytes += row.bytes;
         if (bytes > 0) this.c.q(UNCOUNT_STREAM_SQL).run(bytes, id);
-        return deleted.length;
+        return this.freed(deleted.length);
       }),
     );
   }
