@@ -3,8 +3,8 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { loadConfig, poolStopGraceMs, type GantryConfig } from './config/config.js';
 import { createGateway, type Gateway } from './gateway.js';
-import { createBodyBudget } from './http/body.js';
 import { createFileLinks } from './http/file-links.js';
+import { createBodyBudget, type BodyBudget } from './http/body.js';
 import { createReadiness, probeRoutes } from './http/readiness.js';
 import { createRequestListener, type GatewayListener } from './http/server.js';
 import { setUpImageFeature } from './images/image-feature.js';
@@ -24,6 +24,7 @@ import { createDiskSpace } from './store/disk-space.js';
 import { createStoreHealth, guardStore } from './store/store-faults.js';
 import type { LeaderLock } from './store/store.js';
 import { systemClock, type Clock } from './util/clock.js';
+import { createJsonThreads, type JsonThreads } from './util/json-threads.js';
 import { createLogger, logFormatFrom } from './util/log.js';
 
 /** How startGantry is configured beyond the environment. */
@@ -49,6 +50,8 @@ export interface Gantry {
   adminKey: string | null;
   /** Whether this gateway runs the singletons (always on SQLite; one gateway at a time on PostgreSQL). */
   leader: LeaderLock;
+  /** The threads that parse large request bodies; undefined with GANTRY_JSON_THREADS=0. */
+  jsonThreads: JsonThreads | undefined;
   close(): Promise<void>;
 }
 
@@ -112,7 +115,7 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   metrics?.serve({ config: metricsConfig, routes: gateway.routes, keys: gateway.keys, endpoints: gateway.endpoints, jobs: gateway.jobs, isLeader: () => leader.isLeader() });
   const readiness = createReadiness({ store, health: storeHealth, disk, logger });
 
-  const bodies = createBodyBudget({ readTimeoutMs: config.bodyReadTimeoutMs, bytesInFlight: config.bodyBytesInFlight });
+  const { bodies, jsonThreads } = bodyReading(config);
   gateway.routes.add(...probeRoutes(readiness));
   const listener = createRequestListener(gateway.http, gateway.routes, { bodies, ...(metrics ? { observer: metrics.http } : {}) });
   const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 60_000 }, listener);
@@ -127,8 +130,19 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
 
   let closing: Promise<void> | undefined;
   const stopGraceMs = poolStopGraceMs(config);
-  const close = (): Promise<void> => shutDown({ logger, readiness, listener, gateway, singletons, poller, images, openai, minutes, server, notifier, store, storeHealth, disk, stopGraceMs });
-  return { gateway, server, url, port, adminKey, leader, close: () => (closing ??= close()) };
+  const close = (): Promise<void> => shutDown({ logger, readiness, listener, gateway, singletons, poller, images, openai, minutes, server, notifier, store, storeHealth, disk, stopGraceMs, jsonThreads });
+  return { gateway, server, url, port, adminKey, leader, jsonThreads, close: () => (closing ??= close()) };
+}
+
+/** How request bodies are read: the budget every read shares, and the threads that parse large ones (none with GANTRY_JSON_THREADS=0). */
+function bodyReading(config: GantryConfig): { bodies: BodyBudget; jsonThreads: JsonThreads | undefined } {
+  const jsonThreads = config.jsonThreads > 0 ? createJsonThreads(config.jsonThreads) : undefined;
+  const bodies = createBodyBudget({
+    readTimeoutMs: config.bodyReadTimeoutMs,
+    bytesInFlight: config.bodyBytesInFlight,
+    ...(jsonThreads ? { offload: { threads: jsonThreads, minBytes: config.jsonThreadMinBytes } } : {}),
+  });
+  return { bodies, jsonThreads };
 }
 
 /** What a shutdown stops, in its order. */
@@ -149,6 +163,7 @@ interface Running {
   stopGraceMs: number;
   storeHealth: { stop(): void };
   disk: { stop(): Promise<void> };
+  jsonThreads: JsonThreads | undefined;
 }
 
 /**
@@ -183,6 +198,7 @@ async function shutDown(r: Running): Promise<void> {
   await r.notifier.close();
   r.storeHealth.stop();
   await r.disk.stop();
+  await r.jsonThreads?.close();
   await r.store.close();
   r.logger.info({ ms: Date.now() - began }, 'shutdown finished');
 }

@@ -37,6 +37,8 @@ export const DEFAULT_SYNC_WAIT_MS = 90_000;
 export const DEFAULT_STREAM_WAIT_MS = 8_000;
 const RUN_LIMIT = 10 * MB;
 const RUNSYNC_LIMIT = 20 * MB;
+/** The submit field stored as text: a large one is serialised off the event loop (body.ts). */
+const SUBMIT_RAW = ['input'] as const;
 
 /** A client operation of the route table: run with the services and the checked call. */
 type Handler = (deps: ClientRouteDeps, call: EndpointCall) => Promise<void>;
@@ -60,8 +62,8 @@ export function clientRoutes(deps: ClientRouteDeps): EndpointRoute[] {
   });
   const GET_OR_POST: HttpMethod[] = ['GET', 'POST'];
   return [
-    route('POST', 'run', { auth: 'run', bucket: 'run', bodyLimit: RUN_LIMIT }, run),
-    route('POST', 'runsync', { auth: 'run', bucket: 'runsync', bodyLimit: RUNSYNC_LIMIT, waits: true }, runsync),
+    route('POST', 'run', { auth: 'run', bucket: 'run', bodyLimit: RUN_LIMIT, rawFields: SUBMIT_RAW }, run),
+    route('POST', 'runsync', { auth: 'run', bucket: 'runsync', bodyLimit: RUNSYNC_LIMIT, rawFields: SUBMIT_RAW, waits: true }, runsync),
     route(GET_OR_POST, 'status', { auth: 'read', bucket: 'status', path: '/v2/{endpoint}/status/{job}' }, status),
     route(GET_OR_POST, 'status-sync', { auth: 'read', bucket: 'status', path: '/v2/{endpoint}/status-sync/{job}', waits: true, windowOnly: true }, statusSync),
     route(GET_OR_POST, 'stream', { auth: 'read', bucket: 'status', path: '/v2/{endpoint}/stream/{job}', waits: true, windowOnly: true }, stream),
