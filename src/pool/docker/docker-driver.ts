@@ -9,6 +9,7 @@ import { containerCreateBody, LABELS } from './container-spec.js';
 import { ContainerWorker } from './container-worker.js';
 import { DockerHosts, type DockerHost, type Reservation } from './docker-hosts.js';
 import { EngineError } from './engine-client.js';
+import type { HostLoad } from './placement.js';
 
 /** What the Docker driver is given. */
 export interface DockerDriverOptions {
@@ -26,6 +27,7 @@ export interface DockerDriverOptions {
 /** The Docker driver: a WorkerDriver for container specs, with its hosts' view. */
 export interface DockerDriver extends WorkerDriver<ContainerStartSpec> {
   hosts(): PoolHostInfo[];
+  loads(): HostLoad[];
   close(): void;
 }
 
@@ -124,6 +126,10 @@ class Driver implements DockerDriver {
 
   hosts(): PoolHostInfo[] {
     return this.fleet.views();
+  }
+
+  loads(): HostLoad[] {
+    return this.fleet.loads();
   }
 
   close(): void {
