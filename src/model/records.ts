@@ -60,6 +60,8 @@ export interface JobRecord {
   webhookNextAt: number | null;
   /** The input's size in bytes (UTF-8): what the endpoint's queued input bytes are summed from. */
   inputBytes: number;
+  /** Times the job was taken back from a worker the allocator stopped for a higher priority (not counted in attempts). */
+  preemptions: number;
 }
 
 /** Retained jobs of an endpoint by state (/health). */

@@ -1,4 +1,5 @@
 import type { PoolHostInfo } from '../jobs/pool-view.js';
+import type { HostLoad } from './docker/placement.js';
 
 /**
  * A worker driver starts and stops one worker of an endpoint's pool. The autoscaler decides
@@ -128,6 +129,8 @@ export interface WorkerDriver<Spec = AnyStartSpec> {
   reapOrphans?(graceMs: number): Promise<number>;
   /** The machines it runs workers on (Docker hosts), for the admin API. */
   hosts?(): PoolHostInfo[];
+  /** Its hosts' GPUs and who holds them, for the allocator (services/allocator.ts). */
+  loads?(): HostLoad[];
   /** Ends background work (health checks, idle connections); workers are stopped by their handles first. */
   close?(): void;
 }

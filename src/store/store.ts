@@ -121,10 +121,12 @@ export interface JobStore {
    * and queue order still count from the submit or the last retry; the queue deadline back to
    * queuedAt + ttlMs. `counted`: the hand-out stays counted in `attempts`, and a job that has had
    * maxAttempts hand-outs ends FAILED with `error` instead (`{attempts}` in it replaced by its
-   * count; finished as finishJob). Not counted: attempts − 1, the hand-out did not happen. The
-   * job's stream chunks stay, tagged with the run that sent them.
+   * count; finished as finishJob). Not counted: attempts − 1, the hand-out did not happen.
+   * `preempted` (with counted false): preemptions + 1, the allocator stopped the worker for a
+   * higher priority (docs/scaling.md). The job's stream chunks stay, tagged with the run that
+   * sent them.
    */
-  requeueJobs(args: { workerIds: string[]; ids?: string[]; counted: boolean; error: string; now: number }): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }>;
+  requeueJobs(args: { workerIds: string[]; ids?: string[]; counted: boolean; preempted?: boolean; error: string; now: number }): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }>;
 
   /**
    * Deletes up to `limit` terminal jobs with expiresAt <= now and no webhook delivery pending,

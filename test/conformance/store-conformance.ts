@@ -201,6 +201,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           webhookAttempts: 0,
           webhookNextAt: null,
           inputBytes: Buffer.byteLength(input.inputJson),
+          preemptions: 0,
         } satisfies JobRecord);
         const plain = await insert();
         expect(plain.lowPriority).toBe(false);
@@ -236,6 +237,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           webhookAttempts: 4 + n,
           webhookNextAt: T0 + 789 + n,
           inputBytes: 1_000 + n,
+          preemptions: 5 + n,
         });
         const alone = unusual('alone', 0);
         await store.insertJob(alone);
@@ -689,6 +691,19 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         const { requeued, failed } = await store.requeueJobs({ workerIds: ['w1'], ids: [job.id], counted: false, error: 'x', now: T0 + 2000 });
         expect(failed).toEqual([]);
         expect(requeued.map((j) => [j.id, j.attempts])).toEqual([[job.id, 0]]);
+      });
+
+      it('counts a preemption, not an attempt, when the worker was stopped for a higher priority', async () => {
+        const job = await running('w1', { maxAttempts: 1 });
+        const { requeued, failed } = await store.requeueJobs({ workerIds: ['w1'], counted: false, preempted: true, error: '', now: T0 + 2000 });
+        expect(failed).toEqual([]);
+        expect(requeued.map((j) => [j.id, j.attempts, j.preemptions])).toEqual([[job.id, 0, 1]]);
+        // Taken and preempted again: the count goes on; an ordinary requeue leaves it.
+        await store.claimJobs({ endpointId: 'ep', workerId: 'w2', limit: 1, now: T0 + 3000 });
+        await store.requeueJobs({ workerIds: ['w2'], counted: false, preempted: true, error: '', now: T0 + 3500 });
+        await store.claimJobs({ endpointId: 'ep', workerId: 'w3', limit: 1, now: T0 + 4000 });
+        await store.requeueJobs({ workerIds: ['w3'], counted: false, error: '', now: T0 + 4500 });
+        expect(await store.getJob(job.id)).toMatchObject({ status: 'IN_QUEUE', attempts: 0, preemptions: 2, workerId: null });
       });
 
       it('keeps the hand-out counted when asked (a job its worker lost)', async () => {

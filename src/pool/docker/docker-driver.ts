@@ -11,6 +11,7 @@ import { ContainerWorker } from './container-worker.js';
 import { DockerHosts, type DockerHost, type Reservation } from './docker-hosts.js';
 import { EngineError } from './engine-client.js';
 import { HostImages } from './host-images.js';
+import type { HostLoad } from './placement.js';
 
 /** What the Docker driver is given. */
 export interface DockerDriverOptions {
@@ -30,6 +31,7 @@ export interface DockerDriverOptions {
 /** The Docker driver: a WorkerDriver for container specs, with its hosts' view. */
 export interface DockerDriver extends WorkerDriver<ContainerStartSpec> {
   hosts(): PoolHostInfo[];
+  loads(): HostLoad[];
   close(): void;
 }
 
@@ -133,6 +135,10 @@ class Driver implements DockerDriver {
 
   hosts(): PoolHostInfo[] {
     return this.fleet.views();
+  }
+
+  loads(): HostLoad[] {
+    return this.fleet.loads();
   }
 
   close(): void {
