@@ -142,7 +142,7 @@ describe('gantry backup / restore (SQLite)', () => {
     expect(all.filter((j) => j.status !== 'COMPLETED')).toEqual([]);
     await expectSignedWebhook(b, restoredClient, ep);
     await worker2.stop();
-  });
+  }, 300_000);
 
   it('refuses files that are not a Gantry database of a schema this code runs, and PostgreSQL stores', async () => {
     const dir = scratchDir('restore-bad');
@@ -182,7 +182,7 @@ describe('gantry backup / restore (SQLite)', () => {
     expect(again.url).toBe('');
     expect(await again.exited).not.toBe(0);
     expect(again.output()).toMatch(/has schema version \d+ \(from_the_future\), newer than this code knows/);
-  });
+  }, 120_000);
 });
 
 describe('pg_dump / pg_restore (PostgreSQL)', () => {
@@ -228,5 +228,5 @@ describe('pg_dump / pg_restore (PostgreSQL)', () => {
       await admin.end();
       await schema.drop();
     }
-  });
+  }, 300_000);
 });
