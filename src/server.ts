@@ -214,7 +214,7 @@ async function finishConnectedJobs(r: Running): Promise<void> {
 }
 
 /** How long a shutdown waits for requests in flight (a result being posted, a body being read) before closing their connections. */
-const SHUTDOWN_GRACE_MS = 10_000;
+export const SHUTDOWN_GRACE_MS = 10_000;
 
 /** Resolves once no request is in flight, or after `graceMs`. */
 async function finishInFlight(listener: GatewayListener, graceMs: number): Promise<void> {
