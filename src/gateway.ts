@@ -17,6 +17,7 @@ import { observeTransitions, type JobObserver } from './jobs/job-observer.js';
 import { createJobService, type JobService } from './jobs/job-service.js';
 import type { PoolView } from './jobs/pool-view.js';
 import { QueueGauge, type SpaceCheck } from './jobs/queue-gauge.js';
+import { createMeterOf } from './jobs/job-meters.js';
 import { createJobTransitions, type JobTransitions } from './jobs/transitions.js';
 import { createWorkerService, type WorkerService } from './jobs/worker-service.js';
 import type { Notifier } from './model/events.js';
@@ -102,7 +103,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const keys = createKeyService({ store, now });
   const endpoints = createEndpointService({ store, notifier, secrets, now });
   const registry = createRegistryCredentials({ store, secrets, now });
-  const plainTransitions = createJobTransitions({ store, notifier, logger, now, usageOf: (job) => endpoints.hooksOf(job.endpointId)?.usageOf?.(job) ?? null });
+  const plainTransitions = createJobTransitions({ store, notifier, logger, now, meterOf: createMeterOf({ endpoints }) });
   const jobObserver = options.observers?.jobs;
   const transitions = jobObserver ? observeTransitions(plainTransitions, jobObserver) : plainTransitions;
   // Which workers may still be handed jobs: not those the pool is stopping, nor silent ones (docs/worker-protocol.md).
