@@ -1160,6 +1160,13 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect(due.map((j) => j.id)).toEqual([b.id, a.id]);
         expect(due[0]).toEqual(await get(b.id));
         expect((await store.dueWebhooks({ now: T0 + 1000, limit: 1 })).map((j) => j.id)).toEqual([b.id]);
+        // Keys at their share are skipped ('' names jobs without a key).
+        const keyed = await insert({ webhook: 'https://hook.example/k', keyId: 'k1' });
+        await store.cancelJob({ id: keyed.id, now: T0 + 150 });
+        expect((await store.dueWebhooks({ now: T0 + 1000, limit: 10, skipKeys: [] })).map((j) => j.id)).toEqual([b.id, keyed.id, a.id]);
+        expect((await store.dueWebhooks({ now: T0 + 1000, limit: 1, skipKeys: [''] })).map((j) => j.id)).toEqual([keyed.id]);
+        expect((await store.dueWebhooks({ now: T0 + 1000, limit: 10, skipKeys: ['k1'] })).map((j) => j.id)).toEqual([b.id, a.id]);
+        await store.markWebhook({ id: keyed.id, attempts: 1, nextAt: null });
 
         await store.markWebhook({ id: b.id, attempts: 1, nextAt: T0 + 10_000 });
         expect(await get(b.id)).toMatchObject({ webhookAttempts: 1, webhookNextAt: T0 + 10_000 });

@@ -106,7 +106,7 @@ const QUEUED_STATS_SQL = `SELECT COUNT(*) AS n, COUNT(*) FILTER (WHERE NOT low_p
 const HELD_STATS_SQL = `SELECT worker_id, COUNT(*) AS n FROM jobs WHERE endpoint_id = $1 AND status = 'IN_PROGRESS' GROUP BY worker_id`;
 const LIST_JOBS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE endpoint_id = $1 ORDER BY created_at DESC, seq DESC LIMIT $2`;
 const DUE_WEBHOOKS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE webhook_next_at <= $1 AND status IN ${TERMINAL_STATUS_LIST}
-   ORDER BY webhook_next_at, seq LIMIT $2`;
+   AND NOT (COALESCE(key_id, '') = ANY($3::text[])) ORDER BY webhook_next_at, seq LIMIT $2`;
 // The running total stops the read at maxChars, so a long stream of large chunks is not all read.
 // Markers ('') of a cut stream are not chunks: left out.
 const PEEK_STREAM_SQL = `SELECT chunk FROM (SELECT seq, chunk, SUM(length(chunk)) OVER (ORDER BY seq) - length(chunk) AS before
@@ -283,8 +283,8 @@ export class PgJobStore implements JobStore {
     return rows.map((row) => ({ id: row.id, status: row.status, workerId: row.worker_id }));
   }
 
-  dueWebhooks({ now, limit }: Args<'dueWebhooks'>): Promise<JobRecord[]> {
-    return this.jobs(DUE_WEBHOOKS_SQL, [now, limit]);
+  dueWebhooks({ now, limit, skipKeys }: Args<'dueWebhooks'>): Promise<JobRecord[]> {
+    return this.jobs(DUE_WEBHOOKS_SQL, [now, limit, skipKeys ?? []]);
   }
 
   async markWebhook({ id, attempts, nextAt, attempt }: Args<'markWebhook'>): Promise<void> {

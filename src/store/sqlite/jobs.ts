@@ -94,6 +94,8 @@ const HELD_STATS_SQL = `SELECT worker_id, COUNT(*) AS n FROM jobs
 const LIST_JOBS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE endpoint_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?`;
 const DUE_WEBHOOKS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE webhook_next_at <= ? AND status IN ${TERMINAL_STATUS_LIST}
    ORDER BY webhook_next_at, rowid LIMIT ?`;
+const DUE_WEBHOOKS_SKIPPING_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE webhook_next_at <= ? AND status IN ${TERMINAL_STATUS_LIST}
+   AND COALESCE(key_id, '') NOT IN (SELECT value FROM json_each(?)) ORDER BY webhook_next_at, rowid LIMIT ?`;
 // The running total stops the read at maxChars, so a long stream of large chunks is not all read.
 // Markers ('') of a cut stream are not chunks: left out.
 const PEEK_STREAM_SQL = `SELECT chunk FROM (SELECT seq, chunk, SUM(length(chunk)) OVER (ORDER BY seq) - length(chunk) AS before
@@ -364,8 +366,12 @@ export class SqliteJobStore implements JobStore {
     );
   }
 
-  dueWebhooks({ now, limit }: Args<'dueWebhooks'>): Promise<JobRecord[]> {
-    return this.c.read(() => this.jobs(DUE_WEBHOOKS_SQL, now, limit));
+  dueWebhooks({ now, limit, skipKeys }: Args<'dueWebhooks'>): Promise<JobRecord[]> {
+    return this.c.read(() =>
+      skipKeys === undefined || skipKeys.length === 0
+        ? this.jobs(DUE_WEBHOOKS_SQL, now, limit)
+        : this.jobs(DUE_WEBHOOKS_SKIPPING_SQL, now, JSON.stringify(skipKeys), limit),
+    );
   }
 
   markWebhook({ id, attempts, nextAt, attempt }: Args<'markWebhook'>): Promise<void> {
