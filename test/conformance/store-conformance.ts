@@ -317,9 +317,10 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         const b: string[] = [];
         for (let i = 0; i < 3; i++) b.push((await insert({ keyId: 'B', now: T0 + 100 + i })).id);
         const c = (await insert({ keyId: null, now: T0 + 200 })).id;
-        const first = await store.claimJobs({ endpointId: 'ep', workerId: 'w1', limit: 2, now: T0 + 1000 });
-        const rest = await store.claimJobs({ endpointId: 'ep', workerId: 'w2', limit: 100, now: T0 + 1000 });
-        const order = [...first, ...rest].map((j) => j.id);
+        // One at a time first (as single takes do), then the rest in one claim, returned in queue order.
+        const order: string[] = [];
+        for (let i = 0; i < 10; i++) order.push(...(await store.claimJobs({ endpointId: 'ep', workerId: 'w1', limit: 1, now: T0 + 1000 })).map((j) => j.id));
+        order.push(...(await store.claimJobs({ endpointId: 'ep', workerId: 'w2', limit: 100, now: T0 + 1000 })).map((j) => j.id));
         expect(order).toHaveLength(54);
         // Each key in its own order.
         expect(order.filter((id) => a.includes(id))).toEqual(a);
