@@ -120,8 +120,8 @@ async function status(deps: ClientRouteDeps, { req, res, endpointId, params, que
  * Runs a wait under the endpoint's long-poll cap: a call that holds counts there, not against
  * the plain reads' concurrency, so many held calls never lock /status out.
  */
-async function held<T>(deps: ClientRouteDeps, { endpointId, endpoint }: EndpointCall, wait: () => Promise<T>): Promise<T> {
-  const leave = deps.rateLimiter.enter(endpointId, 'long-poll', { overrides: endpoint.rateLimitsJson });
+async function held<T>(deps: ClientRouteDeps, { endpointId, endpoint, principal }: EndpointCall, wait: () => Promise<T>): Promise<T> {
+  const leave = deps.rateLimiter.enter(endpointId, 'long-poll', { overrides: endpoint.rateLimitsJson, keyId: principal.keyId });
   try {
     return await wait();
   } finally {

@@ -190,8 +190,12 @@ export interface JobStore {
   /** Status and holder of the given jobs (ids that no longer exist are left out). */
   jobStates(ids: string[]): Promise<{ id: string; status: JobStatus; workerId: string | null }[]>;
 
-  /** Terminal jobs whose webhook delivery is due (webhookNextAt <= now), oldest first. */
-  dueWebhooks(args: { now: number; limit: number }): Promise<JobRecord[]>;
+  /**
+   * Terminal jobs whose webhook delivery is due (webhookNextAt <= now), oldest first; those of
+   * the keys in `skipKeys` (key ids, '' for jobs without a key) left out: the webhook sender's
+   * keys at their share of the connections (webhook-sender.ts).
+   */
+  dueWebhooks(args: { now: number; limit: number; skipKeys?: string[] }): Promise<JobRecord[]>;
 
   /**
    * Sets the job's delivery state: `attempts` made, the next one due at `nextAt` (null: done,

@@ -2,7 +2,7 @@ import type { JobStatus } from '../../model/job-states.js';
 import type { JobCounts, JobRecord, QueueStats } from '../../model/records.js';
 import { COL, IDEMPOTENCY_COLUMNS, JOB_COLUMN_COUNT, JOB_COLUMNS, toJob } from '../job-columns.js';
 import { tallyJobCounts, toQueueStats, type CountRow, type HeldRow, type QueuedRow } from '../job-counts.js';
-import { finishedColumns, LIVE_STATUS_LIST, requeuedColumns, RETRYABLE_STATUS_LIST, TERMINAL_STATUS_LIST } from '../job-sql.js';
+import { fairPlace, finishedColumns, LIVE_STATUS_LIST, requeuedColumns, RETRYABLE_STATUS_LIST, TERMINAL_STATUS_LIST } from '../job-sql.js';
 import { WEBHOOK_ATTEMPTS_KEPT, type IdempotentJob, type JobStore, type StreamChunk, type WebhookAttempt } from '../store.js';
 import { placeholders, type SqliteConnection } from './connection.js';
 
@@ -10,24 +10,29 @@ type Args<M extends keyof JobStore> = Parameters<JobStore[M]>[0];
 
 /** The columns a job gets when it reaches a terminal state (bind `now`). */
 const FINISH = finishedColumns('@now');
-/** Where claimJobs' RETURNING puts the rowid, after the job columns. */
+/** Where claimJobs' RETURNING puts the rowid and the queue place (fair_at), after the job columns. */
 const ROWID = JOB_COLUMN_COUNT;
+const FAIR_AT = JOB_COLUMN_COUNT + 1;
+/** The queue place of an inserted job: fairParams bound after its columns. */
+const INSERT_FAIR_AT = fairPlace('sqlite', '?', '?', '?');
 
 // Every statement is built once, here: a template literal is a new string at every call, and
 // the statement cache then hashes its whole text again (~1 µs of a ~7 µs read).
 
 /** Every column from the record: the job's state is decided by the caller (src/jobs/transitions.ts). */
-const INSERT_JOB_SQL = `INSERT INTO jobs (${JOB_COLUMNS}) VALUES (${placeholders(JOB_COLUMN_COUNT)})`;
+const INSERT_JOB_SQL = `INSERT INTO jobs (${JOB_COLUMNS}, fair_at) VALUES (${placeholders(JOB_COLUMN_COUNT)}, ${INSERT_FAIR_AT})`;
 const GET_JOB_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ?`;
 const FIND_IDEMPOTENT_SQL = `SELECT ${JOB_COLUMNS}, request_digest FROM jobs WHERE idempotency_key = ?`;
-const INSERT_JOB_ONCE_SQL = `INSERT INTO jobs (${JOB_COLUMNS}, ${IDEMPOTENCY_COLUMNS.join(', ')}) VALUES (${placeholders(JOB_COLUMN_COUNT + 2)})
+const INSERT_JOB_ONCE_SQL = `INSERT INTO jobs (${JOB_COLUMNS}, ${IDEMPOTENCY_COLUMNS.join(', ')}, fair_at)
+   VALUES (${placeholders(JOB_COLUMN_COUNT + 2)}, ${INSERT_FAIR_AT})
    ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`;
-// The unary + keeps the planner on jobs_claim (queue order) instead of jobs_deadline.
+// Queue order is fair_at (fairPlace), then insertion. The unary + keeps the planner on
+// jobs_claim (queue order) instead of jobs_deadline.
 const CLAIM_JOBS_SQL = `UPDATE jobs SET status = 'IN_PROGRESS', worker_id = @workerId, started_at = @now,
              attempts = attempts + 1, deadline_at = @now + execution_timeout_ms, output_json = NULL, error = NULL
            WHERE id IN (SELECT id FROM jobs WHERE endpoint_id = @endpointId AND status = 'IN_QUEUE'
-             AND +deadline_at > @now ORDER BY queued_at, rowid LIMIT @limit)
-           RETURNING ${JOB_COLUMNS}, rowid`;
+             AND +deadline_at > @now ORDER BY fair_at, rowid LIMIT @limit)
+           RETURNING ${JOB_COLUMNS}, rowid, fair_at`;
 const FINISH_JOB_SQL = `UPDATE jobs SET status = @status, output_json = @outputJson, error = @error, ${FINISH}
    WHERE id = @id AND status = 'IN_PROGRESS' AND worker_id = @workerId
      AND (@endpointId IS NULL OR endpoint_id = @endpointId) RETURNING ${JOB_COLUMNS}`;
@@ -41,7 +46,7 @@ const PURGE_QUEUE_SQL = `UPDATE jobs SET status = 'CANCELLED', ${FINISH}
 const RETRY_JOB_SQL = `UPDATE jobs SET status = 'IN_QUEUE', output_json = NULL, error = NULL, worker_id = NULL,
      started_at = NULL, finished_at = NULL, expires_at = NULL, webhook_attempts = 0,
      webhook_next_at = NULL, attempts = 0, retries = retries + 1, queued_at = @now, stream_bytes = 0, stream_cut = 0,
-     deadline_at = @now + ttl_ms
+     deadline_at = @now + ttl_ms, fair_at = ${fairPlace('sqlite', 'jobs.endpoint_id', 'jobs.key_id', '@now')}
    WHERE id = @id AND status IN ${RETRYABLE_STATUS_LIST} AND expires_at > @now RETURNING ${JOB_COLUMNS}`;
 const TIME_OUT_SQL = `UPDATE jobs SET status = 'TIMED_OUT', error = @error, ${FINISH}
    WHERE id IN (SELECT id FROM jobs WHERE status = @from AND deadline_at <= @now
@@ -89,6 +94,8 @@ const HELD_STATS_SQL = `SELECT worker_id, COUNT(*) AS n FROM jobs
 const LIST_JOBS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE endpoint_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?`;
 const DUE_WEBHOOKS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE webhook_next_at <= ? AND status IN ${TERMINAL_STATUS_LIST}
    ORDER BY webhook_next_at, rowid LIMIT ?`;
+const DUE_WEBHOOKS_SKIPPING_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE webhook_next_at <= ? AND status IN ${TERMINAL_STATUS_LIST}
+   AND COALESCE(key_id, '') NOT IN (SELECT value FROM json_each(?)) ORDER BY webhook_next_at, rowid LIMIT ?`;
 // The running total stops the read at maxChars, so a long stream of large chunks is not all read.
 // Markers ('') of a cut stream are not chunks: left out.
 const PEEK_STREAM_SQL = `SELECT chunk FROM (SELECT seq, chunk, SUM(length(chunk)) OVER (ORDER BY seq) - length(chunk) AS before
@@ -140,9 +147,14 @@ function jobParams(job: JobRecord): unknown[] {
   return v;
 }
 
-/** Restores queue order (queued_at, then rowid) among claimed rows: RETURNING has no set order. */
+/** The parameters of INSERT_FAIR_AT, in the order of its placeholders. */
+function fairParams(job: JobRecord): unknown[] {
+  return [job.endpointId, job.keyId, job.endpointId, job.queuedAt, job.queuedAt];
+}
+
+/** Restores queue order (fair_at, then rowid) among claimed rows: RETURNING has no set order. */
 function byQueueOrder(a: unknown[], b: unknown[]): number {
-  return (a[COL.queuedAt] as number) - (b[COL.queuedAt] as number) || (a[ROWID] as number) - (b[ROWID] as number);
+  return (a[FAIR_AT] as number) - (b[FAIR_AT] as number) || (a[ROWID] as number) - (b[ROWID] as number);
 }
 
 /**
@@ -170,7 +182,7 @@ export class SqliteJobStore implements JobStore {
   insertJob(job: JobRecord): Promise<void> {
     return this.c.write(() => {
       // Positional, filled by name (no object): binding 26 named parameters took ~2 µs more a job.
-      this.c.q(INSERT_JOB_SQL).run(...jobParams(job));
+      this.c.q(INSERT_JOB_SQL).run(...jobParams(job), ...fairParams(job));
     });
   }
 
@@ -187,7 +199,7 @@ export class SqliteJobStore implements JobStore {
     return this.c.write(() => {
       const held = this.idempotentJob(keyDigest);
       if (held) return { created: false, existing: held };
-      this.c.q(INSERT_JOB_ONCE_SQL).run(...jobParams(job), keyDigest, requestDigest);
+      this.c.q(INSERT_JOB_ONCE_SQL).run(...jobParams(job), keyDigest, requestDigest, ...fairParams(job));
       return { created: true };
     });
   }
@@ -361,8 +373,12 @@ export class SqliteJobStore implements JobStore {
     );
   }
 
-  dueWebhooks({ now, limit }: Args<'dueWebhooks'>): Promise<JobRecord[]> {
-    return this.c.read(() => this.jobs(DUE_WEBHOOKS_SQL, now, limit));
+  dueWebhooks({ now, limit, skipKeys }: Args<'dueWebhooks'>): Promise<JobRecord[]> {
+    return this.c.read(() =>
+      skipKeys === undefined || skipKeys.length === 0
+        ? this.jobs(DUE_WEBHOOKS_SQL, now, limit)
+        : this.jobs(DUE_WEBHOOKS_SKIPPING_SQL, now, JSON.stringify(skipKeys), limit),
+    );
   }
 
   markWebhook({ id, attempts, nextAt, attempt }: Args<'markWebhook'>): Promise<void> {
