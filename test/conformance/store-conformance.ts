@@ -967,14 +967,51 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect(await append(job.id, 'w1', ['"0123456789"', '"0123456789"', '"0123456789"'], { maxBytes: 25 })).toBe('full');
         await store.requeueJobs({ workerIds: ['w1'], counted: true, error: 'worker lost', now: T0 + 2000 });
         await store.claimJobs({ endpointId: 'ep', workerId: 'w2', limit: 1, now: T0 + 3000 });
-        // The first run left only its marker: 0 bytes buffered, the second run is not cut.
+        // The requeue dropped the first run's chunks and marker: 0 bytes buffered, the second run is not cut.
         expect(await append(job.id, 'w2', ['"0123456789"'], { maxBytes: 25 })).toBe('appended');
-        expect(texts(await page(job.id))).toEqual(['', '"0123456789"']);
+        expect(texts(await page(job.id))).toEqual(['"0123456789"']);
         await store.finishJob({ id: job.id, workerId: 'w2', status: 'FAILED', outputJson: null, error: 'x', now: T0 + 4000 });
         await store.retryJob({ id: job.id, now: T0 + 5000 });
         expect(await page(job.id)).toEqual({ chunks: [], more: false });
         await store.claimJobs({ endpointId: 'ep', workerId: 'w3', limit: 1, now: T0 + 6000 });
         expect(await append(job.id, 'w3', ['"0123456789"', '"0123456789"'], { maxBytes: 25 })).toBe('appended');
+      });
+    });
+
+    describe('a job that runs again (issue 21.4)', () => {
+      const page = (id: string, after = 0) => store.readStream({ id, after, limit: 100, maxBytes: 1_000_000 });
+
+      it('tags each chunk with its run; a requeue drops the abandoned run\'s undelivered chunks and bytes, never a later run\'s', async () => {
+        const job = await running('w1', { maxAttempts: 3 });
+        expect(await append(job.id, 'w1', ['"a0"', '"a1"'], { maxBytes: 20 })).toBe('appended');
+        const first = await page(job.id);
+        expect(first.chunks.map((c) => [c.chunk, c.attempt])).toEqual([['"a0"', 1], ['"a1"', 1]]);
+        // A reader delivered the first chunk; the second is still buffered when the worker is lost.
+        await store.deleteStream({ id: job.id, through: first.chunks[0]!.seq });
+        expect(await append(job.id, 'w1', ['"a2"'], { maxBytes: 20 })).toBe('appended');
+        const { requeued } = await store.requeueJobs({ workerIds: ['w1'], counted: true, error: 'worker lost', now: T0 + 2000 });
+        expect(requeued.map((j) => j.id)).toEqual([job.id]);
+        expect(await page(job.id)).toEqual({ chunks: [], more: false });
+        await store.claimJobs({ endpointId: 'ep', workerId: 'w2', limit: 1, now: T0 + 3000 });
+        // The whole cap is the new run's: the dropped chunks' bytes were given back.
+        expect(await append(job.id, 'w2', ['"b0"', '"b1"', '"b2"', '"b3"'], { maxBytes: 20 })).toBe('appended');
+        const second = await page(job.id);
+        expect(second.chunks.map((c) => [c.chunk, c.attempt])).toEqual([['"b0"', 2], ['"b1"', 2], ['"b2"', 2], ['"b3"', 2]]);
+        expect(second.chunks[0]!.seq).toBeGreaterThan(first.chunks[1]!.seq);
+        // A late delete by the first run's reader touches nothing of the new run.
+        expect(await store.deleteStream({ id: job.id, through: first.chunks[1]!.seq })).toBe(0);
+        expect((await page(job.id)).chunks).toHaveLength(4);
+      });
+
+      it('keeps the chunks of a job that a requeue ends FAILED at maxAttempts, and of jobs it does not touch', async () => {
+        const job = await running('w1', { maxAttempts: 1 });
+        const other = await running('w2');
+        await append(job.id, 'w1', ['"last"']);
+        await append(other.id, 'w2', ['"kept"']);
+        const { failed } = await store.requeueJobs({ workerIds: ['w1'], counted: true, error: 'worker lost', now: T0 + 2000 });
+        expect(failed.map((j) => j.id)).toEqual([job.id]);
+        expect((await page(job.id)).chunks.map((c) => [c.chunk, c.attempt])).toEqual([['"last"', 1]]);
+        expect((await page(other.id)).chunks.map((c) => c.chunk)).toEqual(['"kept"']);
       });
     });
 
