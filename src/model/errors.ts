@@ -48,6 +48,7 @@ export const ERROR_CODES = {
   STREAM_TRUNCATED: { status: 502, when: "in an OpenAI stream: the job's stream was cut by GANTRY_STREAM_BUFFER_BYTES, so the answer is incomplete" },
   BODIES_IN_FLIGHT: { status: 503, when: 'the gateway reads GANTRY_BODY_BYTES_IN_FLIGHT of bodies already; `Retry-After`' },
   STORE_UNAVAILABLE: { status: 503, when: 'the store cannot be written or reached now (disk full, database restarting); `reason` says which; `Retry-After`' },
+  DISK_SPACE_LOW: { status: 503, when: "new jobs while the data directory's free space is under GANTRY_DISK_MIN_FREE_BYTES (workers' results are still taken); `Retry-After`" },
   GATEWAY_CLOSING: { status: 503, when: 'the gateway shut down before an OpenAI request finished' },
   CONSOLE_NOT_BUILT: { status: 503, when: 'the console bundle is missing' },
   JOB_TIMED_OUT: { status: 504, when: "an OpenAI request's job timed out" },

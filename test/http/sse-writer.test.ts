@@ -180,7 +180,7 @@ describe('the follow loop', () => {
 
   it('is woken by a chunk posted while it reads (it listens before it reads)', async () => {
     const notifier = createLocalNotifier();
-    const transitions = createJobTransitions({ store, notifier, usageOf: () => null, logger: pino({ level: 'silent' }), now: Date.now });
+    const transitions = createJobTransitions({ store, notifier, meterOf: async () => null, logger: pino({ level: 'silent' }), now: Date.now });
     const real = createJobWaiters();
     const outcomes: boolean[] = [];
     const waiters: JobWaiters = { ...real, wait: async (...args) => { const woken = await real.wait(...args); outcomes.push(woken); return woken; } };
@@ -215,7 +215,7 @@ describe('the follow loop', () => {
       pool: undefined as never,
       secrets: undefined as never,
     });
-    const read = await jobs.watchStream('ep', job.id, { status: 'IN_PROGRESS', attempts: 1 }, 0, 60_000, new AbortController().signal);
+    const read = await jobs.watchStream('ep', job.id, { status: 'IN_PROGRESS', run: 1 }, 0, 60_000, new AbortController().signal);
     expect(read?.chunks).toEqual(['"late"']);
     // The wait after the empty drain was ended by the chunk's wake-up, not by its timeout.
     expect(outcomes[0]).toBe(true);
