@@ -2,6 +2,8 @@ import type { Logger } from 'pino';
 import type { DiskSpace } from '../store/disk-space.js';
 import type { StoreHealth } from '../store/store-faults.js';
 import type { EndpointStore } from '../store/store.js';
+import { codeSchemaVersion } from '../store/migrations.js';
+import { packageVersion } from '../util/package-version.js';
 import { sendJson } from './respond.js';
 import type { Route } from './route-table.js';
 
@@ -84,14 +86,14 @@ async function probe(deps: ReadinessDeps, timeoutMs: number): Promise<string> {
 }
 
 /**
- * `/healthz` (liveness: the process answers) and `/readyz` (200 `{"ready":true,...}` when
+ * `/healthz` (liveness: the process answers; with the package version and the schema version) and `/readyz` (200 `{"ready":true,...}` when
  * `readiness` says this gateway can serve, else 503 naming the failed check); no key needed.
  *
  * @example routes.add(...probeRoutes(createReadiness({ store, logger })));
  */
 export function probeRoutes(readiness: Readiness): Route[] {
   return [
-    { family: 'probe', method: ['GET', 'HEAD'], path: '/healthz', auth: 'public', handle: async ({ res }) => sendJson(res, 200, { ok: true }) },
+    { family: 'probe', method: ['GET', 'HEAD'], path: '/healthz', auth: 'public', handle: async ({ res }) => sendJson(res, 200, { ok: true, version: packageVersion(), schemaVersion: codeSchemaVersion() }) },
     {
       family: 'probe',
       method: ['GET', 'HEAD'],

@@ -4,7 +4,7 @@ import { isRetryable, isTerminal, type JobStatus } from '../model/job-states.js'
 import type { EndpointRecord, JobCounts, JobRecord } from '../model/records.js';
 import type { PoolView } from './pool-view.js';
 import { checkOutboundUrl, type OutboundPolicy } from '../security/outbound.js';
-import type { SecretBox } from '../security/secret-box.js';
+import { openIfSealed, type SecretBox } from '../security/secret-box.js';
 import type { IdempotentJob, JobStore, WebhookAttempt, WorkerStore } from '../store/store.js';
 import type { EndpointService } from './endpoint-service.js';
 import type { IdempotencyKey } from './idempotency.js';
@@ -105,8 +105,8 @@ export interface JobServiceDeps {
   waiters: JobWaiters;
   /** The worker pool of this gateway, when it runs one (initializing, throttled, crash-looping workers). */
   pool: PoolView;
-  /** Seals a job's s3Config for storage. */
-  secrets: Pick<SecretBox, 'seal'>;
+  /** Seals a job's s3Config and webhook URL for storage; opens the URL for the job page. */
+  secrets: Pick<SecretBox, 'seal' | 'open'>;
   config: Pick<GantryConfig, 'syncRetentionMs' | 'asyncRetentionMs' | 'workerLostMs'>;
   /** Where a webhook may point (security/outbound.ts); checked when the job is submitted. */
   outbound?: OutboundPolicy;
@@ -156,7 +156,9 @@ class Jobs implements JobService {
    * here), the queue's overload (jobs and input bytes of the endpoint, free space of the disk).
    */
   private admit(endpoint: EndpointRecord, request: SubmitRequest, inputBytes: number): Promise<void> | undefined {
-    this.deps.endpoints.hooksOf(endpoint.id)?.validateInput?.(request.input);
+    const validate = this.deps.endpoints.hooksOf(endpoint.id)?.validateInput;
+    // An input that came as text (a large body parsed off the event loop) is parsed only for an endpoint that checks it.
+    if (validate) validate(request.input ?? (JSON.parse(request.inputJson) as Record<string, unknown>));
     if (request.webhook !== null && this.deps.outbound) return this.admitWithWebhook(endpoint, request.webhook, inputBytes);
     this.deps.gauge.admit(endpoint, inputBytes);
     return undefined;
@@ -177,7 +179,8 @@ class Jobs implements JobService {
       id: opts.sync ? `sync-${uuidv7(t)}` : uuidv7(t),
       endpointId: endpoint.id,
       inputJson: request.inputJson,
-      webhook: request.webhook,
+      // Sealed like s3Config: a webhook URL may carry a token (docs/security.md).
+      webhook: request.webhook === null ? null : this.deps.secrets.seal(request.webhook),
       s3Config: request.s3Config ? this.deps.secrets.seal(JSON.stringify(request.s3Config)) : null,
       executionTimeoutMs: request.executionTimeoutMs,
       lowPriority: request.lowPriority,
@@ -286,6 +289,8 @@ class Jobs implements JobService {
     const job = await this.getJob(endpointId, id);
     if (!job) return undefined;
     const [stream, webhookAttempts] = await Promise.all([this.deps.store.peekStream({ id, ...bounds }), this.deps.store.listWebhookAttempts(id)]);
-    return { job, chunks: stream.chunks, totalChunks: stream.total, webhookAttempts };
+    // The page shows the webhook's origin: the URL is opened here, its path and query never leave.
+    const shown = job.webhook === null ? job : { ...job, webhook: openIfSealed(this.deps.secrets, job.webhook) };
+    return { job: shown, chunks: stream.chunks, totalChunks: stream.total, webhookAttempts };
   }
 }

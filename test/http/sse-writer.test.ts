@@ -180,7 +180,7 @@ describe('the follow loop', () => {
 
   it('is woken by a chunk posted while it reads (it listens before it reads)', async () => {
     const notifier = createLocalNotifier();
-    const transitions = createJobTransitions({ store, notifier, usageOf: () => null, logger: pino({ level: 'silent' }), now: Date.now });
+    const transitions = createJobTransitions({ store, notifier, meterOf: async () => null, logger: pino({ level: 'silent' }), now: Date.now });
     const real = createJobWaiters();
     const outcomes: boolean[] = [];
     const waiters: JobWaiters = { ...real, wait: async (...args) => { const woken = await real.wait(...args); outcomes.push(woken); return woken; } };

@@ -57,7 +57,7 @@ const REQUEUE_SQL = `WITH failed AS (
      UPDATE jobs SET status = 'FAILED', error = replace($4, '{attempts}', attempts::text), ${finishedColumns('$5')}
      WHERE ${REQUEUE_WHERE} AND $3 AND attempts >= max_attempts RETURNING ${JOB_COLUMNS}),
    requeued AS (
-     UPDATE jobs SET ${requeuedColumns('$3')}
+     UPDATE jobs SET ${requeuedColumns('$3', '$6')}
      WHERE ${REQUEUE_WHERE} AND NOT ($3 AND attempts >= max_attempts) RETURNING ${JOB_COLUMNS})
    SELECT ${JOB_COLUMNS}, false AS requeued FROM failed UNION ALL SELECT ${JOB_COLUMNS}, true AS requeued FROM requeued`;
 // Batches of `limit`, rows another gateway is deleting skipped: the queue table stays
@@ -217,8 +217,8 @@ export class PgJobStore implements JobStore {
     return this.jobs(TIME_OUT_SQL, [now, limit, 'IN_QUEUE', 'ttl expired in queue']);
   }
 
-  async requeueJobs({ workerIds, ids, counted, error, now }: Args<'requeueJobs'>): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }> {
-    const rows = await this.db.queryArrays(REQUEUE_SQL, [workerIds, ids ?? null, counted, error, now]);
+  async requeueJobs({ workerIds, ids, counted, preempted, error, now }: Args<'requeueJobs'>): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }> {
+    const rows = await this.db.queryArrays(REQUEUE_SQL, [workerIds, ids ?? null, counted, error, now, preempted === true]);
     return {
       requeued: rows.filter((r) => r[REQUEUED] === true).map(toJob),
       failed: rows.filter((r) => r[REQUEUED] !== true).map(toJob),

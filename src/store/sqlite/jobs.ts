@@ -61,7 +61,7 @@ const REQUEUE_WHERE = `status = 'IN_PROGRESS' AND worker_id IN (SELECT value FRO
 // Run first: a counted hand-out at maxAttempts ends the job instead of requeueing it.
 const REQUEUE_FAILED_SQL = `UPDATE jobs SET status = 'FAILED', error = REPLACE(@error, '{attempts}', attempts), ${FINISH}
    WHERE ${REQUEUE_WHERE} AND @counted = 1 AND attempts >= max_attempts RETURNING ${JOB_COLUMNS}`;
-const REQUEUE_SQL = `UPDATE jobs SET ${requeuedColumns('@counted = 1')} WHERE ${REQUEUE_WHERE} RETURNING ${JOB_COLUMNS}`;
+const REQUEUE_SQL = `UPDATE jobs SET ${requeuedColumns('@counted = 1', '@preempted = 1')} WHERE ${REQUEUE_WHERE} RETURNING ${JOB_COLUMNS}`;
 const DELETE_EXPIRED_SQL = `DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE expires_at <= @now
      AND webhook_next_at IS NULL AND status IN ${TERMINAL_STATUS_LIST} ORDER BY expires_at LIMIT @limit)`;
 const SHORTEN_RETENTION_SQL = `UPDATE jobs SET retention_ms = MIN(retention_ms, @ttlMs),
@@ -145,6 +145,7 @@ function jobParams(job: JobRecord): unknown[] {
   v[COL.webhookAttempts] = job.webhookAttempts;
   v[COL.webhookNextAt] = job.webhookNextAt;
   v[COL.inputBytes] = job.inputBytes;
+  v[COL.preemptions] = job.preemptions;
   return v;
 }
 
@@ -279,10 +280,10 @@ export class SqliteJobStore implements JobStore {
     return this.jobs(TIME_OUT_SQL, { from, error, now, limit });
   }
 
-  requeueJobs({ workerIds, ids, counted, error, now }: Args<'requeueJobs'>): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }> {
+  requeueJobs({ workerIds, ids, counted, preempted, error, now }: Args<'requeueJobs'>): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }> {
     return this.c.write(
       this.c.db.transaction(() => {
-        const params = { workers: JSON.stringify(workerIds), ids: ids === undefined ? null : JSON.stringify(ids), counted: counted ? 1 : 0, error, now };
+        const params = { workers: JSON.stringify(workerIds), ids: ids === undefined ? null : JSON.stringify(ids), counted: counted ? 1 : 0, preempted: preempted === true ? 1 : 0, error, now };
         const failed = this.jobs(REQUEUE_FAILED_SQL, params);
         const requeued = this.jobs(REQUEUE_SQL, params);
         return { requeued, failed };
