@@ -36,6 +36,8 @@ export interface DiskSpace {
   state(): DiskState;
   /** The setting, for messages: bytes kept free. */
   readonly minFreeBytes: number;
+  /** Reads the free space now (tests and tools; the loop reads it by itself). */
+  readNow(): Promise<void>;
   start(): void;
   stop(): Promise<void>;
 }
@@ -112,6 +114,10 @@ class DiskWatch implements DiskSpace {
   state(): DiskState {
     if (this.lowSince !== null && this.freeBytes !== null) return { low: true, freeBytes: this.freeBytes, since: this.lowSince };
     return { low: false, freeBytes: this.freeBytes };
+  }
+
+  readNow(): Promise<void> {
+    return this.read();
   }
 
   start(): void {
