@@ -120,8 +120,8 @@ async function status(deps: ClientRouteDeps, { req, res, endpointId, params, que
  * Runs a wait under the endpoint's long-poll cap: a call that holds counts there, not against
  * the plain reads' concurrency, so many held calls never lock /status out.
  */
-async function held<T>(deps: ClientRouteDeps, { endpointId, endpoint }: EndpointCall, wait: () => Promise<T>): Promise<T> {
-  const leave = deps.rateLimiter.enter(endpointId, 'long-poll', { overrides: endpoint.rateLimitsJson });
+async function held<T>(deps: ClientRouteDeps, { endpointId, endpoint, principal }: EndpointCall, wait: () => Promise<T>): Promise<T> {
+  const leave = deps.rateLimiter.enter(endpointId, 'long-poll', { overrides: endpoint.rateLimitsJson, keyId: principal.keyId });
   try {
     return await wait();
   } finally {
@@ -161,14 +161,16 @@ async function stream(deps: ClientRouteDeps, call: EndpointCall): Promise<void> 
 
 /**
  * The JSON /stream answer: `{id, status, stream: [{output}, …]}` (RunPod's shape, which
- * runpod-python's and runpod-sdk's readers parse), `truncated: true` after the last chunk of a run
- * whose stream the byte cap cut. While a finished job still has pages to give, `status` says
- * IN_PROGRESS: the stream is not over, and readers that stop at a final status (runpod-sdk's
- * `stream()`) read on.
+ * runpod-python's and runpod-sdk's readers parse), with `attempt`, the run the chunks belong to,
+ * when it has any (a page never holds two runs: a reader that sees it grow knows the job ran
+ * again from its start), and `truncated: true` after the last chunk of a run whose stream the
+ * byte cap cut. While a finished job still has pages to give, `status` says IN_PROGRESS: the
+ * stream is not over, and readers that stop at a final status (runpod-sdk's `stream()`) read on.
  */
 function renderStreamPage(page: StreamRead): string {
   const status = page.more && isTerminal(page.job.status) ? 'IN_PROGRESS' : page.job.status;
-  let text = `{"id":${JSON.stringify(page.job.id)},"status":"${status}","stream":[`;
+  const run = page.through > 0 ? `"attempt":${page.attempt},` : '';
+  let text = `{"id":${JSON.stringify(page.job.id)},"status":"${status}",${run}"stream":[`;
   for (let i = 0; i < page.chunks.length; i++) text += `${i === 0 ? '' : ','}{"output":${page.chunks[i]!}}`;
   return text + (page.truncated ? '],"truncated":true}' : ']}');
 }

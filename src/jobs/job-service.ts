@@ -21,6 +21,12 @@ export type RetryResult = CancelResult | { ok: false; reason: 'expired'; job: Jo
 
 export type { StreamRead } from './stream-reads.js';
 
+/** What a stream reader last saw of its job: a status or hand-out other than these ends its wait. */
+export interface SeenJob {
+  status: JobStatus;
+  attempts: number;
+}
+
 /**
  * What a submission under an Idempotency-Key did: `created` the job; found the job an earlier
  * submission of the same request made (`replayed`); or found that the key made a job from
@@ -80,9 +86,10 @@ export interface JobService {
   readStream(endpointId: string, id: string, waitMs: number, signal?: AbortSignal): Promise<StreamRead | undefined>;
   /**
    * Server-sent events: the page after seq `after` (the reader's last); when it is empty and the
-   * job's status is still `lastStatus`, waits up to `waitMs` for a chunk, another status or the end.
+   * job's status and attempts are still `last`'s, waits up to `waitMs` for a chunk, another
+   * status or hand-out, or the end.
    */
-  watchStream(endpointId: string, id: string, lastStatus: JobStatus | null, after: number, waitMs: number, signal?: AbortSignal): Promise<StreamRead | undefined>;
+  watchStream(endpointId: string, id: string, last: SeenJob | null, after: number, waitMs: number, signal?: AbortSignal): Promise<StreamRead | undefined>;
   /** A stream page was written out to its reader: its chunks, up to seq `through`, are deleted. */
   delivered(id: string, through: number): Promise<void>;
   health(endpointId: string): Promise<EndpointHealth>;
@@ -247,8 +254,8 @@ class Jobs implements JobService {
     return this.streams.read(endpointId, id, 0, waitMs, signal, (job) => isTerminal(job.status));
   }
 
-  watchStream(endpointId: string, id: string, lastStatus: JobStatus | null, after: number, waitMs: number, signal?: AbortSignal): Promise<StreamRead | undefined> {
-    return this.streams.read(endpointId, id, after, waitMs, signal, (job) => job.status !== lastStatus || isTerminal(job.status));
+  watchStream(endpointId: string, id: string, last: SeenJob | null, after: number, waitMs: number, signal?: AbortSignal): Promise<StreamRead | undefined> {
+    return this.streams.read(endpointId, id, after, waitMs, signal, (job) => job.status !== last?.status || job.attempts !== last.attempts || isTerminal(job.status));
   }
 
   delivered(id: string, through: number): Promise<void> {

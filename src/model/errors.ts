@@ -44,6 +44,7 @@ export const ERROR_CODES = {
   INTERNAL: { status: 500, when: 'a fault; logged, never detailed to the client' },
   WORKER_ERROR: { status: 500, when: "an OpenAI request's worker failed (its own status when it gave one)" },
   EMPTY_OUTPUT: { status: 502, when: 'an OpenAI request whose worker finished without output' },
+  STREAM_RESTARTED: { status: 502, when: "in an OpenAI stream: the job's worker was lost after part of the answer went out and the job started again; the answer is incomplete, send the request again" },
   STREAM_TRUNCATED: { status: 502, when: "in an OpenAI stream: the job's stream was cut by GANTRY_STREAM_BUFFER_BYTES, so the answer is incomplete" },
   BODIES_IN_FLIGHT: { status: 503, when: 'the gateway reads GANTRY_BODY_BYTES_IN_FLIGHT of bodies already; `Retry-After`' },
   STORE_UNAVAILABLE: { status: 503, when: 'the store cannot be written or reached now (disk full, database restarting); `reason` says which; `Retry-After`' },
