@@ -41,8 +41,17 @@ const SET_PROGRESS_SQL = `UPDATE jobs SET output_json = @outputJson
      AND (@endpointId IS NULL OR endpoint_id = @endpointId)`;
 const CANCEL_JOB_SQL = `UPDATE jobs SET status = 'CANCELLED', ${FINISH}
    WHERE id = @id AND status IN ${LIVE_STATUS_LIST} RETURNING ${JOB_COLUMNS}`;
+// SQLite rewrites a whole row, its input too, when any column changes: a purge of one statement
+// wrote every queued input to the WAL again in one transaction (27 MB for 105 inputs of 256 KB,
+// which a nearly full disk refused). So it goes in batches of at most PURGE_BATCH_BYTES of input
+// (at least one job), each its own commit followed by a checkpoint step; jobs queued after the
+// purge began are left alone, so a steady stream of submissions cannot keep it going.
 const PURGE_QUEUE_SQL = `UPDATE jobs SET status = 'CANCELLED', ${FINISH}
-   WHERE endpoint_id = @endpointId AND status = 'IN_QUEUE' RETURNING id`;
+   WHERE id IN (SELECT id FROM (SELECT id, SUM(input_bytes) OVER (ORDER BY queued_at, rowid) - input_bytes AS before
+       FROM jobs WHERE endpoint_id = @endpointId AND status = 'IN_QUEUE' AND queued_at <= @now) WHERE before < @maxBytes)
+   RETURNING id`;
+/** Input bytes rewritten per purge batch (see PURGE_QUEUE_SQL). */
+const PURGE_BATCH_BYTES = 8_000_000;
 const RETRY_JOB_SQL = `UPDATE jobs SET status = 'IN_QUEUE', output_json = NULL, error = NULL, worker_id = NULL,
      started_at = NULL, finished_at = NULL, expires_at = NULL, webhook_attempts = 0,
      webhook_next_at = NULL, attempts = 0, retries = retries + 1, queued_at = @now, stream_bytes = 0, stream_cut = 0,
@@ -254,8 +263,15 @@ export class SqliteJobStore implements JobStore {
     return this.c.write(() => this.oneJob(CANCEL_JOB_SQL, { id, now }));
   }
 
-  purgeQueue({ endpointId, now }: Args<'purgeQueue'>): Promise<string[]> {
-    return this.c.write(() => (this.c.q(PURGE_QUEUE_SQL).all({ endpointId, now }) as { id: string }[]).map((row) => row.id));
+  async purgeQueue({ endpointId, now }: Args<'purgeQueue'>): Promise<string[]> {
+    const ids: string[] = [];
+    for (;;) {
+      const batch = await this.c.write(() => this.c.q(PURGE_QUEUE_SQL).all({ endpointId, now, maxBytes: PURGE_BATCH_BYTES }) as { id: string }[]);
+      if (batch.length === 0) return ids;
+      for (const row of batch) ids.push(row.id);
+      // The WAL starts over only once the checkpointer has copied it: one step before the next batch.
+      await this.c.checkpointNow();
+    }
   }
 
   /** Passes the count of deleted rows through, telling the free-page reclaimer when rows went (a large input leaves many free pages). */
