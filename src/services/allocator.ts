@@ -17,8 +17,10 @@ import { describeBlock, holderSummary } from './allocator-reasons.js';
  *    finds room, the endpoint's `gpuTypes` in order.
  * 3. Otherwise it waits for GPUs already being freed (workers draining), and failing that
  *    reclaims: idle (then still starting) workers of endpoints beyond their `workersMin` with
- *    a lower priority, or of the same priority holding more than their fair share; then busy
- *    workers of such endpoints that are `preemptible` (their jobs are requeued, no attempt
+ *    a lower priority, or (not those still starting) of the same priority holding more than
+ *    their fair share; then busy
+ *    workers of such endpoints that are `preemptible` (for the same priority, only once the
+ *    waiting endpoint's oldest job has waited `agingMs`) (their jobs are requeued, no attempt
  *    counted). A reservation (within `workersMin`) may reclaim from any priority. Workers
  *    within their endpoint's `workersMin` are never reclaimed. Reclaimed GPUs are granted on a
  *    later pass, once the stopped workers have exited; the request waits for them meanwhile.
@@ -116,6 +118,9 @@ export interface EndpointState {
   blocked: boolean;
   /** Effective priority (with aging). */
   rank: number;
+  /** How long its oldest job has waited, and the aging step. */
+  waitedMs: number;
+  agingMs: number;
 }
 
 /**
@@ -134,7 +139,7 @@ export function allocate(input: AllocatorInput): Map<string, EndpointAllocation>
     const waited = d.waitingSince === null ? 0 : Math.max(0, input.now - d.waitingSince);
     const rank = Math.min(100, d.priority + AGING_STEP * Math.floor(waited / agingMs));
     const out: EndpointAllocation = { start: 0, reclaim: [], preempt: [], waiting: 0, reason: null };
-    states.set(d.id, { d, out, held: 0, count: d.workers.length, left: d.want, blocked: false, rank });
+    states.set(d.id, { d, out, held: 0, count: d.workers.length, left: d.want, blocked: false, rank, waitedMs: waited, agingMs });
   }
   const fleet = new Fleet(input.hosts, states);
   const queue = new Heap<EndpointState>(before);
@@ -201,6 +206,7 @@ function serveOne(s: EndpointState, fleet: Fleet): void {
 class Fleet {
   private readonly hosts: HostLoad[];
   private readonly holdings: Holding[] = [];
+  private readonly reasons = new Map<string, string>();
   /** Candidates to free, by kind, each sorted by its endpoint's priority (lowest first). */
   private readonly byKind: Record<Holding['kind'], Holding[]> = { freeing: [], idle: [], starting: [], busy: [] };
 
@@ -293,10 +299,16 @@ class Fleet {
     return stopped.length === 0 ? what : `${what} (stopping workers of ${[...new Set(stopped)].join(', ')})`;
   }
 
-  /** Why `s` must wait: no room, and who holds the GPUs it could use. */
+  /** Why `s` must wait: no room, and who holds the GPUs it could use (one text per request shape in a decision: a big fleet has many waiting). */
   whyNot(s: EndpointState): string {
-    const usable = this.holdings.filter((h) => this.acceptable(s, h) || h.owner === s);
-    return `${describeBlock(this.hosts, s.d)}${holderSummary(usable)}`;
+    const types = s.d.gpuTypes && s.d.gpuTypes.length > 0 ? s.d.gpuTypes : null;
+    const key = `${s.d.gpus}|${types ? types.join('\u0000') : ''}`;
+    let text = this.reasons.get(key);
+    if (text === undefined) {
+      const usable = this.holdings.filter((h) => !types || types.includes(h.type));
+      this.reasons.set(key, (text = `${describeBlock(this.hosts, s.d)}${holderSummary(usable)}`));
+    }
+    return text;
   }
 }
 
@@ -315,7 +327,11 @@ function mayTake(s: EndpointState, h: Holding): boolean {
   if (s.count < s.d.workersMin) return true; // a reservation
   if (v.d.priority < s.d.priority) return true;
   if (v.d.priority > s.d.priority) return false;
-  // Same priority: only from one over its fair share, and never so far that the two swap places.
+  // Same priority: never a worker still starting (two bursts would take each other's cold starts
+  // in turn); only from one over its fair share, and never so far that the two swap places.
+  if (h.kind === 'starting') return false;
+  // A running job is preempted for an equal only once the waiting one has aged a step (starvation, not a moment's imbalance).
+  if (h.kind === 'busy' && s.waitedMs < s.agingMs) return false;
   return (v.held - h.devices.length) / v.d.shareWeight >= (s.held + s.d.gpus) / s.d.shareWeight;
 }
 
