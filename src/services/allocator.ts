@@ -207,6 +207,9 @@ class Fleet {
   private readonly hosts: HostLoad[];
   private readonly holdings: Holding[] = [];
   private readonly reasons = new Map<string, string>();
+  /** Free devices on hosts that are up, in all and by model. */
+  private freeTotal = 0;
+  private readonly freeOfType = new Map<string, number>();
   /** Candidates to free, by kind, each sorted by its endpoint's priority (lowest first). */
   private readonly byKind: Record<Holding['kind'], Holding[]> = { freeing: [], idle: [], starting: [], busy: [] };
 
@@ -214,7 +217,16 @@ class Fleet {
     this.hosts = hosts.map((h) => ({ ...h, gpusInUse: new Set(h.gpusInUse) }));
     const owners = new Map<string, [EndpointState, AllocWorker]>();
     for (const s of states.values()) for (const w of s.d.workers) owners.set(w.id, [s, w]);
-    for (const host of this.hosts) this.addHoldings(host, owners);
+    for (const host of this.hosts) {
+      this.addHoldings(host, owners);
+      if (!host.up) continue;
+      for (const [i, id] of host.gpus.entries()) {
+        if (host.gpusInUse.has(id)) continue;
+        const type = host.gpuTypes?.[i] ?? '';
+        this.freeTotal++;
+        this.freeOfType.set(type, (this.freeOfType.get(type) ?? 0) + 1);
+      }
+    }
     for (const list of Object.values(this.byKind)) list.sort((a, b) => (a.owner?.d.priority ?? -1) - (b.owner?.d.priority ?? -1));
   }
 
@@ -234,15 +246,38 @@ class Fleet {
     }
   }
 
-  /** Places one worker of `s` on free devices; false when none fits. */
+  /**
+   * Places one worker of `s` on free devices (placeWorker, as the driver will); false when none
+   * fits. Asked of few hosts at a time, with the same answer as of all: hosts holding the image
+   * first, then, per acceptable model in order, hosts by how many GPUs they have free, fewest
+   * first (placement bin-packs: the first group where one fits holds its choice).
+   */
   place(s: EndpointState): boolean {
     const { d } = s;
-    const roomy = this.hosts.filter((h) => h.up && h.gpus.length - h.gpusInUse.size >= d.gpus);
-    if (roomy.length === 0) return false;
-    const placed = placeWorker(roomy, { count: d.gpus, types: d.gpuTypes, image: d.image });
+    const typeList = d.gpuTypes && d.gpuTypes.length > 0 ? d.gpuTypes : null;
+    if (!typeList ? this.freeTotal < d.gpus : !typeList.some((t) => (this.freeOfType.get(t) ?? 0) >= d.gpus)) return false;
+    const levels: HostLoad[][] = [];
+    const withImage: HostLoad[] = [];
+    for (const h of this.hosts) {
+      const free = h.gpus.length - h.gpusInUse.size;
+      if (!h.up || free < d.gpus) continue;
+      (levels[free] ??= []).push(h);
+      if (d.image !== undefined && h.images?.has(d.image)) withImage.push(h);
+    }
+    const tries: HostLoad[][] = withImage.length > 0 ? [withImage] : [];
+    for (const level of levels) if (level) tries.push(level);
+    const types = d.gpuTypes && d.gpuTypes.length > 0 ? d.gpuTypes.map((t) => [t]) : [undefined];
+    for (const type of types) {
+      for (const group of tries) if (group.some((h) => fitsOn(h, d.gpus, type?.[0] ?? null)) && this.placeIn(s, group, type)) return true;
+    }
+    return false;
+  }
+
+  private placeIn(s: EndpointState, group: HostLoad[], types: string[] | undefined): boolean {
+    const placed = placeWorker(group, { count: s.d.gpus, types, image: s.d.image });
     if ('refused' in placed) return false;
-    const host = roomy.find((h) => h.name === placed.host)!;
-    for (const id of placed.deviceIds) (host.gpusInUse as Set<string>).add(id);
+    const host = group.find((h) => h.name === placed.host)!;
+    this.use(host, placed.deviceIds, placed.gpuType);
     host.workers++;
     // Granted now: a holding for the reasons, not to be freed again in this decision.
     this.holdings.push({ workerId: '', owner: s, kind: 'starting', host, devices: placed.deviceIds, type: placed.gpuType, taken: true });
@@ -273,6 +308,13 @@ class Fleet {
     return null;
   }
 
+  /** Marks devices of a host in use for the rest of the decision. */
+  private use(host: HostLoad, ids: readonly string[], type: string): void {
+    for (const id of ids) (host.gpusInUse as Set<string>).add(id);
+    this.freeTotal -= ids.length;
+    this.freeOfType.set(type, (this.freeOfType.get(type) ?? 0) - ids.length);
+  }
+
   private acceptable(s: EndpointState, h: Holding): boolean {
     const types = s.d.gpuTypes;
     return h.owner !== s && (!types || types.length === 0 || types.includes(h.type));
@@ -283,7 +325,7 @@ class Fleet {
     const freed = picked.reduce((n, h) => n + h.devices.length, 0);
     const fromFree = Math.max(0, s.d.gpus - freed);
     const free = host.gpus.filter((id, i) => (host.gpuTypes?.[i] ?? '') === type && !host.gpusInUse.has(id));
-    for (const id of free.slice(0, fromFree)) (host.gpusInUse as Set<string>).add(id);
+    this.use(host, free.slice(0, fromFree), type);
     const stopped: string[] = [];
     for (const h of picked) {
       h.taken = true;
@@ -310,6 +352,21 @@ class Fleet {
     }
     return text;
   }
+}
+
+/** Whether a host has `count` free devices of `type` (null: of any one model). */
+function fitsOn(host: HostLoad, count: number, type: string | null): boolean {
+  if (host.gpus.length - host.gpusInUse.size < count) return false;
+  const seen = new Map<string, number>();
+  for (const [i, id] of host.gpus.entries()) {
+    if (host.gpusInUse.has(id)) continue;
+    const t = host.gpuTypes?.[i] ?? '';
+    if (type !== null && t !== type) continue;
+    const n = (seen.get(t) ?? 0) + 1;
+    if (n >= count) return true;
+    seen.set(t, n);
+  }
+  return false;
 }
 
 /** Free devices of `type` on a host now. */
