@@ -78,14 +78,16 @@ const SHORTEN_RETENTION_SQL = `UPDATE jobs SET retention_ms = MIN(retention_ms, 
    WHERE id = @id`;
 // The job a worker posts for: IN_PROGRESS, held by it, of its endpoint.
 const HELD_WHERE = `id = @id AND status = 'IN_PROGRESS' AND worker_id = @workerId AND (@endpointId IS NULL OR endpoint_id = @endpointId)`;
+// The run a chunk belongs to: the runs the job has begun, attempts + preemptions (docs/api.md).
+const RUN = 'attempts + preemptions AS run';
 // Counts the chunks in (bytes, seqs) when they fit under the cap and the run's stream is not cut.
 const APPEND_COUNT_SQL = `UPDATE jobs SET stream_bytes = stream_bytes + @bytes, stream_seq = stream_seq + @n
-   WHERE ${HELD_WHERE} AND stream_cut < attempts AND stream_bytes + @bytes <= @maxBytes RETURNING stream_seq, attempts`;
+   WHERE ${HELD_WHERE} AND stream_cut < attempts AND stream_bytes + @bytes <= @maxBytes RETURNING stream_seq, ${RUN}`;
 // The cap refused a post of a run not yet cut: cut it, with a marker chunk at the next seq.
 const CUT_STREAM_SQL = `UPDATE jobs SET stream_cut = attempts, stream_seq = stream_seq + 1
-   WHERE ${HELD_WHERE} AND stream_cut < attempts RETURNING stream_seq, attempts`;
+   WHERE ${HELD_WHERE} AND stream_cut < attempts RETURNING stream_seq, ${RUN}`;
 const HELD_SQL = `SELECT 1 FROM jobs WHERE ${HELD_WHERE}`;
-// Each chunk carries the run (the job's attempts) that posted it.
+// Each chunk carries the run that posted it (RUN).
 const INSERT_CHUNK_SQL = 'INSERT INTO job_stream (job_id, seq, chunk, attempt) VALUES (?, ?, ?, ?)';
 // A page: at most @limit chunks after @after, none once @maxBytes are read (the first always
 // comes); n counts the chunks looked at (up to @limit + 1), so n > the page's length means more.
@@ -125,7 +127,7 @@ const LIST_ATTEMPTS_SQL = `SELECT retries, attempt, at, http_status AS httpStatu
 /** What counting an append (or a cut) returns: the stream's last seq and the run posting. */
 interface StreamCount {
   stream_seq: number;
-  attempts: number;
+  run: number;
 }
 
 /**
@@ -333,12 +335,12 @@ export class SqliteJobStore implements JobStore {
         const insert = this.c.q(INSERT_CHUNK_SQL);
         if (counted) {
           let seq = counted.stream_seq - chunks.length;
-          for (const chunk of chunks) insert.run(id, ++seq, chunk, counted.attempts);
+          for (const chunk of chunks) insert.run(id, ++seq, chunk, counted.run);
           return 'appended';
         }
         if (this.c.q(HELD_SQL).get(held) === undefined) return 'not-held';
         const cut = this.c.q(CUT_STREAM_SQL).get(held) as StreamCount | undefined;
-        if (cut) insert.run(id, cut.stream_seq, '', cut.attempts);
+        if (cut) insert.run(id, cut.stream_seq, '', cut.run);
         return 'full';
       }),
     );
