@@ -158,7 +158,7 @@ const verdictsOf = new WeakMap<OutboundPolicy, TtlCache<string, boolean>>();
 
 function verdictCache(policy: OutboundPolicy): TtlCache<string, boolean> {
   let cache = verdictsOf.get(policy);
-  if (!cache) verdictsOf.set(policy, (cache = new TtlCache<string, boolean>({ ttlMs: 30_000, maxEntries: 10_000 })));
+  if (!cache) verdictsOf.set(policy, (cache = new TtlCache<string, boolean>({ ttlMs: 30_000, maxEntries: 10_000, maxBytes: 2_000_000 })));
   return cache;
 }
 
