@@ -27,6 +27,10 @@ export interface GantryConfig {
   rateLimits: boolean;
   /** 429 when inQueue > 50 and inQueue > workersMax × this factor (GANTRY_QUEUE_LIMIT_FACTOR). */
   queueLimitFactor: number;
+  /** 429 when an endpoint's queued jobs hold this many bytes of input (GANTRY_QUEUE_MAX_INPUT_BYTES). */
+  queueMaxInputBytes: number;
+  /** New jobs answer 503 while the data directory has less free space than this (GANTRY_DISK_MIN_FREE_BYTES); 0: no check. */
+  diskMinFreeBytes: number;
   /** How long an empty job-take / job-stop long-poll is held before 204 (GANTRY_JOB_TAKE_WAIT_MS). */
   jobTakeWaitMs: number;
   /** A worker not heard from for this long loses its jobs (GANTRY_WORKER_LOST_MS). */
@@ -89,6 +93,8 @@ export const DEFAULTS: GantryConfig = {
   logLevel: 'info',
   rateLimits: true,
   queueLimitFactor: 500,
+  queueMaxInputBytes: 1_000_000_000,
+  diskMinFreeBytes: 1_000_000_000,
   jobTakeWaitMs: 30_000,
   workerLostMs: 30_000,
   reaperIntervalMs: 1_000,
@@ -119,6 +125,8 @@ export const DEFAULTS: GantryConfig = {
 const INT_VARS: [keyof GantryConfig, string, number, number][] = [
   ['port', 'PORT', 0, 65535],
   ['queueLimitFactor', 'GANTRY_QUEUE_LIMIT_FACTOR', 1, 1e9],
+  ['queueMaxInputBytes', 'GANTRY_QUEUE_MAX_INPUT_BYTES', 1_000_000, 1e15],
+  ['diskMinFreeBytes', 'GANTRY_DISK_MIN_FREE_BYTES', 0, 1e15],
   ['jobTakeWaitMs', 'GANTRY_JOB_TAKE_WAIT_MS', 0, 60_000],
   ['workerLostMs', 'GANTRY_WORKER_LOST_MS', 1_000, 86_400_000],
   ['reaperIntervalMs', 'GANTRY_REAPER_INTERVAL_MS', 10, 60_000],

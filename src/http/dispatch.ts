@@ -94,7 +94,7 @@ async function runEndpointRoute(deps: DispatchDeps, route: EndpointRoute, base: 
   const call: EndpointCall = Object.assign(base, { endpointId, endpoint, principal });
   // The body first: a slow upload must not hold one of the endpoint's concurrency slots.
   if (route.bodyLimit !== undefined) call.body = await readBody(route, call);
-  const leave = route.bucket === undefined ? NO_SLOT : deps.rateLimiter.enter(endpointId, route.bucket, { concurrent: route.windowOnly !== true, overrides: endpoint.rateLimitsJson });
+  const leave = route.bucket === undefined ? NO_SLOT : deps.rateLimiter.enter(endpointId, route.bucket, { concurrent: route.windowOnly !== true, overrides: endpoint.rateLimitsJson, keyId: principal.keyId });
   try {
     await route.handle(call);
   } finally {

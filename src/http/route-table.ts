@@ -15,7 +15,7 @@ export type RouteAuth = 'public' | 'own' | Scope;
 
 /**
  * The parameters a path pattern may name, each checked against ID_RULES (route-ids.ts) before
- * any key, cache or store is consulted: `{endpoint}`, `{job}`, `{worker}`, `{key}`, and
+ * any key, cache or store is consulted: `{endpoint}`, `{job}`, `{worker}`, `{key}`, `{credential}`, and
  * `{*rest}`, the remaining segments (one or more), last in a pattern.
  */
 export interface RouteParams {
@@ -23,6 +23,8 @@ export interface RouteParams {
   job?: string;
   worker?: string;
   key?: string;
+  /** A registry credential's id (`rc_…`). */
+  credential?: string;
   rest?: string[];
 }
 
@@ -147,7 +149,7 @@ interface Node {
   methods: Map<string, Route>;
 }
 
-const PARAM = /^\{(endpoint|job|worker|key)\}$/;
+const PARAM = /^\{(endpoint|job|worker|key|credential)\}$/;
 const newNode = (): Node => ({ literals: new Map(), param: undefined, rest: undefined, methods: new Map() });
 
 /** @example const routes = createRouteTable(); routes.add({ family: 'probe', method: 'GET', path: '/healthz', auth: 'public', handle: async ({ res }) => sendJson(res, 200, { ok: true }) }); */

@@ -9,7 +9,8 @@ import type { JobRecord } from '../model/records.js';
  * Fields: id, status, delayTime (ms from entering the queue, by submit or /retry, to the
  * start of the current or last run: model/job-times.ts), executionTime (ms that run took, once
  * ended), workerId once taken, retries (/retry calls), attempts (hand-outs to workers since the
- * submit or the last /retry), input while queued or running, output when completed (or the
+ * submit or the last /retry), preemptions (once a job was taken back from a worker stopped for
+ * a higher-priority endpoint: not counted in attempts), input while queued or running, output when completed (or the
  * latest progress update while running), error when failed or timed out.
  */
 export function renderJob(job: JobRecord): string {
@@ -22,6 +23,7 @@ export function renderJob(job: JobRecord): string {
   }
   if (job.workerId !== null) text += `,"workerId":${JSON.stringify(job.workerId)}`;
   text += `,"retries":${job.retries},"attempts":${job.attempts}`;
+  if (job.preemptions > 0) text += `,"preemptions":${job.preemptions}`;
   const live = job.status === 'IN_QUEUE' || job.status === 'IN_PROGRESS';
   if (live) text += `,"input":${job.inputJson}`;
   if (job.outputJson !== null && (live || job.status === 'COMPLETED')) text += `,"output":${job.outputJson}`;

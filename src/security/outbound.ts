@@ -154,17 +154,23 @@ function resolveAll(host: string): Promise<LookupAddress[]> {
 }
 
 /** Verdicts of recent submit-time checks, per policy and URL host: a burst of jobs with one webhook resolves it once. */
-const verdictsOf = new WeakMap<OutboundPolicy, TtlCache<string, boolean>>();
+const verdictsOf = new WeakMap<OutboundPolicy, TtlCache<string, Verdict>>();
 
-function verdictCache(policy: OutboundPolicy): TtlCache<string, boolean> {
+/** A submit-time check's answer: allowed, refused by the policy, or a name that does not resolve. */
+type Verdict = 'allowed' | 'refused' | 'unresolved';
+
+/** Why a name that does not resolve is refused (not the policy: a typo or a name only another network knows). */
+const UNRESOLVED = 'names a host that does not resolve from the gateway (a webhook is called by the gateway, so its host must resolve here)';
+
+function verdictCache(policy: OutboundPolicy): TtlCache<string, Verdict> {
   let cache = verdictsOf.get(policy);
-  if (!cache) verdictsOf.set(policy, (cache = new TtlCache<string, boolean>({ ttlMs: 30_000, maxEntries: 10_000, maxBytes: 2_000_000 })));
+  if (!cache) verdictsOf.set(policy, (cache = new TtlCache<string, Verdict>({ ttlMs: 30_000, maxEntries: 10_000, maxBytes: 2_000_000 })));
   return cache;
 }
 
 /**
  * Checks a URL a client gave (`field` names it in the 400): its host, or every address its
- * name resolves to, must be allowed. A name that does not resolve is refused too.
+ * name resolves to, must be allowed. A name that does not resolve is refused too, saying so.
  *
  * @example await checkOutboundUrl(policy, body.webhook, 'webhook'); // throws 400 naming webhook
  */
@@ -172,22 +178,25 @@ export async function checkOutboundUrl(policy: OutboundPolicy, url: string, fiel
   const host = new URL(url).hostname.replace(/^\[(.*)\]$/, '$1');
   const verdicts = verdictCache(policy);
   const cached = verdicts.get(host, now);
-  let ok = cached?.value;
-  if (ok === undefined) {
-    ok = isIP(host) !== 0 ? policy.allows(host, host) : await resolvedAllowed(policy, host);
-    verdicts.set(host, ok, now);
+  let verdict = cached?.value;
+  if (verdict === undefined) {
+    verdict = isIP(host) !== 0 ? (policy.allows(host, host) ? 'allowed' : 'refused') : await resolvedVerdict(policy, host);
+    verdicts.set(host, verdict, now);
   }
-  if (!ok) throw invalidParameter(field, REFUSAL);
+  if (verdict === 'refused') throw invalidParameter(field, REFUSAL);
+  if (verdict === 'unresolved') throw invalidParameter(field, UNRESOLVED);
 }
 
-async function resolvedAllowed(policy: OutboundPolicy, host: string): Promise<boolean> {
-  if (policy.allows('', host)) return true;
+async function resolvedVerdict(policy: OutboundPolicy, host: string): Promise<Verdict> {
+  if (policy.allows('', host)) return 'allowed';
+  let addresses: LookupAddress[];
   try {
-    const addresses = await resolveAll(host);
-    return addresses.length > 0 && addresses.every((a) => policy.allows(a.address, host));
+    addresses = await resolveAll(host);
   } catch {
-    return false;
+    return 'unresolved';
   }
+  if (addresses.length === 0) return 'unresolved';
+  return addresses.every((a) => policy.allows(a.address, host)) ? 'allowed' : 'refused';
 }
 
 /**

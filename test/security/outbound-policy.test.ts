@@ -65,6 +65,14 @@ describe('the outbound policy', () => {
     for (const url of REFUSED) await expect(checkOutboundUrl(policy, url, 'webhook'), url).rejects.toMatchObject({ status: 400, extra: { field: 'webhook' } });
   });
 
+  it('says a webhook host that does not resolve does not resolve, not that the policy refused it', async () => {
+    const policy = createOutboundPolicy([]);
+    const unresolved = checkOutboundUrl(policy, 'https://no-such-host.invalid/hook', 'webhook');
+    await expect(unresolved).rejects.toMatchObject({ status: 400, extra: { field: 'webhook' } });
+    await expect(unresolved).rejects.toThrow(/does not resolve/);
+    await expect(checkOutboundUrl(policy, 'http://127.0.0.1:9/', 'webhook')).rejects.toThrow(/outbound policy/);
+  });
+
   it('checks the IPv4 address inside 6to4 and Teredo addresses', () => {
     const none = createOutboundPolicy([]);
     for (const url of TUNNELED) {
