@@ -109,4 +109,19 @@ describe.skipIf(!enginesFor(engines, 2) || !registryAvailable())('images from a 
     expect(await holds(b, pushed.refused)).toBe(false);
     await removeEndpoint('refused');
   });
+
+  it('prepull puts the image on every host that could run the worker, without a worker asking', async () => {
+    const { id } = await t.admin.createRegistryCredential({ name: 'prepull', username: registry.login.username, password: registry.login.password });
+    expect([await holds(a, pushed.prepull), await holds(b, pushed.prepull)]).toEqual([false, false]);
+    await t.admin.createEndpoint({ id: 'pre', workersMin: 0, workersMax: 1, worker: { image: pushed.prepull, registryCredentials: id, prepull: true } });
+    await eventually(async () => ((await holds(a, pushed.prepull)) && (await holds(b, pushed.prepull)) ? true : undefined), 150_000, 'the image on both engines');
+    expect(await ours('pre')).toBe(0);
+    expect(t.gantry.gateway.autoscaler.view.workers('pre') ?? []).toEqual([]);
+    // Both hosts now hold it: a worker placed anywhere starts without a pull.
+    await eventually(async () => (t.gantry.gateway.prepuller.inFlight().length === 0 ? true : undefined), 30_000, 'the prepulls to end');
+    await t.admin.updateEndpoint('pre', { workersMin: 1 });
+    const w = await eventually(async () => (t.gantry.gateway.autoscaler.view.workers('pre') ?? []).find((x) => x.state === 'idle'), 60_000, 'a prepulled worker');
+    expect(w.restarts).toBe(0);
+    await removeEndpoint('pre');
+  });
 });
