@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EngineError } from '../../src/pool/docker/engine-client.js';
+import { pullImage } from '../../src/pool/docker/image-pull.js';
 import { containersOf, enginesFor, findTestEngines, hostConfig, type TestEngine } from '../fixtures/docker/test-engines.js';
 import { ensureWorkerImage } from '../fixtures/docker/test-images.js';
 import { pushImage, registryAvailable, startTestRegistry, type TestRegistry } from '../fixtures/registry/test-registry.js';
@@ -38,8 +39,8 @@ describe.skipIf(!enginesFor(engines, 2) || !registryAvailable())('images from a 
   const run = randomBytes(4).toString('hex');
   let registry: TestRegistry;
   let t: TestGantry;
-  /** The worker image in the registry under three tags: one per test, none of them on b. */
-  const pushed: Record<'pull' | 'refused' | 'prepull', string> = { pull: '', refused: '', prepull: '' };
+  /** The worker image in the registry under four tags: one per test, none of them on b. */
+  const pushed: Record<'progress' | 'pull' | 'refused' | 'prepull', string> = { progress: '', pull: '', refused: '', prepull: '' };
 
   const ours = async (ep: string): Promise<number> => [...(await containersOf(a, instance)), ...(await containersOf(b, instance))].filter((c) => c.Labels['io.gantry.endpoint'] === ep).length;
   const removeEndpoint = async (ep: string): Promise<void> => {
@@ -71,6 +72,20 @@ describe.skipIf(!enginesFor(engines, 2) || !registryAvailable())('images from a 
     await t?.close();
     registry?.stop();
     for (const image of Object.values(pushed)) for (const engine of [a, b]) if (image) await untag(engine, image);
+  });
+
+  it('a pull reports progress by layer bytes as the engine streams it, up to 100%', async () => {
+    // First in the file: b has none of the image's layers yet, so each one is downloaded.
+    const said: string[] = [];
+    await pullImage({ engine: b.api, host: 'b', image: pushed.progress, login: registry.login, onProgress: (d) => said.push(d) });
+    expect(said.length).toBeGreaterThan(1);
+    for (const d of said) expect(d).toMatch(/^pulling( \d{1,3}%)?$/);
+    expect(said.filter((d) => d !== 'pulling').length).toBeGreaterThan(0);
+    expect(said.at(-1)).toBe('pulling 100%');
+    expect(await holds(b, pushed.progress)).toBe(true);
+    const refused = await pullImage({ engine: b.api, host: 'b', image: pushed.refused, login: undefined, onProgress: () => {} }).catch((err: unknown) => err as Error);
+    expect(refused).toBeInstanceOf(Error);
+    expect((refused as Error).message).toMatch(new RegExp(`^pulling ${pushed.refused.replace(/[.]/g, '\\.')} on Docker host b failed: .*(unauthorized|authentication required|no basic auth credentials)`));
   });
 
   it('pulls the image onto the host that lacks it with the saved login, shows the pull as progress, and runs a job', async () => {
