@@ -7,6 +7,7 @@ import { createWorkerLiveness, type WorkerLiveness } from './dispatch/worker-liv
 import { createRateLimiter } from './http/rate-limit.js';
 import { adminRoutes } from './http/admin-routes.js';
 import { clientRoutes } from './http/client-routes.js';
+import type { FileLinks } from './http/file-links.js';
 import { createRouteTable, type RouteTable } from './http/route-table.js';
 import type { HttpServices } from './http/server.js';
 import { workerRoutes } from './http/worker-routes.js';
@@ -15,7 +16,8 @@ import type { WorkerSettings } from './jobs/endpoint-settings.js';
 import { observeTransitions, type JobObserver } from './jobs/job-observer.js';
 import { createJobService, type JobService } from './jobs/job-service.js';
 import type { PoolView } from './jobs/pool-view.js';
-import { QueueGauge } from './jobs/queue-gauge.js';
+import { QueueGauge, type SpaceCheck } from './jobs/queue-gauge.js';
+import { createMeterOf } from './jobs/job-meters.js';
 import { createJobTransitions, type JobTransitions } from './jobs/transitions.js';
 import { createWorkerService, type WorkerService } from './jobs/worker-service.js';
 import type { Notifier } from './model/events.js';
@@ -51,6 +53,10 @@ export interface GatewayOptions {
   baseUrl(): string;
   /** Who is told what happens (the metrics feature); none by default, and then nothing is wrapped. */
   observers?: GatewayObservers;
+  /** The gateway's own file links as each client reached it (http/file-links.ts); none: answers as stored. */
+  fileLinks?: FileLinks;
+  /** The data directory's free space, checked before a job is queued (store/disk-space.ts); none: not checked. */
+  disk?: SpaceCheck;
 }
 
 /** What a feature may watch in a gateway without the core importing it (docs/metrics.md). */
@@ -100,7 +106,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const keys = createKeyService({ store, now });
   const endpoints = createEndpointService({ store, notifier, secrets, now });
   const registry = createRegistryCredentials({ store, secrets, now });
-  const plainTransitions = createJobTransitions({ store, notifier, logger, now, usageOf: (job) => endpoints.hooksOf(job.endpointId)?.usageOf?.(job) ?? null });
+  const plainTransitions = createJobTransitions({ store, notifier, logger, now, meterOf: createMeterOf({ endpoints }) });
   const jobObserver = options.observers?.jobs;
   const transitions = jobObserver ? observeTransitions(plainTransitions, jobObserver) : plainTransitions;
   // Which workers may still be handed jobs: not those the pool is stopping, nor silent ones (docs/worker-protocol.md).
@@ -113,7 +119,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const prepuller = createImagePrepuller({ endpoints, driver, notifier, everyMs: Math.max(config.autoscalerIntervalMs, 1_000), logger, clock });
   const waiters = createJobWaiters();
   const stopSignals = createStopSignals();
-  const gauge = new QueueGauge({ store, factor: config.queueLimitFactor, logger, now });
+  const gauge = new QueueGauge({ store, factor: config.queueLimitFactor, maxInputBytes: config.queueMaxInputBytes, ...(options.disk ? { space: options.disk } : {}), logger, now });
   const outbound = createOutboundPolicy(config.outboundAllow);
   const jobs = createJobService({ store, transitions, endpoints, gauge, waiters, pool, secrets, config, outbound, now });
   const workers = createWorkerService({ store, transitions, takeQueue, stopSignals, liveness, notifier, secrets, config, logger, now });
@@ -122,7 +128,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const webhookFetch = options.observers?.webhookFetch;
   const webhooks = createWebhookSender({ store, endpoints, secrets, notifier, config, logger, clock, outbound, ...(webhookFetch ? { fetch: webhookFetch } : {}) });
   const unsubscribe = subscribeDispatch(notifier, { takeQueue, waiters, stopSignals, endpoints, liveness });
-  const http: HttpServices = { jobs, workers, endpoints, keys, registry, rateLimiter, pool, workerRows: store, usage: store, config, logger, now };
+  const http: HttpServices = { jobs, workers, endpoints, keys, registry, rateLimiter, pool, workerRows: store, usage: store, config, logger, now, ...(options.fileLinks ? { fileLinks: options.fileLinks } : {}) };
   const routes = coreRoutes(http);
   return {
     keys,

@@ -3,7 +3,9 @@
  * The `gantry` command line. Each command lives in its own file and returns an exit code;
  * this file lists them (`gantry --help` is made from that list) and runs the one named.
  */
+import { codeSchemaVersion } from '../store/migrations.js';
 import { packageVersion } from '../util/package-version.js';
+import { backupCommand, restoreCommand } from './backup-command.js';
 import { endpointsCommand } from './endpoint-commands.js';
 import { jobCommands } from './job-commands.js';
 import { keysCommand } from './key-commands.js';
@@ -33,6 +35,8 @@ const commands: Record<string, Command> = {
       { summary: command.summary, args: /usage: gantry \S+ (\S+(?: JOB_ID)?)/.exec(command.usage)?.[1] ?? '', run: (argv: string[]) => runSubcommand(`gantry ${name}`, command, argv) },
     ]),
   ),
+  backup: { summary: backupCommand.summary, args: 'FILE', run: (argv) => runSubcommand('gantry backup', backupCommand, argv) },
+  restore: { summary: restoreCommand.summary, args: 'FILE', run: (argv) => runSubcommand('gantry restore', restoreCommand, argv) },
   usage: { summary: usageCommandSpec.summary, args: '', run: (argv) => runSubcommand('gantry usage', usageCommandSpec, argv) },
 };
 
@@ -51,7 +55,7 @@ ranges; docs/cli.md has more.
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === '--version' || name === '-V') {
-    console.log(packageVersion());
+    console.log(`gantry ${packageVersion()} (schema version ${codeSchemaVersion()})`);
     return 0;
   }
   if (!name || name === '--help' || name === '-h') {

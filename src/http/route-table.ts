@@ -72,6 +72,12 @@ interface RouteBase {
   auth: RouteAuth;
   /** The JSON body is read (at most this many bytes) before the route runs, and before a rate-limit slot is taken. */
   bodyLimit?: number;
+  /**
+   * Top-level fields of the body the route stores as JSON text (a job's `input`, a result's
+   * `output`): in a body large enough to be parsed off the event loop they arrive as RawJson
+   * (model/json.ts), serialised on that thread; read them with `jsonText`.
+   */
+  rawFields?: readonly string[];
   /** The route may wait (a long-poll, a stream): it gets a signal for the client going away and the gateway closing. */
   waits?: boolean;
   /** A worker route that hands out jobs or stop lists: a closing gateway answers it 204 at once. */

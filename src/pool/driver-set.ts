@@ -24,6 +24,7 @@ export function createDriverSet(drivers: { process: WorkerDriver<WorkerStartSpec
     },
     hosts: () => all.flatMap((d) => d.hosts?.() ?? []),
     prepullTargets: (spec) => drivers.container.prepullTargets?.(spec) ?? [],
+    loads: () => all.flatMap((d) => d.loads?.() ?? []),
     close() {
       for (const d of all) d.close?.();
     },

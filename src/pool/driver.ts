@@ -1,4 +1,5 @@
 import type { PoolHostInfo } from '../jobs/pool-view.js';
+import type { HostLoad } from './docker/placement.js';
 
 /**
  * A worker driver starts and stops one worker of an endpoint's pool. The autoscaler decides
@@ -144,6 +145,8 @@ export interface WorkerDriver<Spec = AnyStartSpec> {
   hosts?(): PoolHostInfo[];
   /** The hosts up now that could run workers of `spec` and lack its image (the image prepuller's work). */
   prepullTargets?(spec: PrepullSpec): PrepullTarget[];
+  /** Its hosts' GPUs and who holds them, for the allocator (services/allocator.ts). */
+  loads?(): HostLoad[];
   /** Ends background work (health checks, idle connections); workers are stopped by their handles first. */
   close?(): void;
 }

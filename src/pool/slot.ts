@@ -10,7 +10,8 @@ import type { WorkerLog } from './worker-log.js';
  *   pulled, created, started);
  * - `starting`: its process runs and has not yet polled for a job;
  * - `serving`: it polled for a job (idle or running, by the jobs it holds);
- * - `waiting-for-room`: no host had room for it; tried again after a pause, not a crash;
+ * - `waiting-for-room`: the allocator gave it no GPU yet (made so, or no host had room when it
+ *   was launched); launched when the allocator grants it one, not a crash;
  * - `crashed`: its process ended (or failed to start) on its own; restarted after a backoff;
  * - `draining`: asked to stop (SIGTERM, then SIGKILL after the grace); its process or its
  *   launch is still there;
@@ -20,7 +21,7 @@ export type SlotState = 'new' | 'launching' | 'starting' | 'serving' | 'waiting-
 
 /** The moves a slot may make; any other is a bug (moveTo throws). */
 export const SLOT_MOVES: Readonly<Record<SlotState, readonly SlotState[]>> = {
-  new: ['launching', 'gone'],
+  new: ['launching', 'waiting-for-room', 'gone'],
   launching: ['starting', 'waiting-for-room', 'crashed', 'draining', 'gone'],
   starting: ['serving', 'crashed', 'draining', 'gone'],
   serving: ['crashed', 'draining', 'gone'],

@@ -70,6 +70,10 @@ export interface ActiveWorker {
   starting: boolean;
   /** Since when it has held no job with the queue empty; null while busy or starting. */
   idleSince: number | null;
+  /** Holds a job. */
+  busy: boolean;
+  /** Waits for the allocator to give it room (no process). */
+  waiting: boolean;
 }
 
 /**
@@ -93,6 +97,13 @@ export interface WorkerPool {
   start(n: number): void;
   /** Starts again the crashed workers whose backoff has passed. */
   restartDue(now: number): void;
+  /**
+   * Launches up to `n` workers waiting for room (the allocator granted them GPUs), those a
+   * refused start put back to wait only once their pause has passed. Returns how many.
+   */
+  launchWaiting(n: number, now: number): number;
+  /** Makes `n` more workers that wait for room, and gives every waiting one `reason` (the allocator's). */
+  hold(n: number, reason: string): void;
   /** Drains a worker: SIGTERM, up to the grace period to finish its jobs, then SIGKILL. */
   stop(workerId: string, why: string): void;
   setThrottled(n: number): void;
@@ -166,7 +177,7 @@ class Pool implements WorkerPool {
     const list: ActiveWorker[] = [];
     for (const slot of this.slots.values()) {
       if (slot.state === 'draining' || slot.spec !== this.spec) continue;
-      list.push({ id: slot.id, starting: slot.state !== 'serving', idleSince: slot.idleSince });
+      list.push({ id: slot.id, starting: slot.state !== 'serving', idleSince: slot.idleSince, busy: slot.held > 0, waiting: slot.state === 'waiting-for-room' });
     }
     return list;
   }
@@ -177,7 +188,30 @@ class Pool implements WorkerPool {
 
   restartDue(now: number): void {
     for (const slot of this.slots.values()) {
-      if ((slot.state === 'crashed' || slot.state === 'waiting-for-room') && slot.restartAt !== null && slot.restartAt <= now) this.launch(slot);
+      if (slot.state === 'crashed' && slot.restartAt !== null && slot.restartAt <= now) this.launch(slot);
+    }
+  }
+
+  launchWaiting(n: number, now: number): number {
+    let launched = 0;
+    for (const slot of this.slots.values()) {
+      if (launched >= n || this.closed) break;
+      if (slot.state !== 'waiting-for-room' || slot.spec !== this.spec || (slot.restartAt !== null && slot.restartAt > now)) continue;
+      this.launch(slot);
+      launched++;
+    }
+    return launched;
+  }
+
+  hold(n: number, reason: string): void {
+    for (let i = 0; i < n && !this.closed; i++) {
+      const slot = this.newSlot();
+      moveTo(slot, 'waiting-for-room', 'the allocator has no GPU for it yet');
+    }
+    for (const slot of this.slots.values()) {
+      if (slot.state !== 'waiting-for-room' || slot.spec !== this.spec || slot.reason === reason) continue;
+      slot.reason = reason;
+      slot.log.note(reason);
     }
   }
 

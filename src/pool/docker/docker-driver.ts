@@ -11,6 +11,7 @@ import { ContainerWorker } from './container-worker.js';
 import { DockerHosts, type DockerHost, type Reservation } from './docker-hosts.js';
 import { EngineError } from './engine-client.js';
 import { HostImages } from './host-images.js';
+import type { HostLoad } from './placement.js';
 import { couldRun } from './prepull-hosts.js';
 
 /** What the Docker driver is given. */
@@ -31,6 +32,7 @@ export interface DockerDriverOptions {
 /** The Docker driver: a WorkerDriver for container specs, with its hosts' view. */
 export interface DockerDriver extends WorkerDriver<ContainerStartSpec> {
   hosts(): PoolHostInfo[];
+  loads(): HostLoad[];
   close(): void;
 }
 
@@ -142,6 +144,10 @@ class Driver implements DockerDriver {
     return this.fleet.list
       .filter((host) => host.state === 'up' && !host.images.has(spec.image) && couldRun(host.config, spec))
       .map((host) => ({ host: host.config.name, pull: async () => void (await this.images.ensure(host, want)) }));
+  }
+
+  loads(): HostLoad[] {
+    return this.fleet.loads();
   }
 
   close(): void {

@@ -143,6 +143,7 @@ export class DockerHosts {
       gpusInUse: new Set([...h.workers.values()].flatMap((w) => w.deviceIds)),
       workers: h.workers.size,
       images: h.images,
+      holders: new Map([...h.workers].map(([id, w]) => [id, w.deviceIds])),
     }));
   }
 
