@@ -257,11 +257,11 @@ function listen(server: Server, config: GantryConfig): Promise<number> {
 }
 
 /**
- * Runs the singletons (autoscaler, reaper, webhook sender) while this gateway holds the leader
+ * Runs the singletons (autoscaler, reaper, webhook sender, image prepuller) while this gateway holds the leader
  * lock (always on SQLite; docs/postgres.md). `stop` gives the lock up and waits for them.
  */
 function runOnLeader(leader: LeaderLock, gateway: Gateway, logger: Logger): { stop(): Promise<void> } {
-  const singletons = [gateway.autoscaler, gateway.reaper, gateway.webhooks];
+  const singletons = [gateway.autoscaler, gateway.reaper, gateway.webhooks, gateway.prepuller];
   let transition = Promise.resolve();
   leader.onChange((isLeader) => {
     transition = transition
