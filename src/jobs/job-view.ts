@@ -36,10 +36,10 @@ export function renderJobRef(job: Pick<JobRecord, 'id' | 'status'>): string {
   return `{"id":${JSON.stringify(job.id)},"status":"${job.status}"}`;
 }
 
-/** What job-take hands a worker: `{id, input, webhook?, policy?, s3Config?}` (s3Config decrypted by the caller). */
-export function renderTakenJob(job: JobRecord, s3ConfigJson: string | null): string {
+/** What job-take hands a worker: `{id, input, webhook?, policy?, s3Config?}` (s3Config and the webhook URL decrypted by the caller). */
+export function renderTakenJob(job: JobRecord, s3ConfigJson: string | null, webhook: string | null): string {
   let text = `{"id":${JSON.stringify(job.id)},"input":${job.inputJson}`;
-  if (job.webhook !== null) text += `,"webhook":${JSON.stringify(job.webhook)}`;
+  if (webhook !== null) text += `,"webhook":${JSON.stringify(webhook)}`;
   text += `,"policy":{"executionTimeout":${job.executionTimeoutMs},"lowPriority":${job.lowPriority},"ttl":${job.ttlMs}}`;
   if (s3ConfigJson !== null) text += `,"s3Config":${s3ConfigJson}`;
   return text + '}';

@@ -62,6 +62,10 @@ export interface Slot {
   lastExit: string | null;
   /** A store row says the worker reported itself unhealthy (ping status=unhealthy). */
   selfUnhealthy: string | null;
+  /** What its start in flight is doing (`pulling 43%`), as the driver told; null otherwise. */
+  progress: string | null;
+  /** Its last start failed to pull the image (a registry's refusal): unhealthy until a start succeeds. */
+  pullFailed: boolean;
   /** The worker's own key, until the process it was given is gone (then revoked). */
   key: { id: string; key: string } | null;
   log: WorkerLog;
@@ -90,8 +94,8 @@ export function reportedState(slot: Slot): PoolWorkerState {
   if (slot.selfUnhealthy !== null) return 'unhealthy';
   if (slot.state === 'serving') return slot.held > 0 ? 'running' : 'idle';
   if (slot.state === 'waiting-for-room') return 'throttled';
-  // Crash-looping: unhealthy until a restart gets as far as polling for jobs.
-  return slot.failures >= UNHEALTHY_AFTER ? 'unhealthy' : 'initializing';
+  // Crash-looping (or refused by a registry): unhealthy until a restart gets as far as polling for jobs.
+  return slot.failures >= UNHEALTHY_AFTER || slot.pullFailed ? 'unhealthy' : 'initializing';
 }
 
 /** The listing's view of a slot; `handle` is its current process, or for a stopped one its last. */
@@ -107,6 +111,7 @@ export function infoOf(slot: Slot, handle: WorkerHandle | null): PoolWorkerInfo 
     jobs: slot.held,
     restarts: slot.restarts,
     reason: slot.selfUnhealthy ?? slot.reason,
+    progress: slot.progress,
     restartAt: slot.handle ? null : slot.restartAt,
     lastExit: slot.lastExit,
     stoppedAt: null,

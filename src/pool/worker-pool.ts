@@ -5,7 +5,7 @@ import type { LogLine, PoolHealth, PoolWorkerInfo } from '../jobs/pool-view.js';
 import type { JobTransitions } from '../jobs/transitions.js';
 import type { QueueStats, WorkerRecord } from '../model/records.js';
 import type { KeyService } from '../security/keys.js';
-import { NoCapacityError, type AnyStartSpec, type WorkerDriver, type WorkerExit, type WorkerHandle } from './driver.js';
+import { NoCapacityError, PullError, type AnyStartSpec, type WorkerDriver, type WorkerExit, type WorkerHandle } from './driver.js';
 import { createStoppedWorkers, STOPPED_WORKER_DEFAULTS, type StoppedWorkerLimits, type StoppedWorkers } from './stopped-workers.js';
 import { describeExit, describeStart, infoOf, moveTo, reportedState, type Slot, type SlotState } from './slot.js';
 import { runpodWorkerEnv } from './worker-env.js';
@@ -314,8 +314,8 @@ class Pool implements WorkerPool {
     const runpod = { endpointId: this.endpointId, workerId: slot.id, apiKey, pingIntervalMs: this.options.pingIntervalMs };
     const s = this.settings;
     if (isContainerWorker(s)) {
-      const { image, command, env, gpus, gpuTypes, memoryMb, volumes } = s;
-      return { workerId: slot.id, endpointId: this.endpointId, image, command, env: env ?? {}, runpod, gpus, gpuTypes, memoryMb, volumes };
+      const { image, command, env, gpus, gpuTypes, memoryMb, volumes, registryCredentials } = s;
+      return { workerId: slot.id, endpointId: this.endpointId, image, command, env: env ?? {}, runpod, gpus, gpuTypes, memoryMb, volumes, registryCredentials };
     }
     const env = { ...s.env, ...runpodWorkerEnv({ gatewayUrl: this.options.baseUrl, ...runpod }) };
     return { workerId: slot.id, endpointId: this.endpointId, command: s.command, env, ...(s.cwd ? { cwd: s.cwd } : {}) };
@@ -339,6 +339,8 @@ class Pool implements WorkerPool {
       reason: null,
       lastExit: null,
       selfUnhealthy: null,
+      progress: null,
+      pullFailed: false,
       key: null,
       log: createWorkerLog(this.options.logLines, this.options.now),
       finished: Promise.resolve(),
@@ -366,7 +368,13 @@ class Pool implements WorkerPool {
         return;
       }
       slot.startedAt = this.options.now();
-      const handle = await this.options.driver.start(this.startSpec(slot, apiKey), (stream, text) => slot.log.write(stream, text));
+      const handle = await this.options.driver.start(
+        this.startSpec(slot, apiKey),
+        (stream, text) => slot.log.write(stream, text),
+        (description) => (slot.progress = description),
+      );
+      slot.progress = null;
+      slot.pullFailed = false;
       slot.handle = handle;
       if (slot.state === 'launching') moveTo(slot, 'starting', 'its process runs');
       slot.log.note(`started: ${describeStart(handle, this.settings)}`);
@@ -375,6 +383,8 @@ class Pool implements WorkerPool {
       if (isDraining(slot)) void handle.stop(this.options.graceMs); // stopped while it was starting
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
+      slot.progress = null;
+      slot.pullFailed = err instanceof PullError;
       if (slot.state === 'draining' || this.closed) this.forget(slot, `stopped while starting (${message})`);
       else if (err instanceof NoCapacityError) this.waitForRoom(slot, message);
       else {
