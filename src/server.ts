@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { loadConfig, poolStopGraceMs, type GantryConfig } from './config/config.js';
 import { createGateway, type Gateway } from './gateway.js';
-import { createBodyBudget } from './http/body.js';
+import { createBodyBudget, type BodyBudget } from './http/body.js';
 import { createReadiness, probeRoutes } from './http/readiness.js';
 import { createRequestListener, type GatewayListener } from './http/server.js';
 import { setUpImageFeature } from './images/image-feature.js';
@@ -47,6 +47,8 @@ export interface Gantry {
   adminKey: string | null;
   /** Whether this gateway runs the singletons (always on SQLite; one gateway at a time on PostgreSQL). */
   leader: LeaderLock;
+  /** The bytes of request bodies being read now, in all and per key (http/body.ts). */
+  bodies: Pick<BodyBudget, 'inFlight' | 'byKey'>;
   close(): Promise<void>;
 }
 
@@ -120,7 +122,7 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   let closing: Promise<void> | undefined;
   const stopGraceMs = poolStopGraceMs(config);
   const close = (): Promise<void> => shutDown({ logger, readiness, listener, gateway, singletons, poller, images, openai, minutes, server, notifier, store, storeHealth, stopGraceMs });
-  return { gateway, server, url, port, adminKey, leader, close: () => (closing ??= close()) };
+  return { gateway, server, url, port, adminKey, leader, bodies, close: () => (closing ??= close()) };
 }
 
 /** What a shutdown stops, in its order. */

@@ -18,19 +18,32 @@ export interface BodyPolicy {
   bytesInFlight: number;
 }
 
-/** Counts the bytes of bodies being read under one policy. */
+/**
+ * Counts the bytes of bodies being read under one policy, in all and per API key: one key's
+ * bodies may hold at most half of `bytesInFlight` (docs/security.md, "Shared limits"), so the
+ * other half stays for the other keys whatever one key sends.
+ */
 export interface BodyBudget {
   readonly policy: BodyPolicy;
   /** Bytes of bodies being read now. */
   inFlight: number;
+  /** Bytes of bodies being read now per key id ('' for requests without a key); a key leaves at 0. */
+  readonly byKey: Map<string, number>;
 }
 
 /** @example const budget = createBodyBudget({ readTimeoutMs: 30_000, bytesInFlight: 512 * MB }); */
 export function createBodyBudget(policy: BodyPolicy): BodyBudget {
-  return { policy, inFlight: 0 };
+  return { policy, inFlight: 0, byKey: new Map() };
+}
+
+/** The most bytes of bodies one key may have in flight under `policy`: half the budget. */
+export function keyBodyShare(policy: BodyPolicy): number {
+  return Math.floor(policy.bytesInFlight / 2);
 }
 
 const BUDGET = Symbol('gantry.bodyBudget');
+/** What one body read has counted into the budget, and under which key. */
+type BodyCounter = { counted: number; keyId: string };
 type WithBudget = IncomingMessage & { [BUDGET]?: BodyBudget };
 
 /** Makes `budget` govern every body read of `req` (the request listener calls this per request). */
@@ -46,7 +59,7 @@ export function governBody(req: IncomingMessage, budget: BodyBudget): void {
  * the answer; not JSON → 400; nested too deep → 400; not in within the deadline → 408; the
  * gateway's bytes in flight full → 503 with Retry-After.
  */
-export async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
+export async function readJsonBody(req: IncomingMessage, limit: number, keyId = ''): Promise<unknown> {
   const budget = (req as WithBudget)[BUDGET];
   const declared = Number(req.headers['content-length']);
   const withinMs = budget?.policy.readTimeoutMs;
@@ -54,7 +67,7 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
     await drain(req, declared <= DRAIN_LIMIT ? withinMs : 0);
     throw tooLarge(limit);
   }
-  const counter = { counted: 0 };
+  const counter = { counted: 0, keyId };
   try {
     if (budget && declared > 0) {
       const refused = reserve(budget, counter, declared);
@@ -66,20 +79,28 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
     const { chunks, size } = await receive(req, limit, budget, counter);
     return parse(chunks, size);
   } finally {
-    if (budget) budget.inFlight -= counter.counted;
+    if (budget && counter.counted > 0) {
+      budget.inFlight -= counter.counted;
+      const left = (budget.byKey.get(keyId) ?? 0) - counter.counted;
+      if (left > 0) budget.byKey.set(keyId, left);
+      else budget.byKey.delete(keyId);
+    }
   }
 }
 
 /** Counts `bytes` more in; returns the 503 to answer instead when the gateway's bodies in flight would pass the cap. */
-function reserve(budget: BodyBudget, counter: { counted: number }, bytes: number): AppError | undefined {
+function reserve(budget: BodyBudget, counter: BodyCounter, bytes: number): AppError | undefined {
+  const mb = (n: number): number => Math.round(n / MB);
+  const refuse = (message: string): AppError => new AppError('BODIES_IN_FLIGHT', message, undefined, { 'retry-after': '1', connection: 'close' });
   if (budget.inFlight + bytes > budget.policy.bytesInFlight) {
-    const mb = (n: number): number => Math.round(n / MB);
-    return new AppError('BODIES_IN_FLIGHT', `The gateway is reading ${mb(budget.inFlight)} MB of request bodies (limit ${mb(budget.policy.bytesInFlight)} MB): retry later`, undefined, {
-      'retry-after': '1',
-      connection: 'close',
-    });
+    return refuse(`The gateway is reading ${mb(budget.inFlight)} MB of request bodies (limit ${mb(budget.policy.bytesInFlight)} MB): retry later`);
+  }
+  const own = budget.byKey.get(counter.keyId) ?? 0;
+  if (own + bytes > keyBodyShare(budget.policy)) {
+    return refuse(`The gateway is reading ${mb(own)} MB of request bodies of this key (limit ${mb(keyBodyShare(budget.policy))} MB a key, half the gateway's): retry later`);
   }
   budget.inFlight += bytes;
+  budget.byKey.set(counter.keyId, own + bytes);
   counter.counted += bytes;
   return undefined;
 }
@@ -88,7 +109,7 @@ function reserve(budget: BodyBudget, counter: { counted: number }, bytes: number
  * Receives the body, counting bytes beyond those already counted into the budget. A body
  * refused on the way (too large, budget full) is drained before the promise rejects.
  */
-function receive(req: IncomingMessage, limit: number, budget: BodyBudget | undefined, counter: { counted: number }): Promise<{ chunks: Buffer[]; size: number }> {
+function receive(req: IncomingMessage, limit: number, budget: BodyBudget | undefined, counter: BodyCounter): Promise<{ chunks: Buffer[]; size: number }> {
   return new Promise<{ chunks: Buffer[]; size: number }>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
