@@ -6,7 +6,7 @@ import { renderJob } from '../jobs/job-view.js';
 import type { Notifier } from '../model/events.js';
 import { AppError } from '../model/errors.js';
 import { checkOutboundUrl, createOutboundFetch, createOutboundPolicy, OutboundRefusedError, type OutboundPolicy } from '../security/outbound.js';
-import type { SecretBox } from '../security/secret-box.js';
+import { openIfSealed, type SecretBox } from '../security/secret-box.js';
 import type { JobStore } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
 import { periodic, type Periodic } from '../util/periodic.js';
@@ -206,8 +206,9 @@ class Sender implements WebhookSender {
     let error: string | null = null;
     try {
       // Checked again at send time: the policy may have changed since the job was submitted.
-      await checkOutboundUrl(this.outbound, job.webhook ?? '', 'webhook', clock.now());
-      httpStatus = await this.post(job);
+      const url = openIfSealed(this.deps.secrets, job.webhook ?? '');
+      await checkOutboundUrl(this.outbound, url, 'webhook', clock.now());
+      httpStatus = await this.post(job, url);
     } catch (err) {
       error = webhookErrorClass(err);
     }
@@ -224,14 +225,14 @@ class Sender implements WebhookSender {
   }
 
   /** POSTs the job object to its webhook (signed when the endpoint has a secret); returns the HTTP status. */
-  private async post(job: JobRecord): Promise<number> {
+  private async post(job: JobRecord, url: string): Promise<number> {
     const body = renderJob(job);
     // One id per delivery of one outcome: the same across its attempts, new after a retry of the job.
     const id = `${job.id}.${job.retries}`;
     const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'gantry-webhook', 'webhook-id': id };
     const sealed = (await this.deps.endpoints.get(job.endpointId))?.webhookSecret ?? null;
     if (sealed !== null) Object.assign(headers, signWebhook(this.deps.secrets.open(sealed), id, Math.floor(this.deps.clock.now() / 1000), body));
-    const response = await this.fetch(job.webhook ?? '', {
+    const response = await this.fetch(url, {
       method: 'POST',
       headers,
       body,

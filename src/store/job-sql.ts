@@ -37,14 +37,18 @@ export function finishedColumns(now: string): string {
  * The columns of a requeued job (store.requeueJobs), the one place they are written for every
  * backend and every cause: back to IN_QUEUE without a worker, its run's start and progress
  * output; `queued_at` untouched, so delayTime and queue order count from the submit or the last
- * retry; the queue deadline restored to `queued_at + ttl_ms`. `counted` is an SQL boolean
- * expression: true keeps the hand-out in `attempts`, false takes it back.
+ * retry; the queue deadline restored to `queued_at + ttl_ms`; the stream's byte count and cut
+ * reset (the caller deletes the abandoned run's chunks in the same write). `counted` is an SQL
+ * boolean expression: true keeps the hand-out in `attempts`, false takes it back; `preempted`
+ * (an SQL boolean too) adds one to `preemptions` (the allocator took the worker away).
  *
- * @example `UPDATE jobs SET ${requeuedColumns('$3')} WHERE worker_id = $1`
+ * @example `UPDATE jobs SET ${requeuedColumns('$3', '$6')} WHERE worker_id = $1`
  */
-export function requeuedColumns(counted: string): string {
+export function requeuedColumns(counted: string, preempted: string): string {
   return `status = 'IN_QUEUE', worker_id = NULL, started_at = NULL, output_json = NULL,
-  deadline_at = queued_at + ttl_ms, attempts = CASE WHEN ${counted} THEN attempts ELSE attempts - 1 END`;
+  deadline_at = queued_at + ttl_ms, attempts = CASE WHEN ${counted} THEN attempts ELSE attempts - 1 END,
+  preemptions = CASE WHEN ${preempted} THEN preemptions + 1 ELSE preemptions END,
+  stream_bytes = 0, stream_cut = 0`;
 }
 
 /**

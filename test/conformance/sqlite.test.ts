@@ -87,7 +87,7 @@ describe('sqlite store', () => {
     const raw = new Database(db.file, { readonly: true });
     try {
       const columns = (raw.pragma('table_info(jobs)') as { name: string }[]).map((c) => c.name);
-      // In the order their migrations added them: idempotency (0008), stream (0009), input_bytes (0010), preemptions (0011), fair_at (0012).
+      // In the order their migrations added them: idempotency (0008), stream (0009), input_bytes (0010), preemptions (0011), fair_at (0013).
       const jobColumns = JOB_COLUMNS.split(', ').filter((c) => c !== 'input_bytes' && c !== 'preemptions');
       expect(columns.join(', ')).toBe([...jobColumns, ...IDEMPOTENCY_COLUMNS, ...JOB_STREAM_COLUMNS.sqlite, 'input_bytes', 'preemptions', 'fair_at'].join(', '));
     } finally {
@@ -127,8 +127,8 @@ describe('sqlite store', () => {
     await store.insertJob(job('dup'));
     const first = store.insertJob(job('a'));
     const failing = store.insertJob(job('dup'));
-    const multi = store.createKey({ id: 'k1', name: 'k', hash: 'h', scopes: ['run'], endpoints: null, createdAt: T0 });
-    const failingKey = store.createKey({ id: 'k2', name: 'k', hash: 'h', scopes: ['run'], endpoints: null, createdAt: T0 });
+    const multi = store.createKey({ id: 'k1', name: 'k', hash: 'h', scopes: ['run'], endpoints: null, createdAt: T0, budgetUnits: null, budgetPeriod: null, maxConcurrentJobs: null });
+    const failingKey = store.createKey({ id: 'k2', name: 'k', hash: 'h', scopes: ['run'], endpoints: null, createdAt: T0, budgetUnits: null, budgetPeriod: null, maxConcurrentJobs: null });
     const last = store.insertJob(job('b'));
     const results = await Promise.allSettled([first, failing, multi, failingKey, last]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'rejected', 'fulfilled']);

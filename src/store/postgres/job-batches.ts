@@ -77,6 +77,7 @@ export function jobColumnArrays(list: JobRecord[]): unknown[][] {
   c[COL.webhookAttempts] = list.map((j) => j.webhookAttempts);
   c[COL.webhookNextAt] = list.map((j) => j.webhookNextAt);
   c[COL.inputBytes] = list.map((j) => j.inputBytes);
+  c[COL.preemptions] = list.map((j) => j.preemptions);
   return c;
 }
 

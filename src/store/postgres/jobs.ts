@@ -54,14 +54,16 @@ const TIME_OUT_SQL = `WITH due AS (SELECT id FROM jobs WHERE status = $3 AND dea
    UPDATE jobs j SET status = 'TIMED_OUT', error = $4, ${finishedColumns('$1')}
    FROM due WHERE j.id = due.id AND j.status = $3 RETURNING ${jobColumnList('j')}`;
 // One statement: the counted hand-outs at maxAttempts end FAILED, the others are requeued (both
-// parts see the same snapshot, so the second leaves out what the first ends).
+// parts see the same snapshot, so the second leaves out what the first ends) and the abandoned
+// run's undelivered chunks of those go.
 const REQUEUE_WHERE = `status = 'IN_PROGRESS' AND worker_id = ANY($1::text[]) AND ($2::text[] IS NULL OR id = ANY($2::text[]))`;
 const REQUEUE_SQL = `WITH failed AS (
      UPDATE jobs SET status = 'FAILED', error = replace($4, '{attempts}', attempts::text), ${finishedColumns('$5')}
      WHERE ${REQUEUE_WHERE} AND $3 AND attempts >= max_attempts RETURNING ${JOB_COLUMNS}),
    requeued AS (
-     UPDATE jobs SET ${requeuedColumns('$3')}
-     WHERE ${REQUEUE_WHERE} AND NOT ($3 AND attempts >= max_attempts) RETURNING ${JOB_COLUMNS})
+     UPDATE jobs SET ${requeuedColumns('$3', '$6')}
+     WHERE ${REQUEUE_WHERE} AND NOT ($3 AND attempts >= max_attempts) RETURNING ${JOB_COLUMNS}),
+   gone AS (DELETE FROM job_stream WHERE job_id IN (SELECT id FROM requeued))
    SELECT ${JOB_COLUMNS}, false AS requeued FROM failed UNION ALL SELECT ${JOB_COLUMNS}, true AS requeued FROM requeued`;
 // Batches of `limit`, rows another gateway is deleting skipped: the queue table stays
 // small without one long transaction holding locks (docs/postgres.md).
@@ -76,22 +78,23 @@ const SHORTEN_RETENTION_SQL = `UPDATE jobs SET retention_ms = LEAST(retention_ms
 // (and the reverse), so once a reader sees the job terminal every chunk it will have is
 // committed; appends of one job are counted one after the other. `fits`: the chunks go in and
 // their bytes are counted; `cut`: the cap refuses a run not yet cut, which is cut with a marker
-// chunk ''. Identity seqs follow the insert order (ORDER BY ord).
+// chunk ''. Identity seqs follow the insert order (ORDER BY ord). Each chunk carries the run
+// (the job's attempts) that posted it.
 const APPEND_STREAM_SQL = `WITH job AS (
        SELECT id, attempts, stream_bytes, stream_cut FROM jobs WHERE id = $1 AND status = 'IN_PROGRESS' AND worker_id = $2
          AND ($3::text IS NULL OR endpoint_id = $3) FOR UPDATE),
-     fits AS (SELECT id FROM job WHERE stream_cut < attempts AND stream_bytes + $5 <= $6),
+     fits AS (SELECT id, attempts FROM job WHERE stream_cut < attempts AND stream_bytes + $5 <= $6),
      cut AS (SELECT id, attempts FROM job WHERE stream_cut < attempts AND stream_bytes + $5 > $6),
      counted AS (UPDATE jobs SET stream_bytes = jobs.stream_bytes + $5 FROM fits WHERE jobs.id = fits.id),
      marked AS (UPDATE jobs SET stream_cut = cut.attempts FROM cut WHERE jobs.id = cut.id),
-     ins AS (INSERT INTO job_stream (job_id, chunk)
-       SELECT fits.id, c.chunk FROM fits, unnest($4::text[]) WITH ORDINALITY AS c(chunk, ord) ORDER BY c.ord),
-     marker AS (INSERT INTO job_stream (job_id, chunk) SELECT id, '' FROM cut)
+     ins AS (INSERT INTO job_stream (job_id, chunk, attempt)
+       SELECT fits.id, c.chunk, fits.attempts FROM fits, unnest($4::text[]) WITH ORDINALITY AS c(chunk, ord) ORDER BY c.ord),
+     marker AS (INSERT INTO job_stream (job_id, chunk, attempt) SELECT id, '', attempts FROM cut)
    SELECT EXISTS (SELECT 1 FROM job) AS held, EXISTS (SELECT 1 FROM fits) AS appended`;
 // A page: as on SQLite, n counts the chunks looked at (up to $3 + 1): n > the page's length means more.
-const READ_STREAM_SQL = `SELECT seq, chunk, n FROM (
-     SELECT seq, chunk, SUM(octet_length(chunk)) OVER (ORDER BY seq) - octet_length(chunk) AS before, COUNT(*) OVER () AS n
-     FROM (SELECT seq, chunk FROM job_stream WHERE job_id = $1 AND seq > $2 ORDER BY seq LIMIT $3 + 1) AS head) AS page
+const READ_STREAM_SQL = `SELECT seq, chunk, attempt, n FROM (
+     SELECT seq, chunk, attempt, SUM(octet_length(chunk)) OVER (ORDER BY seq) - octet_length(chunk) AS before, COUNT(*) OVER () AS n
+     FROM (SELECT seq, chunk, attempt FROM job_stream WHERE job_id = $1 AND seq > $2 ORDER BY seq LIMIT $3 + 1) AS head) AS page
    WHERE before < $4 ORDER BY seq LIMIT $3`;
 // The delivered chunks go, and their bytes come off the job's count, in one statement.
 const DELETE_STREAM_SQL = `WITH gone AS (DELETE FROM job_stream WHERE job_id = $1 AND seq <= $2 RETURNING octet_length(chunk) AS bytes),
@@ -100,7 +103,7 @@ const DELETE_STREAM_SQL = `WITH gone AS (DELETE FROM job_stream WHERE job_id = $
    SELECT COUNT(*)::int AS n FROM gone`;
 const COUNT_JOBS_SQL = `SELECT status, COUNT(*) AS n, COUNT(*) FILTER (WHERE retries > 0) AS retried, COUNT(*) FILTER (WHERE attempts > 1) AS reattempted
    FROM jobs WHERE endpoint_id = $1 GROUP BY status`;
-const QUEUED_STATS_SQL = `SELECT COUNT(*) AS n, COUNT(*) FILTER (WHERE NOT low_priority) AS normal,
+const QUEUED_STATS_SQL = `SELECT COUNT(*) AS n, COUNT(*) FILTER (WHERE NOT low_priority) AS normal, COALESCE(SUM(input_bytes), 0) AS bytes,
      MIN(queued_at) FILTER (WHERE NOT low_priority) AS oldest
    FROM jobs WHERE endpoint_id = $1 AND status = 'IN_QUEUE' AND deadline_at > $2`;
 const HELD_STATS_SQL = `SELECT worker_id, COUNT(*) AS n FROM jobs WHERE endpoint_id = $1 AND status = 'IN_PROGRESS' GROUP BY worker_id`;
@@ -220,8 +223,8 @@ export class PgJobStore implements JobStore {
     return this.jobs(TIME_OUT_SQL, [now, limit, 'IN_QUEUE', 'ttl expired in queue']);
   }
 
-  async requeueJobs({ workerIds, ids, counted, error, now }: Args<'requeueJobs'>): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }> {
-    const rows = await this.db.queryArrays(REQUEUE_SQL, [workerIds, ids ?? null, counted, error, now]);
+  async requeueJobs({ workerIds, ids, counted, preempted, error, now }: Args<'requeueJobs'>): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }> {
+    const rows = await this.db.queryArrays(REQUEUE_SQL, [workerIds, ids ?? null, counted, error, now, preempted === true]);
     return {
       requeued: rows.filter((r) => r[REQUEUED] === true).map(toJob),
       failed: rows.filter((r) => r[REQUEUED] !== true).map(toJob),
@@ -243,8 +246,8 @@ export class PgJobStore implements JobStore {
   }
 
   async readStream({ id, after, limit, maxBytes }: Args<'readStream'>): Promise<{ chunks: StreamChunk[]; more: boolean }> {
-    const rows = await this.db.query<{ seq: string; chunk: string; n: string }>(READ_STREAM_SQL, [id, after, limit, maxBytes]);
-    return { chunks: rows.map((row) => ({ seq: Number(row.seq), chunk: row.chunk })), more: rows.length > 0 && Number(rows[0]!.n) > rows.length };
+    const rows = await this.db.query<{ seq: string; chunk: string; attempt: number; n: string }>(READ_STREAM_SQL, [id, after, limit, maxBytes]);
+    return { chunks: rows.map((row) => ({ seq: Number(row.seq), chunk: row.chunk, attempt: row.attempt })), more: rows.length > 0 && Number(rows[0]!.n) > rows.length };
   }
 
   async deleteStream({ id, through }: Args<'deleteStream'>): Promise<number> {

@@ -1,4 +1,4 @@
--- 0012_fair_dispatch: keys take turns on an endpoint's queue (docs/scaling.md, "Dispatch order").
+-- 0013_fair_dispatch: keys take turns on an endpoint's queue (docs/scaling.md, "Dispatch order").
 -- fair_at: the job's place in its endpoint's queue, set by the insert (and by a retry): one
 -- past the key's newest queued job, or, for a key with nothing queued, the queue's head (the
 -- smallest fair_at queued; the job's queued_at when the queue is empty). Claims take the
