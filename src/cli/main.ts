@@ -9,6 +9,7 @@ import { backupCommand, restoreCommand } from './backup-command.js';
 import { endpointsCommand } from './endpoint-commands.js';
 import { jobCommands } from './job-commands.js';
 import { keysCommand } from './key-commands.js';
+import { registryCredentialsCommand } from './registry-commands.js';
 import { serveCommand } from './serve-command.js';
 import { listSubcommands, runSubcommand } from './subcommands.js';
 import { usageCommandSpec } from './usage-command.js';
@@ -26,6 +27,7 @@ const commands: Record<string, Command> = {
   serve: { summary: 'run the gateway: job API, worker protocol, admin API, metrics, background services', args: '', run: serveCommand },
   worker: { summary: 'run a handler module as a worker', args: 'FILE', run: workerCommand },
   keys: { summary: keysCommand.summary, args: '<subcommand>', run: keysCommand.run },
+  'registry-credentials': { summary: registryCredentialsCommand.summary, args: '<subcommand>', run: registryCredentialsCommand.run },
   endpoints: { summary: endpointsCommand.summary, args: '<subcommand>', run: endpointsCommand.run },
   ...Object.fromEntries(
     Object.entries(jobCommands).map(([name, command]) => [
@@ -44,8 +46,9 @@ commands:
 ${listSubcommands(commands, (name) => `${name} ${commands[name]?.args ?? ''}`.trimEnd())}
 
 Most commands talk to a gateway: GANTRY_URL (default http://localhost:8080), GANTRY_API_KEY
-for the job commands, GANTRY_ADMIN_KEY for keys, endpoints and usage. --json prints JSON for
-scripts. Run 'gantry <command> --help' for its options and their ranges; docs/cli.md has more.
+for the job commands, GANTRY_ADMIN_KEY for keys, registry credentials, endpoints and usage.
+--json prints JSON for scripts. Run 'gantry <command> --help' for its options and their
+ranges; docs/cli.md has more.
 
   -V, --version              print the version`;
 

@@ -7,7 +7,7 @@ import { formatImageDevice, ownMemoryLimitMb, ownMemoryLimitSetting, type ImageM
 import type { RouteTable } from '../http/route-table.js';
 import type { EndpointHooks, EndpointService } from '../jobs/endpoint-service.js';
 import type { WorkerSettings } from '../jobs/endpoint-settings.js';
-import type { EndpointRecord, JobRecord, UsageRecord } from '../model/records.js';
+import type { EndpointRecord, FeatureCharge, JobRecord } from '../model/records.js';
 import { startFileSweeper } from './file-sweeper.js';
 import { createFileRoute } from './files-route.js';
 import { resolveImageInput, SIZE_RULES, specDefaults, validateImageInput } from './image-input.js';
@@ -87,6 +87,7 @@ function imageEndpoint(id: string, kind: ImageModelKind, now: number): EndpointR
     preemptible: false,
     flashboot: false,
     shareWeight: 1,
+    priceUnitsPerSecond: null,
     createdAt: now,
     updatedAt: now,
   };
@@ -114,23 +115,16 @@ function billedSize(kind: ImageModelKind, job: JobRecord): { width: number; heig
 
 /**
  * Input rules at submission (a 400 `Invalid parameter: ...` before any job exists) and the
- * usage record of a completed job, at the size it was generated at (billedSize), so the
+ * charge of a completed job, at the size it was generated at (billedSize), so the
  * output's `cost` equals the record.
  */
 export function imageHooks(kind: ImageModelKind): EndpointHooks {
   return {
     validateInput: (input) => void validateImageInput(kind, input),
-    usageOf(job: JobRecord): UsageRecord | null {
+    chargeOf(job: JobRecord): FeatureCharge | null {
       if (job.status !== 'COMPLETED') return null;
       const { width, height } = billedSize(kind, job);
-      return {
-        jobId: job.id,
-        keyId: job.keyId,
-        endpointId: job.endpointId,
-        pixels: width * height,
-        costUnits: imageCostUnits(kind, width, height),
-        createdAt: job.finishedAt ?? job.createdAt,
-      };
+      return { pixels: width * height, costUnits: imageCostUnits(kind, width, height) };
     },
   };
 }

@@ -1,6 +1,7 @@
 import { AppError, invalidParameter } from '../model/errors.js';
 import type { EndpointRecord } from '../model/records.js';
 import { isObject } from '../model/json.js';
+import { usdNumber, usdToUnits } from '../model/money.js';
 import { GPU_TYPE } from '../config/docker-config.js';
 
 /** Endpoint settings, named as RunPod's, with Gantry's defaults. */
@@ -71,11 +72,13 @@ export const INTEGER_FIELDS: Readonly<Record<'workersMin' | 'workersMax' | 'idle
 /** The true/false settings (the allocator's, docs/scaling.md). */
 export const BOOLEAN_FIELDS = ['preemptible', 'flashboot'] as const;
 /** Every field a create or update body may have (anything else is refused; /openapi.json's EndpointSettings lists the same). */
-export const SETTING_FIELDS: ReadonlySet<string> = new Set(['id', 'name', 'worker', 'scalerType', 'webhookSecret', 'rateLimits', ...Object.keys(INTEGER_FIELDS), ...BOOLEAN_FIELDS]);
+export const SETTING_FIELDS: ReadonlySet<string> = new Set(['id', 'name', 'worker', 'scalerType', 'webhookSecret', 'rateLimits', 'pricePerSecond', ...Object.keys(INTEGER_FIELDS), ...BOOLEAN_FIELDS]);
 /** The operations an endpoint's `rateLimits` may name (the rows of the spec's table, plus long-poll and openai). */
 export const RATE_LIMITED_OPERATIONS = ['run', 'runsync', 'status', 'long-poll', 'cancel', 'purge-queue', 'requests', 'openai'] as const;
 /** The largest `per10s` or `concurrent` a `rateLimits` entry may name. */
 export const MAX_RATE = 1_000_000_000;
+/** The largest `pricePerSecond` in USD (a price past it is a typing error, and its units stay exact in a double). */
+export const MAX_PRICE_PER_SECOND_USD = 1000;
 /** Standard Webhooks secret: `whsec_` and 24–64 random bytes in base64. */
 const WEBHOOK_SECRET = /^whsec_[A-Za-z0-9+/]{32,88}={0,2}$/;
 
@@ -217,6 +220,16 @@ function parseRateLimits(value: unknown): string | null {
   return JSON.stringify(limits);
 }
 
+/** `pricePerSecond`: USD per second of execution (at most 10 decimals), or null for none; stored in units of 1e-10 USD. */
+function parsePricePerSecond(value: unknown): number | null {
+  if (value === null) return null;
+  const units = usdToUnits(value);
+  if (units === null || units > MAX_PRICE_PER_SECOND_USD * 1e10) {
+    throw invalidParameter('pricePerSecond', `must be USD per second of execution from 0 to ${MAX_PRICE_PER_SECOND_USD} with at most 10 decimals (a number or decimal text), or null`);
+  }
+  return units;
+}
+
 /**
  * Validates a create (POST) or update (PATCH) body. On update, `existing` supplies the fields
  * not given and `id` may not change. Throws a 400 naming the field. `seal` encrypts a given
@@ -240,7 +253,7 @@ export function parseEndpointSettings(body: unknown, existing: EndpointRecord | 
   }
   const record: EndpointRecord = existing
     ? { ...existing, updatedAt: now }
-    : { id, name: id, ...ENDPOINT_DEFAULTS, workerJson: null, webhookSecret: null, rateLimitsJson: null, createdAt: now, updatedAt: now };
+    : { id, name: id, ...ENDPOINT_DEFAULTS, workerJson: null, webhookSecret: null, rateLimitsJson: null, priceUnitsPerSecond: null, createdAt: now, updatedAt: now };
   if (body.name !== undefined) {
     if (typeof body.name !== 'string' || body.name.length === 0 || body.name.length > 128) throw invalidParameter('name', 'must be a string of 1-128 characters');
     record.name = body.name;
@@ -264,6 +277,7 @@ export function parseEndpointSettings(body: unknown, existing: EndpointRecord | 
   }
   if (body.worker !== undefined) record.workerJson = parseWorker(body.worker);
   if (body.rateLimits !== undefined) record.rateLimitsJson = parseRateLimits(body.rateLimits);
+  if (body.pricePerSecond !== undefined) record.priceUnitsPerSecond = parsePricePerSecond(body.pricePerSecond);
   if (body.webhookSecret !== undefined) {
     if (body.webhookSecret !== null && (typeof body.webhookSecret !== 'string' || !WEBHOOK_SECRET.test(body.webhookSecret))) {
       throw invalidParameter('webhookSecret', 'must be a Standard Webhooks secret: whsec_ and 24-64 random bytes in base64, or null');
@@ -275,7 +289,9 @@ export function parseEndpointSettings(body: unknown, existing: EndpointRecord | 
 }
 
 /** An endpoint as the admin API shows it (renderEndpoint): its settings, with times as ISO text. */
-export interface RenderedEndpoint extends Omit<EndpointRecord, 'workerJson' | 'webhookSecret' | 'rateLimitsJson' | 'createdAt' | 'updatedAt'> {
+export interface RenderedEndpoint extends Omit<EndpointRecord, 'workerJson' | 'webhookSecret' | 'rateLimitsJson' | 'priceUnitsPerSecond' | 'createdAt' | 'updatedAt'> {
+  /** USD per second of execution; null when the endpoint is not priced by time. */
+  pricePerSecond: number | null;
   /** Whether webhook calls are signed; the secret itself never leaves. */
   webhookSigning: boolean;
   worker: WorkerSettings | null;
@@ -287,9 +303,10 @@ export interface RenderedEndpoint extends Omit<EndpointRecord, 'workerJson' | 'w
 
 /** The endpoint as the admin API shows it; the webhook secret never leaves, only whether one is set. */
 export function renderEndpoint(endpoint: EndpointRecord): RenderedEndpoint {
-  const { workerJson, webhookSecret, rateLimitsJson, createdAt, updatedAt, ...settings } = endpoint;
+  const { workerJson, webhookSecret, rateLimitsJson, priceUnitsPerSecond, createdAt, updatedAt, ...settings } = endpoint;
   return {
     ...settings,
+    pricePerSecond: priceUnitsPerSecond === null ? null : usdNumber(BigInt(priceUnitsPerSecond)),
     webhookSigning: webhookSecret !== null,
     worker: workerJson === null ? null : (JSON.parse(workerJson) as WorkerSettings),
     rateLimits: rateLimitsJson === null ? null : (JSON.parse(rateLimitsJson) as unknown),

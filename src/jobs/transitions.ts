@@ -1,9 +1,10 @@
 import type { Logger } from 'pino';
 import type { Notifier } from '../model/events.js';
 import { withoutNul } from '../model/json.js';
-import type { JobRecord, Taker, UsageRecord } from '../model/records.js';
+import type { JobRecord, Taker } from '../model/records.js';
 import type { IdempotentJob, JobStore, UsageStore, WorkerStore } from '../store/store.js';
 import type { IdempotencyKey } from './idempotency.js';
+import type { MeterOf } from './job-meters.js';
 
 /** The error of a job that ran out of hand-outs because its worker never had it or forgot it. */
 const LOST_HAND_OUT_ERROR =
@@ -13,7 +14,7 @@ const LOST_HAND_OUT_ERROR =
 export type NewJobArgs = Pick<
   JobRecord,
   'id' | 'endpointId' | 'inputJson' | 'webhook' | 's3Config' | 'executionTimeoutMs' | 'lowPriority' | 'ttlMs' | 'retentionMs' | 'maxAttempts' | 'sync' | 'keyId'
-> & { now: number };
+> & { now: number; /** Buffer.byteLength(inputJson) when the caller measured it already. */ inputBytes?: number };
 
 /**
  * A job's initial state, the one place it is written (docs/states.md): IN_QUEUE since `now`,
@@ -50,16 +51,17 @@ export function initialJob(a: NewJobArgs): JobRecord {
     retries: 0,
     webhookAttempts: 0,
     webhookNextAt: null,
-    inputBytes: Buffer.byteLength(a.inputJson),
+    inputBytes: a.inputBytes ?? Buffer.byteLength(a.inputJson),
+    preemptions: 0,
   };
 }
 
-/** What the transitions need: the job table (plus deleting lost workers' rows and usage), events and the clock. */
+/** What the transitions need: the job table (plus deleting lost workers' rows and job meters), events and the clock. */
 export interface TransitionDeps {
-  store: JobStore & Pick<WorkerStore, 'deleteWorkers'> & Pick<UsageStore, 'recordUsage'>;
+  store: JobStore & Pick<WorkerStore, 'deleteWorkers'> & Pick<UsageStore, 'recordJobMeter'>;
   notifier: Pick<Notifier, 'publish'>;
-  /** The usage record of a completed job (an endpoint feature's hook), or null. */
-  usageOf(job: JobRecord): UsageRecord | null;
+  /** The meter of a job run that ended (job-meters.ts), or null when it never ran. */
+  meterOf: MeterOf;
   logger: Logger;
   now(): number;
 }
@@ -122,13 +124,19 @@ export interface JobTransitions {
   expireQueued(limit: number): Promise<JobRecord[]>;
   /** The jobs of workers that are gone (lost, or pool workers that exited) → requeued, or FAILED past maxAttempts ('worker lost'); the workers' rows are deleted. */
   releaseWorkers(workerIds: string[]): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }>;
+  /**
+   * The jobs of a worker the allocator stops for a higher-priority endpoint (docs/scaling.md,
+   * preemption) → back in the queue, the hand-out uncounted and `preemptions` + 1; the worker
+   * is told to stop them (job-stop). Returns the jobs requeued.
+   */
+  preempt(workerId: string): Promise<JobRecord[]>;
   /** Deletes up to `limit` jobs whose retention ended; returns how many. */
   deleteExpired(limit: number): Promise<number>;
   /** Shortens a job's retention (status?ttl=). */
   shortenRetention(id: string, ttlMs: number): Promise<void>;
 }
 
-/** @example const transitions = createJobTransitions({ store, notifier, usageOf: () => null, logger, now: Date.now }); */
+/** @example const transitions = createJobTransitions({ store, notifier, meterOf: async () => null, logger, now: Date.now }); */
 export function createJobTransitions(deps: TransitionDeps): JobTransitions {
   return new Transitions(deps);
 }
@@ -172,7 +180,7 @@ class Transitions implements JobTransitions {
     const error = write.error === null ? null : withoutNul(write.error);
     const finished = await this.deps.store.finishJob({ id, workerId, endpointId, status, outputJson, error, now: this.deps.now() });
     if (!finished) return undefined;
-    await this.recordUsage(finished);
+    await this.meter([finished]);
     this.ended(finished);
     return finished;
   }
@@ -192,6 +200,7 @@ class Transitions implements JobTransitions {
 
   async cancel(id: string): Promise<JobRecord | undefined> {
     const cancelled = await this.deps.store.cancelJob({ id, now: this.deps.now() });
+    if (cancelled) await this.meter([cancelled]);
     // Only a running job keeps a worker id (a requeue or retry clears it): that worker stops.
     if (cancelled) this.ended(cancelled, { stopWorker: true });
     return cancelled;
@@ -212,6 +221,7 @@ class Transitions implements JobTransitions {
 
   async timeOutRunning(limit: number): Promise<JobRecord[]> {
     const jobs = await this.deps.store.timeOutRunning({ now: this.deps.now(), limit });
+    await this.meter(jobs);
     for (const job of jobs) this.ended(job, { stopWorker: true });
     return jobs;
   }
@@ -228,13 +238,20 @@ class Transitions implements JobTransitions {
     return released;
   }
 
+  async preempt(workerId: string): Promise<JobRecord[]> {
+    const { requeued } = await this.requeue({ workerIds: [workerId], counted: false, preempted: true, error: '' });
+    if (requeued.length > 0) this.deps.notifier.publish({ type: 'stop-jobs', workerId, jobIds: requeued.map((j) => j.id) });
+    return requeued;
+  }
+
   /**
    * Every requeue goes through here and store.requeueJobs (docs/states.md, "Requeues"): one rule
    * for the columns, the attempt count and the failure at maxAttempts, whatever the cause.
    */
-  private async requeue(args: { workerIds: string[]; ids?: string[]; counted: boolean; error: string }): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }> {
+  private async requeue(args: { workerIds: string[]; ids?: string[]; counted: boolean; preempted?: boolean; error: string }): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }> {
     if (args.workerIds.length === 0 || args.ids?.length === 0) return { requeued: [], failed: [] };
     const result = await this.deps.store.requeueJobs({ ...args, now: this.deps.now() });
+    await this.meter(result.failed);
     for (const job of result.failed) this.ended(job);
     this.requeued(result.requeued);
     return result;
@@ -261,14 +278,18 @@ class Transitions implements JobTransitions {
     if (job.webhook !== null) this.deps.notifier.publish({ type: 'webhook-due' });
   }
 
-  /** Bills a completed job (endpoint hook); a failed write is logged, never fails the result. */
-  private async recordUsage(job: JobRecord): Promise<void> {
-    if (job.status !== 'COMPLETED') return;
-    try {
-      const usage = this.deps.usageOf(job);
-      if (usage) await this.deps.store.recordUsage(usage);
-    } catch (err) {
-      this.deps.logger.error({ err, jobId: job.id, endpointId: job.endpointId }, 'usage record failed');
+  /**
+   * Meters the runs that just ended (job-meters.ts): each written once per run, whichever
+   * gateway ended it. A failed write is logged, never fails the transition.
+   */
+  private async meter(jobs: readonly JobRecord[]): Promise<void> {
+    for (const job of jobs) {
+      try {
+        const meter = await this.deps.meterOf(job);
+        if (meter) await this.deps.store.recordJobMeter(meter);
+      } catch (err) {
+        this.deps.logger.error({ err, jobId: job.id, endpointId: job.endpointId }, 'job meter write failed');
+      }
     }
   }
 }

@@ -46,3 +46,38 @@ export function megapixels(width: number, height: number): number {
 export function pixelsToMegapixels(pixels: number): number {
   return Number(formatUsd(BigInt(pixels) * 10_000n));
 }
+
+/**
+ * What `ms` milliseconds of execution cost at `unitsPerSecond` (1e-10 USD per second), rounded
+ * up after the 10th decimal: ceil(ms × unitsPerSecond / 1000).
+ *
+ * @example executionCostUnits(2_500_000, 1234) === 3_085_000n // 0.0003085 USD: 1.234 s at 0.00025 USD/s
+ */
+export function executionCostUnits(unitsPerSecond: number, ms: number): bigint {
+  if (!Number.isSafeInteger(unitsPerSecond) || !Number.isSafeInteger(ms) || unitsPerSecond < 0 || ms < 0) {
+    throw new RangeError(`price and time must be non-negative integers, got ${unitsPerSecond} units/s for ${ms} ms`);
+  }
+  return (BigInt(unitsPerSecond) * BigInt(ms) + 999n) / 1000n;
+}
+
+/**
+ * A USD amount (a JSON number or decimal text, at most 10 decimals) → units of 1e-10 USD, or
+ * null when it is not one.
+ *
+ * @example usdToUnits(0.00025) === 2_500_000; usdToUnits('1e-11') === null
+ */
+export function usdToUnits(value: unknown): number | null {
+  let text: string;
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value) || value < 0) return null;
+    text = value.toFixed(10);
+    if (Number(text) !== value) return null; // more than 10 decimals
+  } else if (typeof value === 'string' && /^\d+(\.\d{1,10})?$/.test(value)) {
+    text = value;
+  } else {
+    return null;
+  }
+  const [whole = '0', fraction = ''] = text.split('.');
+  const units = BigInt(whole) * UNITS_PER_USD + BigInt(fraction.padEnd(10, '0'));
+  return units <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(units) : null;
+}

@@ -5,17 +5,46 @@ import type { JobStatus } from './job-states.js';
  * change them, the routes render them. Plain data, no behaviour.
  */
 
-/** What one completed job of a priced endpoint cost. */
-export interface UsageRecord {
+/**
+ * What one run of a job metered (job_meters): its execution time for the key that submitted
+ * it and what it cost (docs/api.md, "Usage"). Written once per run (jobId, run).
+ */
+export interface JobMeter {
   jobId: string;
+  /** The job's retry count when it ran: a retried job's runs are metered apart. */
+  run: number;
   /** The key that submitted the job; null for the console's session. */
   keyId: string | null;
   endpointId: string;
-  /** width × height of the image. */
+  /** How the run ended: COMPLETED, FAILED, CANCELLED or TIMED_OUT. */
+  status: JobStatus;
+  /** From the worker's take (startedAt) to the result (finishedAt). */
+  executionMs: number;
+  /** width × height of a completed image; 0 otherwise. */
   pixels: number;
-  /** Cost in units of 1e-10 USD (src/images/pricing.ts). */
+  /** Cost in units of 1e-10 USD (src/model/money.ts): the image price plus the per-second price. */
   costUnits: bigint;
+  /** When the run ended. */
   createdAt: number;
+}
+
+/** What a feature bills for a job on top of its execution time (the image endpoints: per megapixel). */
+export interface FeatureCharge {
+  pixels: number;
+  costUnits: bigint;
+}
+
+/** One pool worker process's life, start to stop (worker_meters). */
+export interface WorkerMeter {
+  workerId: string;
+  startedAt: number;
+  endpointId: string;
+  /** GPUs the worker holds (0 for none). */
+  gpus: number;
+  /** Its stop; while it runs, the last time its gateway saw it running. */
+  endedAt: number;
+  /** True until its stop is written. */
+  open: boolean;
 }
 
 /** What an API key may do (docs/security.md). */
@@ -60,6 +89,8 @@ export interface JobRecord {
   webhookNextAt: number | null;
   /** The input's size in bytes (UTF-8): what the endpoint's queued input bytes are summed from. */
   inputBytes: number;
+  /** Times the job was taken back from a worker the allocator stopped for a higher priority (not counted in attempts). */
+  preemptions: number;
 }
 
 /** Retained jobs of an endpoint by state (/health). */
@@ -79,6 +110,8 @@ export interface JobCounts {
 /** What the autoscaler and the queue-overload check read of an endpoint's live jobs. */
 export interface QueueStats {
   inQueue: number;
+  /** Bytes of input the queued jobs hold (their input_bytes): the bytes bound of the queue-overload check. */
+  inQueueBytes: number;
   /** Queued jobs without policy.lowPriority: only these make the autoscaler add workers. */
   inQueueNormal: number;
   /** queuedAt of the oldest queued normal job; null when there is none. */
@@ -125,6 +158,8 @@ export interface EndpointRecord {
   flashboot: boolean;
   /** Weight of the endpoint's fair share among equal priorities (1-100). */
   shareWeight: number;
+  /** USD per second of execution in units of 1e-10 USD; null: metered, not priced. */
+  priceUnitsPerSecond: number | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -149,7 +184,16 @@ export interface KeyRecord {
   /** Endpoint ids the key is limited to; null for all. */
   endpoints: string[] | null;
   createdAt: number;
+  /** Spend allowed per budgetPeriod, in units of 1e-10 USD; null: no budget. */
+  budgetUnits: number | null;
+  /** The budget's period (UTC); null when there is no budget. */
+  budgetPeriod: BudgetPeriod | null;
+  /** Queued + running jobs the key may have at once; null: no cap. */
+  maxConcurrentJobs: number | null;
 }
+
+/** A key budget's period, calendar UTC. */
+export type BudgetPeriod = 'day' | 'month';
 
 /** A worker's waiting take: who gets the jobs, and how many at most. */
 export interface Taker {

@@ -137,7 +137,17 @@ class Keys implements KeyService {
   async create(spec: KeySpec, key = generateApiKey()): Promise<KeyView & { key: string }> {
     const refusal = keySpecRefusal(spec);
     if (refusal) throw invalidParameter('endpoints', refusal);
-    const record: KeyRecord = { id: randomUUID(), name: spec.name, hash: sha256Hex(key), scopes: spec.scopes, endpoints: spec.endpoints, createdAt: this.now() };
+    const record: KeyRecord = {
+      id: randomUUID(),
+      name: spec.name,
+      hash: sha256Hex(key),
+      scopes: spec.scopes,
+      endpoints: spec.endpoints,
+      createdAt: this.now(),
+      budgetUnits: null,
+      budgetPeriod: null,
+      maxConcurrentJobs: null,
+    };
     await this.store.createKey(record);
     this.cache.delete(key);
     return { ...renderKey(record), key };

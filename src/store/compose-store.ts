@@ -75,19 +75,41 @@ export function composeStore(parts: StoreParts): Store {
     deleteKey: (id) => keys.deleteKey(id),
     getKeyByHash: (hash) => keys.getKeyByHash(hash),
     countKeysWithScope: (scope) => keys.countKeysWithScope(scope),
+    getKey: (id) => keys.getKey(id),
+    updateKeyLimits: (args) => keys.updateKeyLimits(args),
 
-    createRegistryCredential: (credential) => parts.registry.createRegistryCredential(credential),
-    listRegistryCredentials: () => parts.registry.listRegistryCredentials(),
-    getRegistryCredential: (id) => parts.registry.getRegistryCredential(id),
-    deleteRegistryCredential: (id) => parts.registry.deleteRegistryCredential(id),
+    ...registryMethods(parts.registry),
 
-    recordUsage: (record) => usage.recordUsage(record),
-    sumUsage: (args) => usage.sumUsage(args),
+    ...usageMethods(usage),
 
     addMinutes: (deltas) => parts.minutes.addMinutes(deltas),
     readMinutes: (args) => parts.minutes.readMinutes(args),
     deleteMinutesBefore: (args) => parts.minutes.deleteMinutesBefore(args),
 
     probeWrite: (now) => parts.upkeep.probeWrite(now),
+  };
+}
+
+/** The meters' methods (job_meters, worker_meters), as plain forwarding arrows like the rest. */
+function usageMethods(usage: UsageStore): UsageStore {
+  return {
+    recordJobMeter: (meter) => usage.recordJobMeter(meter),
+    sumUsage: (args) => usage.sumUsage(args),
+    keySpend: (args) => usage.keySpend(args),
+    countLiveJobs: (keyId) => usage.countLiveJobs(keyId),
+    openWorkerMeter: (meter) => usage.openWorkerMeter(meter),
+    advanceWorkerMeters: (args) => usage.advanceWorkerMeters(args),
+    closeWorkerMeter: (args) => usage.closeWorkerMeter(args),
+    listWorkerMeters: (args) => usage.listWorkerMeters(args),
+  };
+}
+
+/** The registry credentials' methods, as plain forwarding arrows like the rest. */
+function registryMethods(registry: RegistryCredentialStore): RegistryCredentialStore {
+  return {
+    createRegistryCredential: (credential) => registry.createRegistryCredential(credential),
+    listRegistryCredentials: () => registry.listRegistryCredentials(),
+    getRegistryCredential: (id) => registry.getRegistryCredential(id),
+    deleteRegistryCredential: (id) => registry.deleteRegistryCredential(id),
   };
 }

@@ -21,6 +21,7 @@ const ENDPOINT_COLUMN_TABLE = {
   preemptible: 'preemptible',
   flashboot: 'flashboot',
   shareWeight: 'share_weight',
+  priceUnitsPerSecond: 'price_units_per_second',
   createdAt: 'created_at',
   updatedAt: 'updated_at',
 } as const satisfies { readonly [F in keyof EndpointRecord]: string };
@@ -73,6 +74,7 @@ export function toEndpoint(row: EndpointRow): EndpointRecord {
     preemptible: Number(row.preemptible) === 1,
     flashboot: Number(row.flashboot) === 1,
     shareWeight: Number(row.share_weight),
+    priceUnitsPerSecond: row.price_units_per_second === null || row.price_units_per_second === undefined ? null : Number(row.price_units_per_second),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

@@ -1,4 +1,4 @@
-import type { KeyRecord, Scope } from '../model/records.js';
+import type { BudgetPeriod, KeyRecord, Scope } from '../model/records.js';
 
 /** An api_keys row as both drivers return it; scopes and endpoints are JSON text. */
 export interface KeyRow {
@@ -8,6 +8,9 @@ export interface KeyRow {
   scopes: string;
   endpoints: string | null;
   created_at: number;
+  budget_units: number | string | null;
+  budget_period: string | null;
+  max_concurrent_jobs: number | null;
 }
 
 /** An api_keys row (SELECT *) → KeyRecord, its JSON parsed. */
@@ -19,13 +22,26 @@ export function toKey(row: KeyRow): KeyRecord {
     scopes: JSON.parse(row.scopes) as Scope[],
     endpoints: row.endpoints === null ? null : (JSON.parse(row.endpoints) as string[]),
     createdAt: row.created_at,
+    budgetUnits: row.budget_units === null || row.budget_units === undefined ? null : Number(row.budget_units),
+    budgetPeriod: (row.budget_period ?? null) as BudgetPeriod | null,
+    maxConcurrentJobs: row.max_concurrent_jobs ?? null,
   };
 }
 
 /** The api_keys columns in order, for INSERT lists. */
-export const KEY_COLUMNS = 'id, name, hash, scopes, endpoints, created_at';
+export const KEY_COLUMNS = 'id, name, hash, scopes, endpoints, created_at, budget_units, budget_period, max_concurrent_jobs';
 
 /** A key's values in KEY_COLUMNS order (JSON as text). */
-export function keyParams(key: KeyRecord): [string, string, string, string, string | null, number] {
-  return [key.id, key.name, key.hash, JSON.stringify(key.scopes), key.endpoints === null ? null : JSON.stringify(key.endpoints), key.createdAt];
+export function keyParams(key: KeyRecord): [string, string, string, string, string | null, number, number | null, string | null, number | null] {
+  return [
+    key.id,
+    key.name,
+    key.hash,
+    JSON.stringify(key.scopes),
+    key.endpoints === null ? null : JSON.stringify(key.endpoints),
+    key.createdAt,
+    key.budgetUnits,
+    key.budgetPeriod,
+    key.maxConcurrentJobs,
+  ];
 }

@@ -1,6 +1,6 @@
 import type { Notifier } from '../model/events.js';
 import type { JobStatus } from '../model/job-states.js';
-import type { EndpointRecord, JobCounts, JobRecord, KeyRecord, QueueStats, RegistryCredentialRecord, Scope, Taker, UsageRecord, WorkerRecord } from '../model/records.js';
+import type { EndpointRecord, JobCounts, JobRecord, KeyRecord, QueueStats, JobMeter, RegistryCredentialRecord, Scope, Taker, WorkerMeter, WorkerRecord } from '../model/records.js';
 import type { MinuteStore } from './minute-store.js';
 
 /**
@@ -121,10 +121,14 @@ export interface JobStore {
    * and queue order still count from the submit or the last retry; the queue deadline back to
    * queuedAt + ttlMs. `counted`: the hand-out stays counted in `attempts`, and a job that has had
    * maxAttempts hand-outs ends FAILED with `error` instead (`{attempts}` in it replaced by its
-   * count; finished as finishJob). Not counted: attempts − 1, the hand-out did not happen. The
-   * job's stream chunks stay, tagged with the run that sent them.
+   * count; finished as finishJob). Not counted: attempts − 1, the hand-out did not happen.
+   * `preempted` (with counted false): preemptions + 1, the allocator stopped the worker for a
+   * higher priority (docs/scaling.md). A requeued job's buffered stream chunks are deleted and
+   * its stream byte count and cut are reset: the abandoned run's output is void, and the next
+   * run streams from its start under its own attempt (StreamChunk.attempt), so readers never get
+   * two runs spliced together. A job ended FAILED keeps its chunks for its readers.
    */
-  requeueJobs(args: { workerIds: string[]; ids?: string[]; counted: boolean; error: string; now: number }): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }>;
+  requeueJobs(args: { workerIds: string[]; ids?: string[]; counted: boolean; preempted?: boolean; error: string; now: number }): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }>;
 
   /**
    * Deletes up to `limit` terminal jobs with expiresAt <= now and no webhook delivery pending,
@@ -145,7 +149,8 @@ export interface JobStore {
    * refuses them. The first refusal of a run cuts that run's stream: a marker chunk '' is
    * appended in their place and every later post of the run is refused as well, so readers
    * get a prefix of the run's stream and a sign that it was cut, never a stream with a gap.
-   * The job's undelivered byte count is kept beside it: the check reads one column.
+   * The job's undelivered byte count is kept beside it: the check reads one column. Every
+   * chunk (and marker) is tagged with the job's `attempts`: the run that posted it.
    */
   appendStream(args: { id: string; workerId: string; endpointId?: string; chunks: string[]; bytes: number; maxBytes: number }): Promise<'appended' | 'not-held' | 'full'>;
 
@@ -188,8 +193,12 @@ export interface JobStore {
   /** Status and holder of the given jobs (ids that no longer exist are left out). */
   jobStates(ids: string[]): Promise<{ id: string; status: JobStatus; workerId: string | null }[]>;
 
-  /** Terminal jobs whose webhook delivery is due (webhookNextAt <= now), oldest first. */
-  dueWebhooks(args: { now: number; limit: number }): Promise<JobRecord[]>;
+  /**
+   * Terminal jobs whose webhook delivery is due (webhookNextAt <= now), oldest first; those of
+   * the keys in `skipKeys` (key ids, '' for jobs without a key) left out: the webhook sender's
+   * keys at their share of the connections (webhook-sender.ts).
+   */
+  dueWebhooks(args: { now: number; limit: number; skipKeys?: string[] }): Promise<JobRecord[]>;
 
   /**
    * Sets the job's delivery state: `attempts` made, the next one due at `nextAt` (null: done,
@@ -209,6 +218,8 @@ export interface StreamChunk {
   seq: number;
   /** JSON text; '' is the marker where the byte cap cut the run's stream. */
   chunk: string;
+  /** The run that posted it: the job's `attempts` then (docs/api.md, "A job that runs again"). */
+  attempt: number;
 }
 
 /** A job that holds an idempotency key, and the digest of the request that made it. */
@@ -283,6 +294,9 @@ export interface KeyStore {
   /** The key whose SHA-256 hex digest is `hash`. */
   getKeyByHash(hash: string): Promise<KeyRecord | undefined>;
   countKeysWithScope(scope: Scope): Promise<number>;
+  getKey(id: string): Promise<KeyRecord | undefined>;
+  /** Sets a key's budget and job cap; the key as stored now, or undefined when there is none. */
+  updateKeyLimits(args: { id: string } & Pick<KeyRecord, 'budgetUnits' | 'budgetPeriod' | 'maxConcurrentJobs'>): Promise<KeyRecord | undefined>;
 }
 
 /** The registry_credentials table: registry logins endpoints pull their images with. */
@@ -294,19 +308,39 @@ export interface RegistryCredentialStore {
   deleteRegistryCredential(id: string): Promise<boolean>;
 }
 
-/** The usage_records table: what completed jobs cost. */
+/** What usage may be grouped by: the submitting key, the endpoint, the UTC day. */
+export type UsageGroup = 'key' | 'endpoint' | 'day';
+
+/** The job_meters and worker_meters tables: what ran, for whom, and what it cost (docs/api.md, "Usage"). */
 export interface UsageStore {
-  /** Records one completed job's usage; a second record for the same job is ignored. */
-  recordUsage(usage: UsageRecord): Promise<void>;
-  /** Sums the usage recorded in [from, to) by key or endpoint, largest cost first. */
-  sumUsage(args: { from: number; to: number; groupBy: 'key' | 'endpoint' }): Promise<UsageSum[]>;
+  /** Writes one run's meter; a second write of the same run (jobId, run) changes nothing. */
+  recordJobMeter(meter: JobMeter): Promise<void>;
+  /** Sums the job meters written in [from, to), grouped by the named columns (none: one total), largest cost first. */
+  sumUsage(args: { from: number; to: number; groupBy: readonly UsageGroup[] }): Promise<UsageSum[]>;
+  /** What the key's job meters written since `from` cost, in units of 1e-10 USD (its budget's spend). */
+  keySpend(args: { keyId: string; from: number }): Promise<bigint>;
+  /** The key's jobs IN_QUEUE or IN_PROGRESS (maxConcurrentJobs). */
+  countLiveJobs(keyId: string): Promise<number>;
+  /** Writes a worker's meter at its start; a second write of the same (workerId, startedAt) changes nothing. */
+  openWorkerMeter(meter: WorkerMeter): Promise<void>;
+  /** Moves the end of these open meters to `at` (they still run); closed ones are left. */
+  advanceWorkerMeters(args: { meters: readonly { workerId: string; startedAt: number }[]; at: number }): Promise<void>;
+  /** Writes a worker's stop at `at`, once: false when the meter is closed already (or unknown). */
+  closeWorkerMeter(args: { workerId: string; startedAt: number; at: number }): Promise<boolean>;
+  /** Worker meters that overlap [from, to), oldest start first, at most `limit`. */
+  listWorkerMeters(args: { from: number; to: number; limit: number }): Promise<WorkerMeter[]>;
 }
 
-/** One group of sumUsage: a key's or an endpoint's completed jobs in the range, and what they cost. */
+/** One group of sumUsage: the job runs of a key, endpoint and/or day in the range, and what they cost. */
 export interface UsageSum {
-  /** The key id or endpoint id of the group (null: jobs submitted without a key). */
-  group: string | null;
+  /** The key id when grouped by key (null: jobs submitted without a key), else undefined. */
+  key?: string | null;
+  /** The endpoint id when grouped by endpoint. */
+  endpoint?: string;
+  /** The UTC day's start (epoch ms) when grouped by day. */
+  day?: number;
   jobs: number;
+  executionMs: number;
   pixels: number;
   costUnits: bigint;
 }

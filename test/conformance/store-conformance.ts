@@ -3,7 +3,7 @@ import { emptyBuckets } from '../../src/store/minute-store.js';
 import { WEBHOOK_ATTEMPTS_KEPT, type Store, type WebhookAttempt } from '../../src/store/store.js';
 import { initialJob, type NewJobArgs } from '../../src/jobs/transitions.js';
 import { JOB_STATUSES, type JobStatus } from '../../src/model/job-states.js';
-import type { EndpointRecord, JobRecord, KeyRecord } from '../../src/model/records.js';
+import type { EndpointRecord, JobMeter, JobRecord, KeyRecord } from '../../src/model/records.js';
 
 /**
  * What a backend's test hands the suite: a migrated store on a fresh, empty database, a way to
@@ -63,6 +63,7 @@ function endpoint(id: string, overrides: Partial<EndpointRecord> = {}): Endpoint
     preemptible: false,
     flashboot: false,
     shareWeight: 1,
+    priceUnitsPerSecond: null,
     createdAt: T0,
     updatedAt: T0,
     ...overrides,
@@ -70,7 +71,7 @@ function endpoint(id: string, overrides: Partial<EndpointRecord> = {}): Endpoint
 }
 
 function key(id: string, overrides: Partial<KeyRecord> = {}): KeyRecord {
-  return { id, name: `key ${id}`, hash: `hash-${id}`, scopes: ['run'], endpoints: null, createdAt: T0, ...overrides };
+  return { id, name: `key ${id}`, hash: `hash-${id}`, scopes: ['run'], endpoints: null, createdAt: T0, budgetUnits: null, budgetPeriod: null, maxConcurrentJobs: null, ...overrides };
 }
 
 /**
@@ -122,10 +123,12 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
 
     /**
      * Inserts a job and claims it with `workerId` at `now`. It is queued at T0 - 1 unless told
-     * otherwise, ahead of the jobs that insert() queues at T0, so the claim takes this one.
+     * otherwise, by a key of its own with nothing queued (so its place is its queuedAt, fairPlace), ahead
+     * of the jobs that insert() queues at T0, so the claim takes this one.
      */
+    let runners = 0;
     async function running(workerId: string, overrides: Partial<NewJobArgs> = {}, now = T0 + 1000): Promise<JobRecord> {
-      const job = await insert({ now: T0 - 1, ...overrides });
+      const job = await insert({ now: T0 - 1, keyId: `runner-${++runners}`, ...overrides });
       const claimed = await store.claimJobs({ endpointId: job.endpointId, workerId, limit: 1, now });
       expect(claimed.map((j) => j.id)).toEqual([job.id]);
       return get(job.id);
@@ -201,6 +204,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           webhookAttempts: 0,
           webhookNextAt: null,
           inputBytes: Buffer.byteLength(input.inputJson),
+          preemptions: 0,
         } satisfies JobRecord);
         const plain = await insert();
         expect(plain.lowPriority).toBe(false);
@@ -236,6 +240,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           webhookAttempts: 4 + n,
           webhookNextAt: T0 + 789 + n,
           inputBytes: 1_000 + n,
+          preemptions: 5 + n,
         });
         const alone = unusual('alone', 0);
         await store.insertJob(alone);
@@ -247,8 +252,8 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect(await store.listJobs({ endpointId: 'ep-2', limit: 5 })).toEqual([many[1]]);
 
         // A live job written as given: the store claims by its queuedAt and deadlineAt, not by createdAt + ttl.
-        const queued: JobRecord = { ...newJob({ now: T0 }), queuedAt: T0 + 500, deadlineAt: T0 + 600 };
-        const older = newJob({ now: T0 + 100 });
+        const queued: JobRecord = { ...newJob({ now: T0, keyId: 'k1' }), queuedAt: T0 + 500, deadlineAt: T0 + 600 };
+        const older = newJob({ now: T0 + 100, keyId: 'k2' });
         await store.insertJob(queued);
         await store.insertJob(older);
         expect(await store.getJob(queued.id)).toEqual(queued);
@@ -262,11 +267,11 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
     });
 
     describe('claimJobs', () => {
-      it('takes the oldest queuedAt first, insertion order breaking ties, up to the limit', async () => {
-        const late = await insert({ now: T0 + 30 });
-        const tieA = await insert({ now: T0 + 10 });
-        const tieB = await insert({ now: T0 + 10 });
-        const early = await insert({ now: T0 });
+      it('takes the oldest queuedAt first among keys with nothing queued, insertion order breaking ties, up to the limit', async () => {
+        const late = await insert({ now: T0 + 30, keyId: 'k1' });
+        const tieA = await insert({ now: T0 + 10, keyId: 'k2' });
+        const tieB = await insert({ now: T0 + 10, keyId: 'k3' });
+        const early = await insert({ now: T0, keyId: 'k4' });
         await insert({ endpointId: 'other', now: T0 - 100 });
         const now = T0 + 1000;
         const first = await store.claimJobs({ endpointId: 'ep', workerId: 'w1', limit: 3, now });
@@ -296,13 +301,38 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         await Promise.all(batch.flatMap((job) => [store.insertJob(job), store.insertJob(newJob({ endpointId: 'other', now: T0 }))]));
         ids.push(...batch.map((job) => job.id));
         for (let i = 0; i < 60; i++) ids.push((await insert({ now: T0 })).id);
-        const first = await insert({ now: T0 - 1 }); // queued earlier, inserted last
+        const last = await insert({ now: T0 - 1 }); // queued earlier, inserted last: a key's jobs keep insertion order
         const claimed: string[] = [];
         for (let round = 0; round < 20; round++) {
           const jobs = await store.claimJobs({ endpointId: 'ep', workerId: `w${round}`, limit: 7, now: T0 + 1000 });
           claimed.push(...jobs.map((j) => j.id));
         }
-        expect(claimed).toEqual([first.id, ...ids]);
+        expect(claimed).toEqual([...ids, last.id]);
+      });
+
+      it('interleaves keys: a key with a long queue takes one place in each round, each key FIFO', async () => {
+        // Key A queues 50 (half in one turn, half one by one), then B queues 3 and C 1, later.
+        const a: string[] = [];
+        const burst = Array.from({ length: 25 }, (_, i) => newJob({ keyId: 'A', now: T0 + i }));
+        await Promise.all(burst.map((job) => store.insertJob(job)));
+        a.push(...burst.map((job) => job.id));
+        for (let i = 25; i < 50; i++) a.push((await insert({ keyId: 'A', now: T0 + i })).id);
+        const b: string[] = [];
+        for (let i = 0; i < 3; i++) b.push((await insert({ keyId: 'B', now: T0 + 100 + i })).id);
+        const c = (await insert({ keyId: null, now: T0 + 200 })).id;
+        // One at a time first (as single takes do), then the rest in one claim, returned in queue order.
+        const order: string[] = [];
+        for (let i = 0; i < 10; i++) order.push(...(await store.claimJobs({ endpointId: 'ep', workerId: 'w1', limit: 1, now: T0 + 1000 })).map((j) => j.id));
+        order.push(...(await store.claimJobs({ endpointId: 'ep', workerId: 'w2', limit: 100, now: T0 + 1000 })).map((j) => j.id));
+        expect(order).toHaveLength(54);
+        // Each key in its own order.
+        expect(order.filter((id) => a.includes(id))).toEqual(a);
+        expect(order.filter((id) => b.includes(id))).toEqual(b);
+        // B's and C's jobs all go within the first few places, not behind A's 50.
+        expect(order.indexOf(b[0]!)).toBeLessThanOrEqual(2);
+        expect(order.indexOf(c)).toBeLessThanOrEqual(3);
+        expect(order.indexOf(b[2]!)).toBeLessThanOrEqual(8);
+        expect((await store.countJobs('ep')).inProgress).toBe(54);
       });
 
       it('skips jobs whose queue ttl has passed', async () => {
@@ -691,6 +721,19 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect(requeued.map((j) => [j.id, j.attempts])).toEqual([[job.id, 0]]);
       });
 
+      it('counts a preemption, not an attempt, when the worker was stopped for a higher priority', async () => {
+        const job = await running('w1', { maxAttempts: 1 });
+        const { requeued, failed } = await store.requeueJobs({ workerIds: ['w1'], counted: false, preempted: true, error: '', now: T0 + 2000 });
+        expect(failed).toEqual([]);
+        expect(requeued.map((j) => [j.id, j.attempts, j.preemptions])).toEqual([[job.id, 0, 1]]);
+        // Taken and preempted again: the count goes on; an ordinary requeue leaves it.
+        await store.claimJobs({ endpointId: 'ep', workerId: 'w2', limit: 1, now: T0 + 3000 });
+        await store.requeueJobs({ workerIds: ['w2'], counted: false, preempted: true, error: '', now: T0 + 3500 });
+        await store.claimJobs({ endpointId: 'ep', workerId: 'w3', limit: 1, now: T0 + 4000 });
+        await store.requeueJobs({ workerIds: ['w3'], counted: false, error: '', now: T0 + 4500 });
+        expect(await store.getJob(job.id)).toMatchObject({ status: 'IN_QUEUE', attempts: 0, preemptions: 2, workerId: null });
+      });
+
       it('keeps the hand-out counted when asked (a job its worker lost)', async () => {
         await store.insertJob(newJob());
         const [a] = await store.claimJobs({ endpointId: 'ep', workerId: 'w1', limit: 1, now: T0 + 10 });
@@ -924,14 +967,51 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect(await append(job.id, 'w1', ['"0123456789"', '"0123456789"', '"0123456789"'], { maxBytes: 25 })).toBe('full');
         await store.requeueJobs({ workerIds: ['w1'], counted: true, error: 'worker lost', now: T0 + 2000 });
         await store.claimJobs({ endpointId: 'ep', workerId: 'w2', limit: 1, now: T0 + 3000 });
-        // The first run left only its marker: 0 bytes buffered, the second run is not cut.
+        // The requeue dropped the first run's chunks and marker: 0 bytes buffered, the second run is not cut.
         expect(await append(job.id, 'w2', ['"0123456789"'], { maxBytes: 25 })).toBe('appended');
-        expect(texts(await page(job.id))).toEqual(['', '"0123456789"']);
+        expect(texts(await page(job.id))).toEqual(['"0123456789"']);
         await store.finishJob({ id: job.id, workerId: 'w2', status: 'FAILED', outputJson: null, error: 'x', now: T0 + 4000 });
         await store.retryJob({ id: job.id, now: T0 + 5000 });
         expect(await page(job.id)).toEqual({ chunks: [], more: false });
         await store.claimJobs({ endpointId: 'ep', workerId: 'w3', limit: 1, now: T0 + 6000 });
         expect(await append(job.id, 'w3', ['"0123456789"', '"0123456789"'], { maxBytes: 25 })).toBe('appended');
+      });
+    });
+
+    describe('a job that runs again (issue 21.4)', () => {
+      const page = (id: string, after = 0) => store.readStream({ id, after, limit: 100, maxBytes: 1_000_000 });
+
+      it('tags each chunk with its run; a requeue drops the abandoned run\'s undelivered chunks and bytes, never a later run\'s', async () => {
+        const job = await running('w1', { maxAttempts: 3 });
+        expect(await append(job.id, 'w1', ['"a0"', '"a1"'], { maxBytes: 20 })).toBe('appended');
+        const first = await page(job.id);
+        expect(first.chunks.map((c) => [c.chunk, c.attempt])).toEqual([['"a0"', 1], ['"a1"', 1]]);
+        // A reader delivered the first chunk; the second is still buffered when the worker is lost.
+        await store.deleteStream({ id: job.id, through: first.chunks[0]!.seq });
+        expect(await append(job.id, 'w1', ['"a2"'], { maxBytes: 20 })).toBe('appended');
+        const { requeued } = await store.requeueJobs({ workerIds: ['w1'], counted: true, error: 'worker lost', now: T0 + 2000 });
+        expect(requeued.map((j) => j.id)).toEqual([job.id]);
+        expect(await page(job.id)).toEqual({ chunks: [], more: false });
+        await store.claimJobs({ endpointId: 'ep', workerId: 'w2', limit: 1, now: T0 + 3000 });
+        // The whole cap is the new run's: the dropped chunks' bytes were given back.
+        expect(await append(job.id, 'w2', ['"b0"', '"b1"', '"b2"', '"b3"'], { maxBytes: 20 })).toBe('appended');
+        const second = await page(job.id);
+        expect(second.chunks.map((c) => [c.chunk, c.attempt])).toEqual([['"b0"', 2], ['"b1"', 2], ['"b2"', 2], ['"b3"', 2]]);
+        expect(second.chunks[0]!.seq).toBeGreaterThan(first.chunks[1]!.seq);
+        // A late delete by the first run's reader touches nothing of the new run.
+        expect(await store.deleteStream({ id: job.id, through: first.chunks[1]!.seq })).toBe(0);
+        expect((await page(job.id)).chunks).toHaveLength(4);
+      });
+
+      it('keeps the chunks of a job that a requeue ends FAILED at maxAttempts, and of jobs it does not touch', async () => {
+        const job = await running('w1', { maxAttempts: 1 });
+        const other = await running('w2');
+        await append(job.id, 'w1', ['"last"']);
+        await append(other.id, 'w2', ['"kept"']);
+        const { failed } = await store.requeueJobs({ workerIds: ['w1'], counted: true, error: 'worker lost', now: T0 + 2000 });
+        expect(failed.map((j) => j.id)).toEqual([job.id]);
+        expect((await page(job.id)).chunks.map((c) => [c.chunk, c.attempt])).toEqual([['"last"', 1]]);
+        expect((await page(other.id)).chunks.map((c) => c.chunk)).toEqual(['"kept"']);
       });
     });
 
@@ -1010,9 +1090,10 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect((await get(late.id)).status).toBe('TIMED_OUT');
       });
 
-      it('queueStats: queued normal and lowPriority jobs, the oldest normal one, running jobs per worker', async () => {
+      it('queueStats: queued normal and lowPriority jobs, their input bytes, the oldest normal one, running jobs per worker', async () => {
         expect(await store.queueStats({ endpointId: 'ep', now: T0 })).toEqual({
           inQueue: 0,
+          inQueueBytes: 0,
           inQueueNormal: 0,
           oldestNormalQueuedAt: null,
           inProgress: 0,
@@ -1023,13 +1104,15 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         await running('w2', { lowPriority: true });
         const done = await running('w3');
         await store.finishJob({ id: done.id, workerId: 'w3', status: 'COMPLETED', outputJson: '1', error: null, now: T0 + 1500 });
-        await insert({ lowPriority: true, now: T0 + 10 });
-        await insert({ now: T0 + 20 });
-        await insert({ now: T0 + 30 });
+        // Input bytes are UTF-8 bytes, not characters ('é' is two).
+        await insert({ lowPriority: true, now: T0 + 10, inputJson: `"${'x'.repeat(1000)}"` });
+        await insert({ now: T0 + 20, inputJson: '"é"' });
+        await insert({ now: T0 + 30, inputJson: `{"a":"${'y'.repeat(70_000)}"}` });
         await insert({ ttlMs: 100, now: T0 + 5 }); // its queue ttl has passed by T0 + 2000
         await insert({ endpointId: 'other', now: T0 });
         expect(await store.queueStats({ endpointId: 'ep', now: T0 + 2000 })).toEqual({
           inQueue: 3,
+          inQueueBytes: 1002 + 4 + 70_008,
           inQueueNormal: 2,
           oldestNormalQueuedAt: T0 + 20,
           inProgress: 3,
@@ -1038,9 +1121,10 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         // Only lowPriority jobs queued: nothing that justifies a new worker.
         await store.claimJobs({ endpointId: 'ep', workerId: 'w4', limit: 1, now: T0 + 2000 }); // the lowPriority one (oldest)
         await store.claimJobs({ endpointId: 'ep', workerId: 'w4', limit: 2, now: T0 + 2000 });
-        await insert({ lowPriority: true, now: T0 + 40 });
+        await insert({ lowPriority: true, now: T0 + 40, inputJson: '[1,2,3]' });
         expect(await store.queueStats({ endpointId: 'ep', now: T0 + 2000 })).toMatchObject({
           inQueue: 1,
+          inQueueBytes: 7, // the claimed jobs' bytes left the count
           inQueueNormal: 0,
           oldestNormalQueuedAt: null,
           inProgress: 6,
@@ -1134,6 +1218,13 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect(due.map((j) => j.id)).toEqual([b.id, a.id]);
         expect(due[0]).toEqual(await get(b.id));
         expect((await store.dueWebhooks({ now: T0 + 1000, limit: 1 })).map((j) => j.id)).toEqual([b.id]);
+        // Keys at their share are skipped ('' names jobs without a key).
+        const keyed = await insert({ webhook: 'https://hook.example/k', keyId: 'k1' });
+        await store.cancelJob({ id: keyed.id, now: T0 + 150 });
+        expect((await store.dueWebhooks({ now: T0 + 1000, limit: 10, skipKeys: [] })).map((j) => j.id)).toEqual([b.id, keyed.id, a.id]);
+        expect((await store.dueWebhooks({ now: T0 + 1000, limit: 1, skipKeys: [''] })).map((j) => j.id)).toEqual([keyed.id]);
+        expect((await store.dueWebhooks({ now: T0 + 1000, limit: 10, skipKeys: ['k1'] })).map((j) => j.id)).toEqual([b.id, a.id]);
+        await store.markWebhook({ id: keyed.id, attempts: 1, nextAt: null });
 
         await store.markWebhook({ id: b.id, attempts: 1, nextAt: T0 + 10_000 });
         expect(await get(b.id)).toMatchObject({ webhookAttempts: 1, webhookNextAt: T0 + 10_000 });
@@ -1380,39 +1471,101 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
     });
 
     describe('usage', () => {
-      const usage = (jobId: string, keyId: string | null, endpointId: string, costUnits: bigint, createdAt: number) => ({
+      const DAY = 86_400_000;
+      const meter = (jobId: string, keyId: string | null, endpointId: string, costUnits: bigint, createdAt: number, extra: Partial<JobMeter> = {}): JobMeter => ({
         jobId,
+        run: 0,
         keyId,
         endpointId,
+        status: 'COMPLETED',
+        executionMs: 1000,
         pixels: 1024 * 1024,
         costUnits,
         createdAt,
+        ...extra,
       });
 
-      it('sums by key and by endpoint over [from, to), exactly, ignoring a second record of a job', async () => {
-        await store.recordUsage(usage('j1', 'k1', 'image-quality', 209_715_200n, T0));
-        await store.recordUsage(usage('j1', 'k1', 'image-quality', 999n, T0)); // duplicate: ignored
-        await store.recordUsage(usage('j2', 'k1', 'image-fast', 25_165_824n, T0 + 10));
-        await store.recordUsage(usage('j3', 'k2', 'image-fast', 25_165_824n, T0 + 20));
-        await store.recordUsage(usage('j4', null, 'image-fast', 1n, T0 + 30));
-        await store.recordUsage(usage('j5', 'k2', 'image-fast', 7n, T0 + 40)); // at `to`: excluded
+      it('sums by key and by endpoint over [from, to), exactly, writing each run of a job once', async () => {
+        await store.recordJobMeter(meter('j1', 'k1', 'image-quality', 209_715_200n, T0));
+        await store.recordJobMeter(meter('j1', 'k1', 'image-quality', 999n, T0, { executionMs: 5 })); // same run: ignored
+        await store.recordJobMeter(meter('j2', 'k1', 'image-fast', 25_165_824n, T0 + 10));
+        await store.recordJobMeter(meter('j3', 'k2', 'image-fast', 25_165_824n, T0 + 20));
+        await store.recordJobMeter(meter('j4', null, 'image-fast', 1n, T0 + 30));
+        await store.recordJobMeter(meter('j5', 'k2', 'image-fast', 7n, T0 + 40)); // at `to`: excluded
 
-        expect(await store.sumUsage({ from: T0, to: T0 + 40, groupBy: 'key' })).toEqual([
-          { group: 'k1', jobs: 2, pixels: 2 * 1024 * 1024, costUnits: 234_881_024n },
-          { group: 'k2', jobs: 1, pixels: 1024 * 1024, costUnits: 25_165_824n },
-          { group: null, jobs: 1, pixels: 1024 * 1024, costUnits: 1n },
+        expect(await store.sumUsage({ from: T0, to: T0 + 40, groupBy: ['key'] })).toEqual([
+          { key: 'k1', jobs: 2, executionMs: 2000, pixels: 2 * 1024 * 1024, costUnits: 234_881_024n },
+          { key: 'k2', jobs: 1, executionMs: 1000, pixels: 1024 * 1024, costUnits: 25_165_824n },
+          { key: null, jobs: 1, executionMs: 1000, pixels: 1024 * 1024, costUnits: 1n },
         ]);
-        expect(await store.sumUsage({ from: T0 + 10, to: T0 + 41, groupBy: 'endpoint' })).toEqual([
-          { group: 'image-fast', jobs: 4, pixels: 4 * 1024 * 1024, costUnits: 50_331_656n },
+        expect(await store.sumUsage({ from: T0 + 10, to: T0 + 41, groupBy: ['endpoint'] })).toEqual([
+          { endpoint: 'image-fast', jobs: 4, executionMs: 4000, pixels: 4 * 1024 * 1024, costUnits: 50_331_656n },
         ]);
-        expect(await store.sumUsage({ from: T0 + 100, to: T0 + 200, groupBy: 'key' })).toEqual([]);
+        expect(await store.sumUsage({ from: T0 + 100, to: T0 + 200, groupBy: ['key'] })).toEqual([]);
+      });
+
+      it('meters a retried job per run, and groups by UTC day with key and endpoint', async () => {
+        const day0 = Math.floor(T0 / DAY) * DAY;
+        await store.recordJobMeter(meter('r', 'k1', 'ep', 10n, day0 + 5, { status: 'FAILED', pixels: 0, executionMs: 250 }));
+        await store.recordJobMeter(meter('r', 'k1', 'ep', 20n, day0 + DAY + 5, { run: 1, executionMs: 750 }));
+        await store.recordJobMeter(meter('s', 'k2', 'ep', 30n, day0 + DAY + 6));
+        expect(await store.sumUsage({ from: day0, to: day0 + 2 * DAY, groupBy: ['day', 'key', 'endpoint'] })).toEqual([
+          { day: day0, key: 'k1', endpoint: 'ep', jobs: 1, executionMs: 250, pixels: 0, costUnits: 10n },
+          { day: day0 + DAY, key: 'k2', endpoint: 'ep', jobs: 1, executionMs: 1000, pixels: 1024 * 1024, costUnits: 30n },
+          { day: day0 + DAY, key: 'k1', endpoint: 'ep', jobs: 1, executionMs: 750, pixels: 1024 * 1024, costUnits: 20n },
+        ]);
+        expect(await store.keySpend({ keyId: 'k1', from: day0 })).toBe(30n);
+        expect(await store.keySpend({ keyId: 'k1', from: day0 + DAY })).toBe(20n);
+        expect(await store.keySpend({ keyId: 'nobody', from: 0 })).toBe(0n);
       });
 
       it('keeps sums exact past 2^53 units', async () => {
         const big = 2n ** 53n + 1n;
-        await store.recordUsage(usage('a', 'k', 'ep', big, T0));
-        await store.recordUsage(usage('b', 'k', 'ep', big, T0));
-        expect((await store.sumUsage({ from: 0, to: T0 + 1, groupBy: 'key' }))[0]?.costUnits).toBe(2n * big);
+        await store.recordJobMeter(meter('a', 'k', 'ep', big, T0));
+        await store.recordJobMeter(meter('b', 'k', 'ep', big, T0));
+        expect((await store.sumUsage({ from: 0, to: T0 + 1, groupBy: ['key'] }))[0]?.costUnits).toBe(2n * big);
+        expect(await store.keySpend({ keyId: 'k', from: 0 })).toBe(2n * big);
+      });
+
+      it('counts a key\'s queued and running jobs', async () => {
+        const q1 = await insert({ keyId: 'k1' });
+        await insert({ keyId: 'k1' });
+        await insert({ keyId: 'k2' });
+        expect(await store.countLiveJobs('k1')).toBe(2);
+        await store.cancelJob({ id: q1.id, now: T0 + 1 });
+        expect(await store.countLiveJobs('k1')).toBe(1);
+        expect(await store.countLiveJobs('nobody')).toBe(0);
+      });
+
+      it('opens a worker meter once, moves its end while it runs and closes it once', async () => {
+        const w = { workerId: 'w1', startedAt: T0, endpointId: 'ep', gpus: 2, endedAt: T0, open: true };
+        await store.openWorkerMeter(w);
+        await store.openWorkerMeter({ ...w, endedAt: T0 + 999 }); // same start: ignored
+        await store.openWorkerMeter({ ...w, workerId: 'w2', startedAt: T0 + 10, endedAt: T0 + 10, gpus: 0 });
+        await store.advanceWorkerMeters({ meters: [{ workerId: 'w1', startedAt: T0 }], at: T0 + 500 });
+        expect(await store.closeWorkerMeter({ workerId: 'w1', startedAt: T0, at: T0 + 600 })).toBe(true);
+        expect(await store.closeWorkerMeter({ workerId: 'w1', startedAt: T0, at: T0 + 9000 })).toBe(false);
+        await store.advanceWorkerMeters({ meters: [{ workerId: 'w1', startedAt: T0 }], at: T0 + 9000 }); // closed: left
+        expect(await store.listWorkerMeters({ from: T0, to: T0 + 1000, limit: 10 })).toEqual([
+          { ...w, endedAt: T0 + 600, open: false },
+          { workerId: 'w2', startedAt: T0 + 10, endpointId: 'ep', gpus: 0, endedAt: T0 + 10, open: true },
+        ]);
+        expect(await store.listWorkerMeters({ from: T0 + 601, to: T0 + 1000, limit: 10 })).toEqual([]);
+        expect(await store.listWorkerMeters({ from: 0, to: T0 + 1000, limit: 1 })).toHaveLength(1);
+      });
+
+      it('sets and reads back a key\'s budget and job cap', async () => {
+        await store.createKey(key('kb'));
+        expect(await store.updateKeyLimits({ id: 'kb', budgetUnits: 5_000_000_000, budgetPeriod: 'month', maxConcurrentJobs: 3 })).toMatchObject({
+          id: 'kb',
+          budgetUnits: 5_000_000_000,
+          budgetPeriod: 'month',
+          maxConcurrentJobs: 3,
+        });
+        expect(await store.getKey('kb')).toMatchObject({ budgetUnits: 5_000_000_000, budgetPeriod: 'month', maxConcurrentJobs: 3 });
+        expect(await store.updateKeyLimits({ id: 'kb', budgetUnits: null, budgetPeriod: null, maxConcurrentJobs: null })).toMatchObject({ budgetUnits: null, maxConcurrentJobs: null });
+        expect(await store.updateKeyLimits({ id: 'none', budgetUnits: null, budgetPeriod: null, maxConcurrentJobs: null })).toBeUndefined();
+        expect(await store.getKey('none')).toBeUndefined();
       });
     });
   });

@@ -28,6 +28,8 @@ export interface HostLoad {
   workers: number;
   /** The images it holds, as endpoints name them; absent: not known. */
   images?: ReadonlySet<string>;
+  /** Who holds the devices in use: worker id → device ids (the allocator's view); absent: not known. */
+  holders?: ReadonlyMap<string, readonly string[]>;
 }
 
 /** A worker's request in full: a count of one model (in order of preference) or exact ids, and its image. */

@@ -8,7 +8,7 @@ export class PgKeyStore implements KeyStore {
   constructor(private readonly db: PgConnection) {}
 
   async createKey(key: KeyRecord): Promise<void> {
-    await this.db.query(`INSERT INTO api_keys (${KEY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)`, keyParams(key));
+    await this.db.query(`INSERT INTO api_keys (${KEY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, keyParams(key));
   }
 
   async listKeys(): Promise<KeyRecord[]> {
@@ -26,5 +26,22 @@ export class PgKeyStore implements KeyStore {
 
   async countKeysWithScope(scope: Scope): Promise<number> {
     return (await this.db.query<{ n: number }>('SELECT COUNT(*) AS n FROM api_keys WHERE scopes::jsonb ? $1', [scope]))[0]?.n ?? 0;
+  }
+
+  async getKey(id: string): Promise<KeyRecord | undefined> {
+    const row = (await this.db.query<KeyRow>('SELECT * FROM api_keys WHERE id = $1', [id]))[0];
+    return row === undefined ? undefined : toKey(row);
+  }
+
+  async updateKeyLimits(args: Parameters<KeyStore['updateKeyLimits']>[0]): Promise<KeyRecord | undefined> {
+    const row = (
+      await this.db.query<KeyRow>('UPDATE api_keys SET budget_units = $1, budget_period = $2, max_concurrent_jobs = $3 WHERE id = $4 RETURNING *', [
+        args.budgetUnits,
+        args.budgetPeriod,
+        args.maxConcurrentJobs,
+        args.id,
+      ])
+    )[0];
+    return row === undefined ? undefined : toKey(row);
   }
 }

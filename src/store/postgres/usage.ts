@@ -1,28 +1,88 @@
-import type { UsageRecord } from '../../model/records.js';
+import type { JobMeter, WorkerMeter } from '../../model/records.js';
 import type { UsageStore, UsageSum } from '../store.js';
+import { toUsageSum, usageGrouping, type UsageSumRow } from '../usage-sql.js';
 import type { PgConnection } from './connection.js';
 
-/** The usage_records table on PostgreSQL; costs travel as text, exact past 2^53. */
+interface WorkerMeterRow {
+  worker_id: string;
+  started_at: number;
+  endpoint_id: string;
+  gpus: number;
+  ended_at: number;
+  open: number;
+}
+
+const toWorkerMeter = (r: WorkerMeterRow): WorkerMeter => ({
+  workerId: r.worker_id,
+  startedAt: r.started_at,
+  endpointId: r.endpoint_id,
+  gpus: r.gpus,
+  endedAt: r.ended_at,
+  open: r.open === 1,
+});
+
+/** The job_meters and worker_meters tables on PostgreSQL; sums travel as text, exact past 2^53. */
 export class PgUsageStore implements UsageStore {
   constructor(private readonly db: PgConnection) {}
 
-  async recordUsage(usage: UsageRecord): Promise<void> {
+  async recordJobMeter(m: JobMeter): Promise<void> {
     await this.db.query(
-      `INSERT INTO usage_records (job_id, key_id, endpoint_id, pixels, cost_units, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (job_id) DO NOTHING`,
-      [usage.jobId, usage.keyId, usage.endpointId, usage.pixels, usage.costUnits.toString(), usage.createdAt],
+      `INSERT INTO job_meters (job_id, run, key_id, endpoint_id, status, execution_ms, pixels, cost_units, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (job_id, run) DO NOTHING`,
+      [m.jobId, m.run, m.keyId, m.endpointId, m.status, m.executionMs, m.pixels, m.costUnits.toString(), m.createdAt],
     );
   }
 
   // SUM(bigint) is NUMERIC: read as text, so the cost stays exact past 2^53.
   async sumUsage({ from, to, groupBy }: Parameters<UsageStore['sumUsage']>[0]): Promise<UsageSum[]> {
-    const column = groupBy === 'key' ? 'key_id' : 'endpoint_id';
-    const rows = await this.db.query<{ grp: string | null; jobs: number; pixels: string; cost: string }>(
-      `SELECT ${column} AS grp, COUNT(*) AS jobs, SUM(pixels)::text AS pixels, SUM(cost_units)::text AS cost
-       FROM usage_records WHERE created_at >= $1 AND created_at < $2
-       GROUP BY ${column} ORDER BY SUM(cost_units) DESC, grp NULLS FIRST`,
+    const g = usageGrouping(groupBy);
+    const rows = await this.db.query<UsageSumRow>(
+      `SELECT ${g.select}COUNT(*)::text AS jobs, SUM(execution_ms)::text AS execution_ms, SUM(pixels)::text AS pixels, SUM(cost_units)::text AS cost
+       FROM job_meters WHERE created_at >= $1 AND created_at < $2 ${g.groupBy}
+       ORDER BY ${g.order}SUM(cost_units) DESC, COUNT(*) DESC`,
       [from, to],
     );
-    return rows.map((row) => ({ group: row.grp, jobs: row.jobs, pixels: Number(row.pixels), costUnits: BigInt(row.cost) }));
+    return rows.map((row) => toUsageSum(row, groupBy));
+  }
+
+  async keySpend({ keyId, from }: { keyId: string; from: number }): Promise<bigint> {
+    const rows = await this.db.query<{ cost: string | null }>('SELECT SUM(cost_units)::text AS cost FROM job_meters WHERE key_id = $1 AND created_at >= $2', [keyId, from]);
+    return BigInt(rows[0]?.cost ?? 0);
+  }
+
+  async countLiveJobs(keyId: string): Promise<number> {
+    const rows = await this.db.query<{ n: number }>(`SELECT COUNT(*)::int AS n FROM jobs WHERE key_id = $1 AND status IN ('IN_QUEUE', 'IN_PROGRESS')`, [keyId]);
+    return rows[0]?.n ?? 0;
+  }
+
+  async openWorkerMeter(m: WorkerMeter): Promise<void> {
+    await this.db.query(
+      `INSERT INTO worker_meters (worker_id, started_at, endpoint_id, gpus, ended_at, open) VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (worker_id, started_at) DO NOTHING`,
+      [m.workerId, m.startedAt, m.endpointId, m.gpus, m.endedAt, m.open ? 1 : 0],
+    );
+  }
+
+  async advanceWorkerMeters({ meters, at }: Parameters<UsageStore['advanceWorkerMeters']>[0]): Promise<void> {
+    if (meters.length === 0) return;
+    await this.db.query(
+      `UPDATE worker_meters m SET ended_at = GREATEST(m.ended_at, $1)
+       FROM unnest($2::text[], $3::bigint[]) AS w(worker_id, started_at)
+       WHERE m.worker_id = w.worker_id AND m.started_at = w.started_at AND m.open = 1`,
+      [at, meters.map((m) => m.workerId), meters.map((m) => m.startedAt)],
+    );
+  }
+
+  async closeWorkerMeter({ workerId, startedAt, at }: Parameters<UsageStore['closeWorkerMeter']>[0]): Promise<boolean> {
+    const rows = await this.db.query(
+      'UPDATE worker_meters SET ended_at = GREATEST($1, started_at), open = 0 WHERE worker_id = $2 AND started_at = $3 AND open = 1 RETURNING 1',
+      [at, workerId, startedAt],
+    );
+    return rows.length === 1;
+  }
+
+  async listWorkerMeters({ from, to, limit }: Parameters<UsageStore['listWorkerMeters']>[0]): Promise<WorkerMeter[]> {
+    const rows = await this.db.query<WorkerMeterRow>('SELECT * FROM worker_meters WHERE started_at < $1 AND ended_at >= $2 ORDER BY started_at, worker_id LIMIT $3', [to, from, limit]);
+    return rows.map(toWorkerMeter);
   }
 }

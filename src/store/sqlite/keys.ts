@@ -3,7 +3,7 @@ import { KEY_COLUMNS, keyParams, toKey, type KeyRow } from '../key-rows.js';
 import type { KeyStore } from '../store.js';
 import { placeholders, type SqliteConnection } from './connection.js';
 
-const CREATE_KEY_SQL = `INSERT INTO api_keys (${KEY_COLUMNS}) VALUES (${placeholders(6)})`;
+const CREATE_KEY_SQL = `INSERT INTO api_keys (${KEY_COLUMNS}) VALUES (${placeholders(9)})`;
 
 /** The api_keys table on SQLite; scopes and endpoint limits are JSON arrays in text columns. */
 export class SqliteKeyStore implements KeyStore {
@@ -38,5 +38,21 @@ export class SqliteKeyStore implements KeyStore {
              WHERE EXISTS (SELECT 1 FROM json_each(api_keys.scopes) WHERE value = ?)`).get(scope) as { n: number }
         ).n,
     );
+  }
+
+  getKey(id: string): Promise<KeyRecord | undefined> {
+    return this.c.read(() => {
+      const row = this.c.q('SELECT * FROM api_keys WHERE id = ?').get(id) as KeyRow | undefined;
+      return row === undefined ? undefined : toKey(row);
+    });
+  }
+
+  updateKeyLimits(args: Parameters<KeyStore['updateKeyLimits']>[0]): Promise<KeyRecord | undefined> {
+    return this.c.write(() => {
+      const row = this.c
+        .q('UPDATE api_keys SET budget_units = ?, budget_period = ?, max_concurrent_jobs = ? WHERE id = ? RETURNING *')
+        .get(args.budgetUnits, args.budgetPeriod, args.maxConcurrentJobs, args.id) as KeyRow | undefined;
+      return row === undefined ? undefined : toKey(row);
+    });
   }
 }

@@ -1,31 +1,97 @@
-import type { UsageRecord } from '../../model/records.js';
+import type { JobMeter, WorkerMeter } from '../../model/records.js';
 import type { UsageStore, UsageSum } from '../store.js';
+import { toUsageSum, usageGrouping, type UsageSumRow } from '../usage-sql.js';
 import type { SqliteConnection } from './connection.js';
 
-/** The usage_records table on SQLite; sums are read as BigInt, exact past 2^53. */
+interface WorkerMeterRow {
+  worker_id: string;
+  started_at: number;
+  endpoint_id: string;
+  gpus: number;
+  ended_at: number;
+  open: number;
+}
+
+const toWorkerMeter = (r: WorkerMeterRow): WorkerMeter => ({
+  workerId: r.worker_id,
+  startedAt: r.started_at,
+  endpointId: r.endpoint_id,
+  gpus: r.gpus,
+  endedAt: r.ended_at,
+  open: r.open === 1,
+});
+
+/** The job_meters and worker_meters tables on SQLite; sums are read as BigInt, exact past 2^53. */
 export class SqliteUsageStore implements UsageStore {
   constructor(private readonly c: SqliteConnection) {}
 
-  recordUsage(usage: UsageRecord): Promise<void> {
+  recordJobMeter(m: JobMeter): Promise<void> {
     return this.c.write(() => {
       this.c
-        .q(`INSERT INTO usage_records (job_id, key_id, endpoint_id, pixels, cost_units, created_at)
-            VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (job_id) DO NOTHING`)
-        .run(usage.jobId, usage.keyId, usage.endpointId, usage.pixels, usage.costUnits, usage.createdAt);
+        .q(`INSERT INTO job_meters (job_id, run, key_id, endpoint_id, status, execution_ms, pixels, cost_units, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, run) DO NOTHING`)
+        .run(m.jobId, m.run, m.keyId, m.endpointId, m.status, m.executionMs, m.pixels, m.costUnits, m.createdAt);
     });
   }
 
   sumUsage({ from, to, groupBy }: Parameters<UsageStore['sumUsage']>[0]): Promise<UsageSum[]> {
     return this.c.read(() => {
-      const column = groupBy === 'key' ? 'key_id' : 'endpoint_id';
+      const g = usageGrouping(groupBy);
       // safeIntegers: the sums come back as BigInt, exact past 2^53.
       const rows = this.c
-        .q(`SELECT ${column} AS grp, COUNT(*) AS jobs, SUM(pixels) AS pixels, SUM(cost_units) AS cost
-            FROM usage_records WHERE created_at >= ? AND created_at < ?
-            GROUP BY ${column} ORDER BY cost DESC, grp`)
+        .q(`SELECT ${g.select}COUNT(*) AS jobs, SUM(execution_ms) AS execution_ms, SUM(pixels) AS pixels, SUM(cost_units) AS cost
+            FROM job_meters WHERE created_at >= ? AND created_at < ? ${g.groupBy}
+            ORDER BY ${g.order}cost DESC, jobs DESC`)
         .safeIntegers(true)
-        .all(BigInt(from), BigInt(to)) as { grp: string | null; jobs: bigint; pixels: bigint; cost: bigint }[];
-      return rows.map((row) => ({ group: row.grp, jobs: Number(row.jobs), pixels: Number(row.pixels), costUnits: row.cost }));
+        .all(BigInt(from), BigInt(to)) as UsageSumRow[];
+      return rows.map((row) => toUsageSum(row, groupBy));
     });
+  }
+
+  keySpend({ keyId, from }: { keyId: string; from: number }): Promise<bigint> {
+    return this.c.read(() => {
+      const row = this.c
+        .q('SELECT SUM(cost_units) AS cost FROM job_meters WHERE key_id = ? AND created_at >= ?')
+        .safeIntegers(true)
+        .get(keyId, BigInt(from)) as { cost: bigint | null };
+      return row.cost ?? 0n;
+    });
+  }
+
+  countLiveJobs(keyId: string): Promise<number> {
+    return this.c.read(
+      () => (this.c.q(`SELECT COUNT(*) AS n FROM jobs WHERE key_id = ? AND status IN ('IN_QUEUE', 'IN_PROGRESS')`).get(keyId) as { n: number }).n,
+    );
+  }
+
+  openWorkerMeter(m: WorkerMeter): Promise<void> {
+    return this.c.write(() => {
+      this.c
+        .q(`INSERT INTO worker_meters (worker_id, started_at, endpoint_id, gpus, ended_at, open) VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT (worker_id, started_at) DO NOTHING`)
+        .run(m.workerId, m.startedAt, m.endpointId, m.gpus, m.endedAt, m.open ? 1 : 0);
+    });
+  }
+
+  advanceWorkerMeters({ meters, at }: Parameters<UsageStore['advanceWorkerMeters']>[0]): Promise<void> {
+    if (meters.length === 0) return Promise.resolve();
+    return this.c.write(() => {
+      const q = this.c.q('UPDATE worker_meters SET ended_at = MAX(ended_at, ?) WHERE worker_id = ? AND started_at = ? AND open = 1');
+      for (const m of meters) q.run(at, m.workerId, m.startedAt);
+    });
+  }
+
+  closeWorkerMeter({ workerId, startedAt, at }: Parameters<UsageStore['closeWorkerMeter']>[0]): Promise<boolean> {
+    return this.c.write(
+      () => this.c.q('UPDATE worker_meters SET ended_at = MAX(?, started_at), open = 0 WHERE worker_id = ? AND started_at = ? AND open = 1').run(at, workerId, startedAt).changes === 1,
+    );
+  }
+
+  listWorkerMeters({ from, to, limit }: Parameters<UsageStore['listWorkerMeters']>[0]): Promise<WorkerMeter[]> {
+    return this.c.read(() =>
+      (
+        this.c.q('SELECT * FROM worker_meters WHERE started_at < ? AND ended_at >= ? ORDER BY started_at, worker_id LIMIT ?').all(to, from, limit) as WorkerMeterRow[]
+      ).map(toWorkerMeter),
+    );
   }
 }

@@ -1,0 +1,52 @@
+import type { UsageGroup, UsageSum } from './store.js';
+
+/** One UTC day in ms: the day of a meter is created_at rounded down to it. */
+export const DAY_MS = 86_400_000;
+
+/** Each group's SQL expression and output name (one definition for both backends). */
+const GROUP_COLUMNS: Readonly<Record<UsageGroup, { sql: string; as: string }>> = {
+  key: { sql: 'key_id', as: 'grp_key' },
+  endpoint: { sql: 'endpoint_id', as: 'grp_endpoint' },
+  day: { sql: `(created_at / ${DAY_MS}) * ${DAY_MS}`, as: 'grp_day' },
+};
+
+/**
+ * The SELECT list and GROUP BY of sumUsage for `groups` (in a fixed order whatever the order
+ * asked, so rows sort the same way on both backends).
+ *
+ * @example usageGrouping(['day']) // { select: '(created_at / 86400000) * 86400000 AS grp_day, ', groupBy: 'GROUP BY grp_day', order: 'grp_day, ' }
+ */
+export function usageGrouping(groups: readonly UsageGroup[]): { select: string; groupBy: string; order: string } {
+  const used = (['day', 'key', 'endpoint'] as const).filter((g) => groups.includes(g));
+  if (used.length === 0) return { select: '', groupBy: '', order: '' };
+  return {
+    select: used.map((g) => `${GROUP_COLUMNS[g].sql} AS ${GROUP_COLUMNS[g].as}, `).join(''),
+    groupBy: `GROUP BY ${used.map((g) => GROUP_COLUMNS[g].as).join(', ')}`,
+    order: used.includes('day') ? 'grp_day, ' : '',
+  };
+}
+
+/** A sumUsage row as both drivers return it (sums as text or BigInt; groups as asked). */
+export interface UsageSumRow {
+  grp_key?: string | null;
+  grp_endpoint?: string;
+  grp_day?: number | bigint | string;
+  jobs: number | bigint | string;
+  execution_ms: number | bigint | string | null;
+  pixels: number | bigint | string | null;
+  cost: bigint | string | null;
+}
+
+/** A sumUsage row → UsageSum, only the groups asked for set. */
+export function toUsageSum(row: UsageSumRow, groups: readonly UsageGroup[]): UsageSum {
+  const sum: UsageSum = {
+    jobs: Number(row.jobs),
+    executionMs: Number(row.execution_ms ?? 0),
+    pixels: Number(row.pixels ?? 0),
+    costUnits: BigInt(row.cost ?? 0),
+  };
+  if (groups.includes('key')) sum.key = row.grp_key ?? null;
+  if (groups.includes('endpoint')) sum.endpoint = row.grp_endpoint ?? '';
+  if (groups.includes('day')) sum.day = Number(row.grp_day);
+  return sum;
+}
