@@ -5,6 +5,7 @@ import { loadConfig, poolStopGraceMs, type GantryConfig } from './config/config.
 import { createGateway, type Gateway } from './gateway.js';
 import { createFileLinks } from './http/file-links.js';
 import { createBodyBudget, type BodyBudget } from './http/body.js';
+import { connectionCap, guardConnections } from './http/connection-guard.js';
 import { createReadiness, probeRoutes } from './http/readiness.js';
 import { createRequestListener, type GatewayListener } from './http/server.js';
 import { setUpImageFeature } from './images/image-feature.js';
@@ -24,6 +25,7 @@ import { createDiskSpace } from './store/disk-space.js';
 import { createStoreHealth, guardStore } from './store/store-faults.js';
 import type { LeaderLock } from './store/store.js';
 import { systemClock, type Clock } from './util/clock.js';
+import { readFileLimit, type FileLimitRaise } from './util/file-limit.js';
 import { createJsonThreads, type JsonThreads } from './util/json-threads.js';
 import { createLogger, logFormatFrom } from './util/log.js';
 
@@ -37,6 +39,8 @@ export interface StartOptions {
   clock?: Clock;
   /** /metrics settings over the environment's (GANTRY_METRICS, GANTRY_METRICS_TOKEN). */
   metrics?: Partial<MetricsConfig>;
+  /** What `gantry serve` did to the open-file limit before the start (util/file-limit.ts); logged with the connection cap derived from the limit. */
+  fileLimit?: FileLimitRaise;
 }
 
 /** A running gateway. */
@@ -119,7 +123,7 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   gateway.routes.add(...probeRoutes(readiness));
   const listener = createRequestListener(gateway.http, gateway.routes, { bodies, ...(metrics ? { observer: metrics.http } : {}) });
   const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 60_000 }, listener);
-  server.maxConnections = config.maxConnections;
+  capConnections(server, config, store.kind, logger, options.fileLimit);
   const port = await listen(server, config);
   url = `http://${config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host}:${port}`;
   images.startWorkers(config.publicUrl ?? url);
@@ -132,6 +136,26 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   const stopGraceMs = poolStopGraceMs(config);
   const close = (): Promise<void> => shutDown({ logger, readiness, listener, gateway, singletons, poller, images, openai, minutes, server, notifier, store, storeHealth, disk, stopGraceMs, jsonThreads });
   return { gateway, server, url, port, adminKey, leader, jsonThreads, close: () => (closing ??= close()) };
+}
+
+/**
+ * Caps the connections by the open-file limit as well as GANTRY_MAX_CONNECTIONS (connection-guard.ts)
+ * and logs what was chosen, with the limit and whether `gantry serve` raised it.
+ */
+function capConnections(server: Server, config: GantryConfig, storeKind: string, logger: Logger, raise: FileLimitRaise | undefined): void {
+  const limit = raise?.limit ?? readFileLimit();
+  const cap = connectionCap({ configured: config.maxConnections, fileLimit: limit?.soft, storeConnections: storeKind === 'postgres' ? config.pgPoolSize + 2 : 0, webhookSockets: WEBHOOK_CONCURRENCY });
+  const guard = guardConnections(server, cap);
+  const fields = {
+    maxConnections: cap,
+    configuredMaxConnections: config.maxConnections,
+    idleClosedPast: guard.roomAt,
+    openFiles: limit ?? null,
+    ...(raise ? { openFilesRaised: raise.outcome, softBefore: raise.softBefore, ...(raise.reason ? { reason: raise.reason } : {}) } : {}),
+  };
+  const message = cap < config.maxConnections ? 'connections capped by the open-file limit' : 'connections capped by GANTRY_MAX_CONNECTIONS';
+  if (raise?.outcome === 'not-raised') logger.warn(fields, `${message}; the soft open-file limit could not be raised to the hard one`);
+  else logger.info(fields, message);
 }
 
 /** How request bodies are read: the budget every read shares, and the threads that parse large ones (none with GANTRY_JSON_THREADS=0). */

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { JobService, SeenJob, StreamRead } from '../jobs/job-service.js';
 import { renderJob, renderJobRef } from '../jobs/job-view.js';
+import { runOf } from '../jobs/stream-reads.js';
 import { isTerminal } from '../model/job-states.js';
 import type { JobRecord } from '../model/records.js';
 
@@ -152,7 +153,7 @@ function oneLine(value: string): string {
 
 /** What a follower is told of the job besides its record (docs/api.md, "A job that runs again"). */
 export interface FollowedRun {
-  /** The run the reader is at: the job's `attempts`, or the run of the chunks just read when that is later. */
+  /** The run the reader is at: the job's (runOf), or that of the chunks just read when that is later. */
   attempt: number;
   /**
    * The run whose chunks this reader was handed has been abandoned (its worker was lost): the
@@ -206,7 +207,7 @@ export async function followJob(
     if (!page) return undefined;
     const { job } = page;
     if (signal.aborted) return job;
-    const attempt = Math.max(job.attempts, page.through > 0 ? page.attempt : 0);
+    const attempt = Math.max(runOf(job), page.through > 0 ? page.attempt : 0);
     // Chunks come only while IN_PROGRESS: once this reader has some, the queue or a later run
     // means their run was abandoned.
     const restarted = run > 0 && !isTerminal(job.status) && (job.status === 'IN_QUEUE' || attempt > run);
@@ -223,7 +224,7 @@ export async function followJob(
     }
     if ((isTerminal(job.status) && !page.more) || signal.aborted) return job;
     if (!changed && page.through === 0) await follower.idle();
-    last = { status: job.status, attempts: job.attempts };
+    last = { status: job.status, run: runOf(job) };
     lastAttempt = attempt;
   }
 }

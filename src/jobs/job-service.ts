@@ -11,7 +11,7 @@ import type { IdempotencyKey } from './idempotency.js';
 import { uuidv7 } from './job-ids.js';
 import type { SubmitRequest } from './policy.js';
 import type { QueueGauge } from './queue-gauge.js';
-import { StreamReads, type StreamRead } from './stream-reads.js';
+import { runOf, StreamReads, type StreamRead } from './stream-reads.js';
 import { initialJob, type JobTransitions } from './transitions.js';
 
 /** What a cancel did: the cancelled job, or why nothing changed. */
@@ -21,10 +21,10 @@ export type RetryResult = CancelResult | { ok: false; reason: 'expired'; job: Jo
 
 export type { StreamRead } from './stream-reads.js';
 
-/** What a stream reader last saw of its job: a status or hand-out other than these ends its wait. */
+/** What a stream reader last saw of its job: a status or run (runOf) other than these ends its wait. */
 export interface SeenJob {
   status: JobStatus;
-  attempts: number;
+  run: number;
 }
 
 /**
@@ -255,7 +255,7 @@ class Jobs implements JobService {
   }
 
   watchStream(endpointId: string, id: string, last: SeenJob | null, after: number, waitMs: number, signal?: AbortSignal): Promise<StreamRead | undefined> {
-    return this.streams.read(endpointId, id, after, waitMs, signal, (job) => job.status !== last?.status || job.attempts !== last.attempts || isTerminal(job.status));
+    return this.streams.read(endpointId, id, after, waitMs, signal, (job) => job.status !== last?.status || runOf(job) !== last.run || isTerminal(job.status));
   }
 
   delivered(id: string, through: number): Promise<void> {

@@ -18,14 +18,25 @@ export interface StreamRead {
   /** The byte cap cut the run's stream after these chunks: none of its later output will come. */
   truncated: boolean;
   /**
-   * The run the page's chunks belong to (the job's `attempts` when that run posted them; a page
-   * never holds two runs); for a page without chunks, the job's `attempts` as read.
+   * The run the page's chunks belong to (a page never holds two runs); for a page without
+   * chunks, the job's run as read (runOf).
    */
   attempt: number;
   /** More chunks are buffered after this page: read again without waiting. */
   more: boolean;
   /** The seq of the page's last entry (0: an empty page): what `delivered` deletes up to. */
   through: number;
+}
+
+/**
+ * The number of the job's current (or last) run, what its stream chunks are tagged with: the
+ * runs it has begun, `attempts + preemptions` (a preemption takes its hand-out back from
+ * `attempts`, but that run did begin). Equal to `attempts` for a job never preempted.
+ *
+ * @example runOf({ attempts: 1, preemptions: 1 }) // 2: preempted once, running again
+ */
+export function runOf(job: Pick<JobRecord, 'attempts' | 'preemptions'>): number {
+  return job.attempts + job.preemptions;
 }
 
 /** What reading streams uses. */
@@ -99,7 +110,7 @@ export class StreamReads {
   private async page(job: JobRecord, after: number): Promise<StreamRead> {
     const { chunks: rows, more } = await this.deps.store.readStream({ id: job.id, after, limit: STREAM_PAGE_CHUNKS, maxBytes: STREAM_PAGE_BYTES });
     const chunks: string[] = [];
-    const attempt = rows[0]?.attempt ?? job.attempts;
+    const attempt = rows[0]?.attempt ?? runOf(job);
     let through = 0;
     for (const row of rows) {
       // A page holds one run: a later run's chunks begin the next page, so readers see the change.

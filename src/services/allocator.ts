@@ -17,8 +17,10 @@ import { describeBlock, holderSummary } from './allocator-reasons.js';
  *    finds room, the endpoint's `gpuTypes` in order.
  * 3. Otherwise it waits for GPUs already being freed (workers draining), and failing that
  *    reclaims: idle (then still starting) workers of endpoints beyond their `workersMin` with
- *    a lower priority, or of the same priority holding more than their fair share; then busy
- *    workers of such endpoints that are `preemptible` (their jobs are requeued, no attempt
+ *    a lower priority, or (not those still starting) of the same priority holding more than
+ *    their fair share; then busy
+ *    workers of such endpoints that are `preemptible` (for the same priority, only once the
+ *    waiting endpoint's oldest job has waited `agingMs`) (their jobs are requeued, no attempt
  *    counted). A reservation (within `workersMin`) may reclaim from any priority. Workers
  *    within their endpoint's `workersMin` are never reclaimed. Reclaimed GPUs are granted on a
  *    later pass, once the stopped workers have exited; the request waits for them meanwhile.
@@ -116,6 +118,9 @@ export interface EndpointState {
   blocked: boolean;
   /** Effective priority (with aging). */
   rank: number;
+  /** How long its oldest job has waited, and the aging step. */
+  waitedMs: number;
+  agingMs: number;
 }
 
 /**
@@ -134,7 +139,7 @@ export function allocate(input: AllocatorInput): Map<string, EndpointAllocation>
     const waited = d.waitingSince === null ? 0 : Math.max(0, input.now - d.waitingSince);
     const rank = Math.min(100, d.priority + AGING_STEP * Math.floor(waited / agingMs));
     const out: EndpointAllocation = { start: 0, reclaim: [], preempt: [], waiting: 0, reason: null };
-    states.set(d.id, { d, out, held: 0, count: d.workers.length, left: d.want, blocked: false, rank });
+    states.set(d.id, { d, out, held: 0, count: d.workers.length, left: d.want, blocked: false, rank, waitedMs: waited, agingMs });
   }
   const fleet = new Fleet(input.hosts, states);
   const queue = new Heap<EndpointState>(before);
@@ -201,6 +206,10 @@ function serveOne(s: EndpointState, fleet: Fleet): void {
 class Fleet {
   private readonly hosts: HostLoad[];
   private readonly holdings: Holding[] = [];
+  private readonly reasons = new Map<string, string>();
+  /** Free devices on hosts that are up, in all and by model. */
+  private freeTotal = 0;
+  private readonly freeOfType = new Map<string, number>();
   /** Candidates to free, by kind, each sorted by its endpoint's priority (lowest first). */
   private readonly byKind: Record<Holding['kind'], Holding[]> = { freeing: [], idle: [], starting: [], busy: [] };
 
@@ -208,7 +217,16 @@ class Fleet {
     this.hosts = hosts.map((h) => ({ ...h, gpusInUse: new Set(h.gpusInUse) }));
     const owners = new Map<string, [EndpointState, AllocWorker]>();
     for (const s of states.values()) for (const w of s.d.workers) owners.set(w.id, [s, w]);
-    for (const host of this.hosts) this.addHoldings(host, owners);
+    for (const host of this.hosts) {
+      this.addHoldings(host, owners);
+      if (!host.up) continue;
+      for (const [i, id] of host.gpus.entries()) {
+        if (host.gpusInUse.has(id)) continue;
+        const type = host.gpuTypes?.[i] ?? '';
+        this.freeTotal++;
+        this.freeOfType.set(type, (this.freeOfType.get(type) ?? 0) + 1);
+      }
+    }
     for (const list of Object.values(this.byKind)) list.sort((a, b) => (a.owner?.d.priority ?? -1) - (b.owner?.d.priority ?? -1));
   }
 
@@ -228,15 +246,38 @@ class Fleet {
     }
   }
 
-  /** Places one worker of `s` on free devices; false when none fits. */
+  /**
+   * Places one worker of `s` on free devices (placeWorker, as the driver will); false when none
+   * fits. Asked of few hosts at a time, with the same answer as of all: hosts holding the image
+   * first, then, per acceptable model in order, hosts by how many GPUs they have free, fewest
+   * first (placement bin-packs: the first group where one fits holds its choice).
+   */
   place(s: EndpointState): boolean {
     const { d } = s;
-    const roomy = this.hosts.filter((h) => h.up && h.gpus.length - h.gpusInUse.size >= d.gpus);
-    if (roomy.length === 0) return false;
-    const placed = placeWorker(roomy, { count: d.gpus, types: d.gpuTypes, image: d.image });
+    const typeList = d.gpuTypes && d.gpuTypes.length > 0 ? d.gpuTypes : null;
+    if (!typeList ? this.freeTotal < d.gpus : !typeList.some((t) => (this.freeOfType.get(t) ?? 0) >= d.gpus)) return false;
+    const levels: HostLoad[][] = [];
+    const withImage: HostLoad[] = [];
+    for (const h of this.hosts) {
+      const free = h.gpus.length - h.gpusInUse.size;
+      if (!h.up || free < d.gpus) continue;
+      (levels[free] ??= []).push(h);
+      if (d.image !== undefined && h.images?.has(d.image)) withImage.push(h);
+    }
+    const tries: HostLoad[][] = withImage.length > 0 ? [withImage] : [];
+    for (const level of levels) if (level) tries.push(level);
+    const types = d.gpuTypes && d.gpuTypes.length > 0 ? d.gpuTypes.map((t) => [t]) : [undefined];
+    for (const type of types) {
+      for (const group of tries) if (group.some((h) => fitsOn(h, d.gpus, type?.[0] ?? null)) && this.placeIn(s, group, type)) return true;
+    }
+    return false;
+  }
+
+  private placeIn(s: EndpointState, group: HostLoad[], types: string[] | undefined): boolean {
+    const placed = placeWorker(group, { count: s.d.gpus, types, image: s.d.image });
     if ('refused' in placed) return false;
-    const host = roomy.find((h) => h.name === placed.host)!;
-    for (const id of placed.deviceIds) (host.gpusInUse as Set<string>).add(id);
+    const host = group.find((h) => h.name === placed.host)!;
+    this.use(host, placed.deviceIds, placed.gpuType);
     host.workers++;
     // Granted now: a holding for the reasons, not to be freed again in this decision.
     this.holdings.push({ workerId: '', owner: s, kind: 'starting', host, devices: placed.deviceIds, type: placed.gpuType, taken: true });
@@ -267,6 +308,13 @@ class Fleet {
     return null;
   }
 
+  /** Marks devices of a host in use for the rest of the decision. */
+  private use(host: HostLoad, ids: readonly string[], type: string): void {
+    for (const id of ids) (host.gpusInUse as Set<string>).add(id);
+    this.freeTotal -= ids.length;
+    this.freeOfType.set(type, (this.freeOfType.get(type) ?? 0) - ids.length);
+  }
+
   private acceptable(s: EndpointState, h: Holding): boolean {
     const types = s.d.gpuTypes;
     return h.owner !== s && (!types || types.length === 0 || types.includes(h.type));
@@ -277,7 +325,7 @@ class Fleet {
     const freed = picked.reduce((n, h) => n + h.devices.length, 0);
     const fromFree = Math.max(0, s.d.gpus - freed);
     const free = host.gpus.filter((id, i) => (host.gpuTypes?.[i] ?? '') === type && !host.gpusInUse.has(id));
-    for (const id of free.slice(0, fromFree)) (host.gpusInUse as Set<string>).add(id);
+    this.use(host, free.slice(0, fromFree), type);
     const stopped: string[] = [];
     for (const h of picked) {
       h.taken = true;
@@ -293,11 +341,32 @@ class Fleet {
     return stopped.length === 0 ? what : `${what} (stopping workers of ${[...new Set(stopped)].join(', ')})`;
   }
 
-  /** Why `s` must wait: no room, and who holds the GPUs it could use. */
+  /** Why `s` must wait: no room, and who holds the GPUs it could use (one text per request shape in a decision: a big fleet has many waiting). */
   whyNot(s: EndpointState): string {
-    const usable = this.holdings.filter((h) => this.acceptable(s, h) || h.owner === s);
-    return `${describeBlock(this.hosts, s.d)}${holderSummary(usable)}`;
+    const types = s.d.gpuTypes && s.d.gpuTypes.length > 0 ? s.d.gpuTypes : null;
+    const key = `${s.d.gpus}|${types ? types.join('\u0000') : ''}`;
+    let text = this.reasons.get(key);
+    if (text === undefined) {
+      const usable = this.holdings.filter((h) => !types || types.includes(h.type));
+      this.reasons.set(key, (text = `${describeBlock(this.hosts, s.d)}${holderSummary(usable)}`));
+    }
+    return text;
   }
+}
+
+/** Whether a host has `count` free devices of `type` (null: of any one model). */
+function fitsOn(host: HostLoad, count: number, type: string | null): boolean {
+  if (host.gpus.length - host.gpusInUse.size < count) return false;
+  const seen = new Map<string, number>();
+  for (const [i, id] of host.gpus.entries()) {
+    if (host.gpusInUse.has(id)) continue;
+    const t = host.gpuTypes?.[i] ?? '';
+    if (type !== null && t !== type) continue;
+    const n = (seen.get(t) ?? 0) + 1;
+    if (n >= count) return true;
+    seen.set(t, n);
+  }
+  return false;
 }
 
 /** Free devices of `type` on a host now. */
@@ -315,7 +384,11 @@ function mayTake(s: EndpointState, h: Holding): boolean {
   if (s.count < s.d.workersMin) return true; // a reservation
   if (v.d.priority < s.d.priority) return true;
   if (v.d.priority > s.d.priority) return false;
-  // Same priority: only from one over its fair share, and never so far that the two swap places.
+  // Same priority: never a worker still starting (two bursts would take each other's cold starts
+  // in turn); only from one over its fair share, and never so far that the two swap places.
+  if (h.kind === 'starting') return false;
+  // A running job is preempted for an equal only once the waiting one has aged a step (starvation, not a moment's imbalance).
+  if (h.kind === 'busy' && s.waitedMs < s.agingMs) return false;
   return (v.held - h.devices.length) / v.d.shareWeight >= (s.held + s.d.gpus) / s.d.shareWeight;
 }
 

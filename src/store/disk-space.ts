@@ -31,11 +31,13 @@ export type DiskState = { low: false; freeBytes: number | null } | { low: true; 
  * read. Each episode is logged once when it begins and once when it ends.
  */
 export interface DiskSpace {
-  /** Throws 503 DISK_SPACE_LOW when the free space, less what was admitted since it was read, leaves no room for `bytes` over the reserve. */
+  /** Throws 503 DISK_SPACE_LOW when the free space, less what was admitted since it was read, is under the reserve; else counts `bytes` as admitted. */
   admit(bytes: number): void;
   state(): DiskState;
   /** The setting, for messages: bytes kept free. */
   readonly minFreeBytes: number;
+  /** Reads the free space now (tests and tools; the loop reads it by itself). */
+  readNow(): Promise<void>;
   start(): void;
   stop(): Promise<void>;
 }
@@ -92,7 +94,9 @@ class DiskWatch implements DiskSpace {
 
   admit(bytes: number): void {
     if (this.minFreeBytes === 0 || this.freeBytes === null) return;
-    const left = this.freeBytes - (this.admittedSince + bytes) * WRITE_FACTOR;
+    // What was admitted since the last read counts against the reserve; this job may take a
+    // little of it (at most a body), as the results of running jobs may.
+    const left = this.freeBytes - this.admittedSince * WRITE_FACTOR;
     if (this.lowSince !== null || left < this.minFreeBytes) {
       // A refusal by the estimate alone asks for a read now: the disk may have more room than counted.
       if (this.lowSince === null) this.loop.kick();
@@ -110,6 +114,10 @@ class DiskWatch implements DiskSpace {
   state(): DiskState {
     if (this.lowSince !== null && this.freeBytes !== null) return { low: true, freeBytes: this.freeBytes, since: this.lowSince };
     return { low: false, freeBytes: this.freeBytes };
+  }
+
+  readNow(): Promise<void> {
+    return this.read();
   }
 
   start(): void {

@@ -125,7 +125,7 @@ export interface JobStore {
    * `preempted` (with counted false): preemptions + 1, the allocator stopped the worker for a
    * higher priority (docs/scaling.md). A requeued job's buffered stream chunks are deleted and
    * its stream byte count and cut are reset: the abandoned run's output is void, and the next
-   * run streams from its start under its own attempt (StreamChunk.attempt), so readers never get
+   * run streams from its start under its own number (StreamChunk.attempt), so readers never get
    * two runs spliced together. A job ended FAILED keeps its chunks for its readers.
    */
   requeueJobs(args: { workerIds: string[]; ids?: string[]; counted: boolean; preempted?: boolean; error: string; now: number }): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }>;

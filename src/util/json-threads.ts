@@ -82,33 +82,7 @@ export function createJsonThreads(threads: number): JsonThreads {
   let answered = 0;
   let closed = false;
 
-  const start = (slot: number): Thread => {
-    const worker = new Worker(THREAD_SOURCE, { eval: true });
-    const thread: Thread = { worker, busy: 0 };
-    // Idle threads do not keep the process alive; a parse in progress holds its own promise.
-    worker.unref();
-    worker.on('message', (reply: Reply) => {
-      const entry = waiting.get(reply.id);
-      if (!entry) return;
-      waiting.delete(reply.id);
-      thread.busy--;
-      answered++;
-      entry.resolve(resultOf(reply));
-    });
-    // A thread that dies (out of memory on a hostile body) fails its pending parses and is started again on the next use.
-    const fail = (err: Error): void => {
-      pool[slot] = undefined;
-      for (const [id, entry] of waiting) {
-        if (entry.thread !== thread) continue;
-        waiting.delete(id);
-        entry.reject(err);
-      }
-    };
-    worker.on('error', fail);
-    worker.on('exit', (code) => fail(new Error(`JSON thread exited with code ${code}`)));
-    pool[slot] = thread;
-    return thread;
-  };
+  const start = (slot: number): Thread => (pool[slot] = startThread(waiting, () => (pool[slot] = undefined), () => answered++));
 
   const leastBusy = (): Thread => {
     let best: Thread | undefined;
@@ -125,7 +99,7 @@ export function createJsonThreads(threads: number): JsonThreads {
       const thread = leastBusy();
       const id = ++nextId;
       // Moved, not copied, when the Buffer owns its memory whole; a slice of a shared pool is copied out first.
-      const owned = bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.byteLength ? bytes : Buffer.from(bytes);
+      const owned = bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.byteLength ? bytes : ownCopy(bytes);
       return new Promise<JsonParse>((resolve, reject) => {
         waiting.set(id, { resolve, reject, thread });
         thread.busy++;
@@ -143,6 +117,41 @@ export function createJsonThreads(threads: number): JsonThreads {
       await Promise.all(pool.map((thread) => thread?.worker.terminate()));
     },
   };
+}
+
+/** A copy of `bytes` in memory of its own (allocUnsafeSlow never takes from the shared pool), so it can be transferred. */
+function ownCopy(bytes: Buffer): Buffer {
+  const copy = Buffer.allocUnsafeSlow(bytes.length);
+  bytes.copy(copy);
+  return copy;
+}
+
+/** Starts one thread: its answers settle their parses in `waiting`; when it dies, `gone` runs and its pending parses reject. */
+function startThread(waiting: Map<number, Pending & { thread: Thread }>, gone: () => void, answered: () => void): Thread {
+  const worker = new Worker(THREAD_SOURCE, { eval: true });
+  const thread: Thread = { worker, busy: 0 };
+  // Idle threads do not keep the process alive; a parse in progress holds its own promise.
+  worker.unref();
+  worker.on('message', (reply: Reply) => {
+    const entry = waiting.get(reply.id);
+    if (!entry) return;
+    waiting.delete(reply.id);
+    thread.busy--;
+    answered();
+    entry.resolve(resultOf(reply));
+  });
+  // A thread that dies (out of memory on a hostile body) fails its pending parses and is started again on the next use.
+  const fail = (err: Error): void => {
+    gone();
+    for (const [id, entry] of waiting) {
+      if (entry.thread !== thread) continue;
+      waiting.delete(id);
+      entry.reject(err);
+    }
+  };
+  worker.on('error', fail);
+  worker.on('exit', (code) => fail(new Error(`JSON thread exited with code ${code}`)));
+  return thread;
 }
 
 function resultOf(reply: Reply): JsonParse {

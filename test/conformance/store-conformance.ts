@@ -1003,6 +1003,18 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect((await page(job.id)).chunks).toHaveLength(4);
       });
 
+      it('numbers the run after a preemption (an uncounted requeue that did run) past the preempted one', async () => {
+        const job = await running('w1');
+        await append(job.id, 'w1', ['"p0"']);
+        await store.requeueJobs({ workerIds: ['w1'], counted: false, preempted: true, error: '', now: T0 + 2000 });
+        expect(await get(job.id)).toMatchObject({ status: 'IN_QUEUE', attempts: 0, preemptions: 1 });
+        expect(await page(job.id)).toEqual({ chunks: [], more: false });
+        await store.claimJobs({ endpointId: 'ep', workerId: 'w2', limit: 1, now: T0 + 3000 });
+        await append(job.id, 'w2', ['"q0"']);
+        // attempts is 1 again (the preempted hand-out was taken back), yet this is the job's second run.
+        expect((await page(job.id)).chunks.map((c) => [c.chunk, c.attempt])).toEqual([['"q0"', 2]]);
+      });
+
       it('keeps the chunks of a job that a requeue ends FAILED at maxAttempts, and of jobs it does not touch', async () => {
         const job = await running('w1', { maxAttempts: 1 });
         const other = await running('w2');

@@ -396,6 +396,32 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the job page and the 
     }
   }, 60_000);
 
+  it('loads an image of another host named in a job\'s output only when asked (no tracking pixel fires on opening the job)', async () => {
+    const pixel = 'https://tracker.invalid/pixel.png';
+    const asked: string[] = [];
+    const record = (request: { url(): string }) => {
+      if (request.url().startsWith('https://tracker.invalid/')) asked.push(request.url());
+    };
+    p.on('request', record);
+    try {
+      const client = clientFor(g, SEP, await g.createKey(['run']));
+      const id = await client.submit({ input: {} });
+      expect((await worker.takeJob(20_000)).id).toBe(id);
+      expect((await worker.done(id, { output: { image_url: pixel } })).status).toBe(200);
+      await p.goto(`${g.url}/console/#/job/${SEP}/${id}`);
+      const load = p.getByRole('button', { name: 'Load image from tracker.invalid' });
+      // Straight from another job's page (the previous test's): the page shows this job, not that one.
+      await load.waitFor();
+      expect(await p.locator('img.result').count()).toBe(0);
+      expect(asked).toEqual([]);
+      await load.click();
+      await p.locator('img.result').waitFor({ state: 'attached' });
+      await expect.poll(() => asked.length, { timeout: 10_000 }).toBeGreaterThan(0);
+    } finally {
+      p.off('request', record);
+    }
+  }, 60_000);
+
   it('breaks no CSP rule', () => {
     expect(pageProblems.filter((m) => /Content Security Policy/i.test(m))).toEqual([]);
   });

@@ -215,7 +215,7 @@ describe('the follow loop', () => {
       pool: undefined as never,
       secrets: undefined as never,
     });
-    const read = await jobs.watchStream('ep', job.id, { status: 'IN_PROGRESS', attempts: 1 }, 0, 60_000, new AbortController().signal);
+    const read = await jobs.watchStream('ep', job.id, { status: 'IN_PROGRESS', run: 1 }, 0, 60_000, new AbortController().signal);
     expect(read?.chunks).toEqual(['"late"']);
     // The wait after the empty drain was ended by the chunk's wake-up, not by its timeout.
     expect(outcomes[0]).toBe(true);

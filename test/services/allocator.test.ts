@@ -69,6 +69,10 @@ describe('allocate', () => {
     // lo holds 3, peer 0: one for peer from lo's idle worker; a second would leave lo below peer.
     expect(equal.get('lo')).toMatchObject({ reclaim: [{ workerId: 'lo-2' }], preempt: [] });
     expect(equal.get('peer')).toMatchObject({ start: 0, waiting: 2 });
+    // A busy worker of an equal over its share: only once peer's oldest job has waited an aging step.
+    const busyLo = ep('lo', { priority: 10, preemptible: true, workers: [busy('lo-1'), busy('lo-2'), busy('lo-3')] });
+    expect(allocate({ now: NOW, hosts, endpoints: [busyLo, ep('peer', { priority: 10, want: 1, waitingSince: NOW - 10_000 })] }).get('lo')!.preempt).toEqual([]);
+    expect(allocate({ now: NOW, hosts, endpoints: [busyLo, ep('peer', { priority: 10, want: 1, waitingSince: NOW - 60_000 })] }).get('lo')!.preempt).toHaveLength(1);
     const lower = allocate({ now: NOW, hosts, endpoints: [lo(true), ep('low', { priority: 5, want: 3 })] });
     expect(lower.get('lo')).toMatchObject({ reclaim: [], preempt: [] });
   });
@@ -78,9 +82,14 @@ describe('allocate', () => {
     expect([empty.get('a')!.start, empty.get('b')!.start]).toEqual([2, 6]);
     // One endpoint's burst holds all four GPUs with idle workers: the other gets back to an even split, no further.
     const holders = { 'n-1': ['0'], 'n-2': ['1'], 'n-3': ['2'], 'n-4': ['3'] };
-    const out = allocate({ now: NOW, hosts: [host('a', Array(4).fill('L4'), holders)], endpoints: [ep('noisy', { workers: ['n-1', 'n-2', 'n-3', 'n-4'].map(idle) }), ep('quiet', { want: 4 })] });
+    const noisy = { workers: ['n-1', 'n-2', 'n-3', 'n-4'].map(idle), waitingSince: NOW - 1_000 };
+    const out = allocate({ now: NOW, hosts: [host('a', Array(4).fill('L4'), holders)], endpoints: [ep('noisy', noisy), ep('quiet', { want: 4 })] });
     expect(out.get('noisy')!.reclaim).toHaveLength(2);
     expect(out.get('quiet')).toMatchObject({ start: 0, waiting: 4 });
+    // Workers still starting are not taken for the same priority (two bursts would swap cold starts forever).
+    const starting = { workers: ['n-1', 'n-2', 'n-3', 'n-4'].map((id) => ({ id, busy: false, starting: true })) };
+    const kept = allocate({ now: NOW, hosts: [host('a', Array(4).fill('L4'), holders)], endpoints: [ep('noisy', starting), ep('quiet', { want: 4 })] });
+    expect(kept.get('noisy')!.reclaim).toEqual([]);
   });
 
   it('keeps workersMin as a reservation: it may reclaim an idle worker of a higher priority beyond its own minimum', () => {

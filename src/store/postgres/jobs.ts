@@ -79,17 +79,17 @@ const SHORTEN_RETENTION_SQL = `UPDATE jobs SET retention_ms = LEAST(retention_ms
 // committed; appends of one job are counted one after the other. `fits`: the chunks go in and
 // their bytes are counted; `cut`: the cap refuses a run not yet cut, which is cut with a marker
 // chunk ''. Identity seqs follow the insert order (ORDER BY ord). Each chunk carries the run
-// (the job's attempts) that posted it.
+// that posted it (attempts + preemptions: the runs the job has begun, docs/api.md).
 const APPEND_STREAM_SQL = `WITH job AS (
-       SELECT id, attempts, stream_bytes, stream_cut FROM jobs WHERE id = $1 AND status = 'IN_PROGRESS' AND worker_id = $2
+       SELECT id, attempts, attempts + preemptions AS run, stream_bytes, stream_cut FROM jobs WHERE id = $1 AND status = 'IN_PROGRESS' AND worker_id = $2
          AND ($3::text IS NULL OR endpoint_id = $3) FOR UPDATE),
-     fits AS (SELECT id, attempts FROM job WHERE stream_cut < attempts AND stream_bytes + $5 <= $6),
-     cut AS (SELECT id, attempts FROM job WHERE stream_cut < attempts AND stream_bytes + $5 > $6),
+     fits AS (SELECT id, run FROM job WHERE stream_cut < attempts AND stream_bytes + $5 <= $6),
+     cut AS (SELECT id, attempts, run FROM job WHERE stream_cut < attempts AND stream_bytes + $5 > $6),
      counted AS (UPDATE jobs SET stream_bytes = jobs.stream_bytes + $5 FROM fits WHERE jobs.id = fits.id),
      marked AS (UPDATE jobs SET stream_cut = cut.attempts FROM cut WHERE jobs.id = cut.id),
      ins AS (INSERT INTO job_stream (job_id, chunk, attempt)
-       SELECT fits.id, c.chunk, fits.attempts FROM fits, unnest($4::text[]) WITH ORDINALITY AS c(chunk, ord) ORDER BY c.ord),
-     marker AS (INSERT INTO job_stream (job_id, chunk, attempt) SELECT id, '', attempts FROM cut)
+       SELECT fits.id, c.chunk, fits.run FROM fits, unnest($4::text[]) WITH ORDINALITY AS c(chunk, ord) ORDER BY c.ord),
+     marker AS (INSERT INTO job_stream (job_id, chunk, attempt) SELECT id, '', run FROM cut)
    SELECT EXISTS (SELECT 1 FROM job) AS held, EXISTS (SELECT 1 FROM fits) AS appended`;
 // A page: as on SQLite, n counts the chunks looked at (up to $3 + 1): n > the page's length means more.
 const READ_STREAM_SQL = `SELECT seq, chunk, attempt, n FROM (

@@ -41,8 +41,17 @@ const SET_PROGRESS_SQL = `UPDATE jobs SET output_json = @outputJson
      AND (@endpointId IS NULL OR endpoint_id = @endpointId)`;
 const CANCEL_JOB_SQL = `UPDATE jobs SET status = 'CANCELLED', ${FINISH}
    WHERE id = @id AND status IN ${LIVE_STATUS_LIST} RETURNING ${JOB_COLUMNS}`;
+// SQLite rewrites a whole row, its input too, when any column changes: a purge of one statement
+// wrote every queued input to the WAL again in one transaction (27 MB for 105 inputs of 256 KB,
+// which a nearly full disk refused). So it goes in batches of at most PURGE_BATCH_BYTES of input
+// (at least one job), each its own commit followed by a checkpoint step; jobs queued after the
+// purge began are left alone, so a steady stream of submissions cannot keep it going.
 const PURGE_QUEUE_SQL = `UPDATE jobs SET status = 'CANCELLED', ${FINISH}
-   WHERE endpoint_id = @endpointId AND status = 'IN_QUEUE' RETURNING id`;
+   WHERE id IN (SELECT id FROM (SELECT id, SUM(input_bytes) OVER (ORDER BY queued_at, rowid) - input_bytes AS before
+       FROM jobs WHERE endpoint_id = @endpointId AND status = 'IN_QUEUE' AND queued_at <= @now) WHERE before < @maxBytes)
+   RETURNING id`;
+/** Input bytes rewritten per purge batch (see PURGE_QUEUE_SQL). */
+const PURGE_BATCH_BYTES = 8_000_000;
 const RETRY_JOB_SQL = `UPDATE jobs SET status = 'IN_QUEUE', output_json = NULL, error = NULL, worker_id = NULL,
      started_at = NULL, finished_at = NULL, expires_at = NULL, webhook_attempts = 0,
      webhook_next_at = NULL, attempts = 0, retries = retries + 1, queued_at = @now, stream_bytes = 0, stream_cut = 0,
@@ -69,14 +78,16 @@ const SHORTEN_RETENTION_SQL = `UPDATE jobs SET retention_ms = MIN(retention_ms, 
    WHERE id = @id`;
 // The job a worker posts for: IN_PROGRESS, held by it, of its endpoint.
 const HELD_WHERE = `id = @id AND status = 'IN_PROGRESS' AND worker_id = @workerId AND (@endpointId IS NULL OR endpoint_id = @endpointId)`;
+// The run a chunk belongs to: the runs the job has begun, attempts + preemptions (docs/api.md).
+const RUN = 'attempts + preemptions AS run';
 // Counts the chunks in (bytes, seqs) when they fit under the cap and the run's stream is not cut.
 const APPEND_COUNT_SQL = `UPDATE jobs SET stream_bytes = stream_bytes + @bytes, stream_seq = stream_seq + @n
-   WHERE ${HELD_WHERE} AND stream_cut < attempts AND stream_bytes + @bytes <= @maxBytes RETURNING stream_seq, attempts`;
+   WHERE ${HELD_WHERE} AND stream_cut < attempts AND stream_bytes + @bytes <= @maxBytes RETURNING stream_seq, ${RUN}`;
 // The cap refused a post of a run not yet cut: cut it, with a marker chunk at the next seq.
 const CUT_STREAM_SQL = `UPDATE jobs SET stream_cut = attempts, stream_seq = stream_seq + 1
-   WHERE ${HELD_WHERE} AND stream_cut < attempts RETURNING stream_seq, attempts`;
+   WHERE ${HELD_WHERE} AND stream_cut < attempts RETURNING stream_seq, ${RUN}`;
 const HELD_SQL = `SELECT 1 FROM jobs WHERE ${HELD_WHERE}`;
-// Each chunk carries the run (the job's attempts) that posted it.
+// Each chunk carries the run that posted it (RUN).
 const INSERT_CHUNK_SQL = 'INSERT INTO job_stream (job_id, seq, chunk, attempt) VALUES (?, ?, ?, ?)';
 // A page: at most @limit chunks after @after, none once @maxBytes are read (the first always
 // comes); n counts the chunks looked at (up to @limit + 1), so n > the page's length means more.
@@ -116,7 +127,7 @@ const LIST_ATTEMPTS_SQL = `SELECT retries, attempt, at, http_status AS httpStatu
 /** What counting an append (or a cut) returns: the stream's last seq and the run posting. */
 interface StreamCount {
   stream_seq: number;
-  attempts: number;
+  run: number;
 }
 
 /**
@@ -252,8 +263,15 @@ export class SqliteJobStore implements JobStore {
     return this.c.write(() => this.oneJob(CANCEL_JOB_SQL, { id, now }));
   }
 
-  purgeQueue({ endpointId, now }: Args<'purgeQueue'>): Promise<string[]> {
-    return this.c.write(() => (this.c.q(PURGE_QUEUE_SQL).all({ endpointId, now }) as { id: string }[]).map((row) => row.id));
+  async purgeQueue({ endpointId, now }: Args<'purgeQueue'>): Promise<string[]> {
+    const ids: string[] = [];
+    for (;;) {
+      const batch = await this.c.write(() => this.c.q(PURGE_QUEUE_SQL).all({ endpointId, now, maxBytes: PURGE_BATCH_BYTES }) as { id: string }[]);
+      if (batch.length === 0) return ids;
+      for (const row of batch) ids.push(row.id);
+      // The WAL starts over only once the checkpointer has copied it: one step before the next batch.
+      await this.c.checkpointNow();
+    }
   }
 
   /** Passes the count of deleted rows through, telling the free-page reclaimer when rows went (a large input leaves many free pages). */
@@ -315,12 +333,12 @@ export class SqliteJobStore implements JobStore {
         const insert = this.c.q(INSERT_CHUNK_SQL);
         if (counted) {
           let seq = counted.stream_seq - chunks.length;
-          for (const chunk of chunks) insert.run(id, ++seq, chunk, counted.attempts);
+          for (const chunk of chunks) insert.run(id, ++seq, chunk, counted.run);
           return 'appended';
         }
         if (this.c.q(HELD_SQL).get(held) === undefined) return 'not-held';
         const cut = this.c.q(CUT_STREAM_SQL).get(held) as StreamCount | undefined;
-        if (cut) insert.run(id, cut.stream_seq, '', cut.attempts);
+        if (cut) insert.run(id, cut.stream_seq, '', cut.run);
         return 'full';
       }),
     );
