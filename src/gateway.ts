@@ -4,6 +4,7 @@ import { createJobWaiters, type JobWaiters } from './dispatch/job-waiters.js';
 import { createStopSignals, type StopSignals } from './dispatch/stop-signals.js';
 import { createTakeQueue, type TakeQueue } from './dispatch/take-queue.js';
 import { createWorkerLiveness, type WorkerLiveness } from './dispatch/worker-liveness.js';
+import { createClientAddress } from './http/client-address.js';
 import { createRateLimiter } from './http/rate-limit.js';
 import { adminRoutes } from './http/admin-routes.js';
 import { clientRoutes } from './http/client-routes.js';
@@ -128,7 +129,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const webhookFetch = options.observers?.webhookFetch;
   const webhooks = createWebhookSender({ store, endpoints, secrets, notifier, config, logger, clock, outbound, ...(webhookFetch ? { fetch: webhookFetch } : {}) });
   const unsubscribe = subscribeDispatch(notifier, { takeQueue, waiters, stopSignals, endpoints, liveness });
-  const http: HttpServices = { jobs, workers, endpoints, keys, registry, rateLimiter, pool, workerRows: store, usage: store, config, logger, now, ...(options.fileLinks ? { fileLinks: options.fileLinks } : {}) };
+  const http: HttpServices = { jobs, workers, endpoints, keys, registry, rateLimiter, pool, workerRows: store, usage: store, config, logger, now, clientAddress: createClientAddress(config.trustedProxies), ...(options.fileLinks ? { fileLinks: options.fileLinks } : {}) };
   const routes = coreRoutes(http);
   return {
     keys,
