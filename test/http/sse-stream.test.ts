@@ -126,11 +126,14 @@ describe('/stream server-sent events under the rate limits', () => {
   it('counts each open stream among the held long-polls (400 per endpoint), not among plain reads', async () => {
     const id = uniqueId('sse-limit');
     await t.createEndpoint(id);
-    const c = clientFor(t, id, t.adminKey);
+    // One key holds every slot: the cap is shared between keys (keyShare), so the 399 slots held
+    // here are that key's, as its own requests' are.
+    const key = await t.admin.createKey({ name: 'sse limits', scopes: ['run', 'read'] });
+    const c = clientFor(t, id, key.key);
     const jobId = await c.submit();
-    const others = Array.from({ length: 399 }, () => t.gantry.gateway.http.rateLimiter.enter(id, 'long-poll'));
-    const held = async (): Promise<Response> => fetch(`${t.url}/v2/${id}/status-sync/${jobId}?wait=1000`, { headers: { authorization: `Bearer ${t.adminKey}` } });
-    const reader = readStream(`${t.url}/v2/${id}/stream/${jobId}`, t.adminKey);
+    const others = Array.from({ length: 399 }, () => t.gantry.gateway.http.rateLimiter.enter(id, 'long-poll', { keyId: key.id }));
+    const held = async (): Promise<Response> => fetch(`${t.url}/v2/${id}/status-sync/${jobId}?wait=1000`, { headers: { authorization: `Bearer ${key.key}` } });
+    const reader = readStream(`${t.url}/v2/${id}/stream/${jobId}`, key.key);
     try {
       await reader.waitFor((e) => e.type === 'status', 'the first status');
       const refused = await held();
