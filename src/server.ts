@@ -85,7 +85,7 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   // is logged once per episode; a probe write ends the episode (src/store/store-faults.ts).
   const storeHealth = createStoreHealth({ probe: () => store.probeWrite(clock.now()), logger, clock });
   const guarded = guardStore(store, storeHealth);
-  // New jobs are refused before the data directory's disk is full, not after (docs/operations.md).
+  // New jobs are refused before the data directory's disk is full, not after (docs/configuration.md, Disk space).
   const disk = createDiskSpace({ dir: config.dataDir, minFreeBytes: config.diskMinFreeBytes, logger, clock });
   disk.start();
   const secretKey = loadSecretKey(config.dataDir, env);
