@@ -54,6 +54,8 @@ export interface Gantry {
   adminKey: string | null;
   /** Whether this gateway runs the singletons (always on SQLite; one gateway at a time on PostgreSQL). */
   leader: LeaderLock;
+  /** The bytes of request bodies being read now, in all and per key (http/body.ts). */
+  bodies: Pick<BodyBudget, 'inFlight' | 'byKey'>;
   /** The threads that parse large request bodies; undefined with GANTRY_JSON_THREADS=0. */
   jsonThreads: JsonThreads | undefined;
   close(): Promise<void>;
@@ -135,7 +137,7 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   let closing: Promise<void> | undefined;
   const stopGraceMs = poolStopGraceMs(config);
   const close = (): Promise<void> => shutDown({ logger, readiness, listener, gateway, singletons, poller, images, openai, minutes, server, notifier, store, storeHealth, disk, stopGraceMs, jsonThreads });
-  return { gateway, server, url, port, adminKey, leader, jsonThreads, close: () => (closing ??= close()) };
+  return { gateway, server, url, port, adminKey, leader, bodies, jsonThreads, close: () => (closing ??= close()) };
 }
 
 /**
