@@ -12,6 +12,8 @@ describe('image pulls', () => {
     expect(parseImageRef('localhost/x:2')).toEqual({ repository: 'localhost/x', tag: '2', registry: 'localhost' });
     expect(parseImageRef('acme/sd:1')).toEqual({ repository: 'acme/sd', tag: '1', registry: 'docker.io' });
     expect(parseImageRef('ubuntu')).toEqual({ repository: 'ubuntu', tag: 'latest', registry: 'docker.io' });
+    // One component is a Docker Hub name, dots and all; never a registry.
+    expect(parseImageRef('my.app:1')).toEqual({ repository: 'my.app', tag: '1', registry: 'docker.io' });
     const digest = `sha256:${'a'.repeat(64)}`;
     expect(parseImageRef(`reg:5000/n:1@${digest}`)).toEqual({ repository: 'reg:5000/n', tag: digest, registry: 'reg:5000' });
   });
