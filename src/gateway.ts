@@ -17,6 +17,7 @@ import { createJobService, type JobService } from './jobs/job-service.js';
 import type { PoolView } from './jobs/pool-view.js';
 import { QueueGauge } from './jobs/queue-gauge.js';
 import { createMeterOf } from './jobs/job-meters.js';
+import { createKeyQuotas } from './jobs/key-quotas.js';
 import { createJobTransitions, type JobTransitions } from './jobs/transitions.js';
 import { createWorkerService, type WorkerService } from './jobs/worker-service.js';
 import type { Notifier } from './model/events.js';
@@ -27,6 +28,7 @@ import { createLocalProcessDriver } from './pool/local-process-driver.js';
 import type { WorkerDriver } from './pool/driver.js';
 import { createKeyService, type KeyService } from './security/keys.js';
 import type { SecretBox } from './security/secret-box.js';
+import { createWorkerMeters } from './pool/worker-meters.js';
 import { createAutoscaler, type Autoscaler } from './services/autoscaler.js';
 import { createReaper, type Reaper } from './services/reaper.js';
 import { createOutboundPolicy } from './security/outbound.js';
@@ -111,20 +113,21 @@ export function createGateway(options: GatewayOptions): Gateway {
   });
   const builtIns = new Map<string, WorkerSettings>();
   const driver = options.driver ?? createDrivers(options, clock);
-  const autoscaler = createAutoscaler({ store, endpoints, keys, transitions, notifier, driver, builtIns, baseUrl: options.baseUrl, config, logger, clock });
+  const meters = createWorkerMeters({ store, clock, logger }); // worker seconds of the pools (docs/api.md, "Usage")
+  const autoscaler = createAutoscaler({ store, endpoints, keys, transitions, notifier, driver, builtIns, baseUrl: options.baseUrl, config, logger, clock, meters });
   const pool: PoolView = autoscaler.view;
   const waiters = createJobWaiters();
   const stopSignals = createStopSignals();
   const gauge = new QueueGauge({ store, factor: config.queueLimitFactor, logger, now });
   const outbound = createOutboundPolicy(config.outboundAllow);
-  const jobs = createJobService({ store, transitions, endpoints, gauge, waiters, pool, secrets, config, outbound, now });
+  const quotas = createKeyQuotas({ store, now }); // budgets and job caps per key, checked at each submit
+  const jobs = createJobService({ store, transitions, endpoints, gauge, waiters, pool, secrets, config, outbound, quotas, now });
   const workers = createWorkerService({ store, transitions, takeQueue, stopSignals, liveness, notifier, secrets, config, logger, now });
   const rateLimiter = createRateLimiter(config.rateLimits, now);
   const reaper = createReaper({ transitions, workers, store, config, logger, clock });
-  const webhookFetch = options.observers?.webhookFetch;
-  const webhooks = createWebhookSender({ store, endpoints, secrets, notifier, config, logger, clock, outbound, ...(webhookFetch ? { fetch: webhookFetch } : {}) });
+  const webhooks = createWebhookSender({ store, endpoints, secrets, notifier, config, logger, clock, outbound, ...(options.observers?.webhookFetch ? { fetch: options.observers.webhookFetch } : {}) });
   const unsubscribe = subscribeDispatch(notifier, { takeQueue, waiters, stopSignals, endpoints, liveness });
-  const http: HttpServices = { jobs, workers, endpoints, keys, rateLimiter, pool, workerRows: store, usage: store, config, logger, now };
+  const http: HttpServices = { jobs, workers, endpoints, keys, quotas, rateLimiter, pool, workerRows: store, usage: store, config, logger, now };
   const routes = createRouteTable();
   routes.add(...clientRoutes(http), ...workerRoutes(http), ...adminRoutes(http));
   return {

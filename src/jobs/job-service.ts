@@ -11,6 +11,7 @@ import type { IdempotencyKey } from './idempotency.js';
 import { uuidv7 } from './job-ids.js';
 import type { SubmitRequest } from './policy.js';
 import type { QueueGauge } from './queue-gauge.js';
+import type { KeyQuotas } from './key-quotas.js';
 import { StreamReads, type StreamRead } from './stream-reads.js';
 import { initialJob, type JobTransitions } from './transitions.js';
 
@@ -110,6 +111,8 @@ export interface JobServiceDeps {
   config: Pick<GantryConfig, 'syncRetentionMs' | 'asyncRetentionMs' | 'workerLostMs'>;
   /** Where a webhook may point (security/outbound.ts); checked when the job is submitted. */
   outbound?: OutboundPolicy;
+  /** The submitting key's budget and job cap (key-quotas.ts); checked when the job is submitted. */
+  quotas?: Pick<KeyQuotas, 'admit'>;
   now(): number;
 }
 
@@ -133,6 +136,8 @@ class Jobs implements JobService {
   async submit(endpoint: EndpointRecord, request: SubmitRequest, opts: { sync: boolean; keyId: string | null }): Promise<JobRecord> {
     const checking = this.admit(endpoint, request);
     if (checking) await checking;
+    const quota = this.deps.quotas?.admit(opts.keyId);
+    if (quota) await quota;
     const job = this.newJob(endpoint, request, opts);
     await this.deps.transitions.submit(job);
     return job;
@@ -142,6 +147,7 @@ class Jobs implements JobService {
     const held = await this.deps.store.findIdempotentJob(opts.key.keyDigest);
     if (held) return replayOf(held, opts.key);
     await this.admit(endpoint, request);
+    await this.deps.quotas?.admit(opts.keyId);
     const job = this.newJob(endpoint, request, opts);
     const written = await this.deps.transitions.submitOnce(job, opts.key);
     // Another call with the key got there between the read and the write.

@@ -13,6 +13,7 @@ import type { Clock } from '../util/clock.js';
 import { periodic, type Periodic } from '../util/periodic.js';
 import type { EndpointRecord } from '../model/records.js';
 import { PoolSet } from './pool-set.js';
+import type { WorkerMeters } from '../pool/worker-meters.js';
 import { planScale } from './scale-policy.js';
 
 /** What the autoscaler uses. */
@@ -33,6 +34,8 @@ export interface AutoscalerDeps {
   logLines?: number;
   logger: Logger;
   clock: Clock;
+  /** Meters each pool worker from start to stop (worker seconds, docs/api.md "Usage"). */
+  meters?: WorkerMeters;
 }
 
 /**
@@ -112,6 +115,7 @@ class Scaler implements Autoscaler {
       }
     });
     this.loop.start();
+    this.deps.meters?.start();
   }
 
   stop(): Promise<void> {
@@ -121,6 +125,7 @@ class Scaler implements Autoscaler {
       this.unsubscribe?.();
       await this.loop.stop();
       await this.pools.closeAll('the autoscaler is stopping (gateway shutdown or leadership lost)');
+      await this.deps.meters?.stop();
       this.deps.driver.close?.();
     })();
     return this.stopping;
@@ -158,6 +163,7 @@ class Scaler implements Autoscaler {
       now: this.deps.clock.now,
       onChange: () => this.loop.kick(),
       onStopping: (workerId) => this.deps.notifier.publish({ type: 'worker-stopping', workerId, endpointId }),
+      ...(this.deps.meters ? { meters: this.deps.meters } : {}),
     });
   }
 
