@@ -47,7 +47,7 @@ class Meters implements WorkerMeters {
 
   started(args: { workerId: string; endpointId: string; startedAt: number; gpus: number }): Promise<void> {
     const opened = this.deps.store
-      .openWorkerMeter({ ...args, endedAt: Math.max(args.startedAt, this.deps.clock.now()), open: true })
+      .openWorkerMeter({ ...args, endedAt: args.startedAt, open: true })
       .catch((err: unknown) => this.deps.logger.error({ err, workerId: args.workerId }, 'worker meter write failed'));
     this.running.set(`${args.workerId} ${args.startedAt}`, { workerId: args.workerId, startedAt: args.startedAt, opened });
     return opened;
