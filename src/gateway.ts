@@ -7,6 +7,7 @@ import { createWorkerLiveness, type WorkerLiveness } from './dispatch/worker-liv
 import { createRateLimiter } from './http/rate-limit.js';
 import { adminRoutes } from './http/admin-routes.js';
 import { clientRoutes } from './http/client-routes.js';
+import type { FileLinks } from './http/file-links.js';
 import { createRouteTable, type RouteTable } from './http/route-table.js';
 import type { HttpServices } from './http/server.js';
 import { workerRoutes } from './http/worker-routes.js';
@@ -15,7 +16,7 @@ import type { WorkerSettings } from './jobs/endpoint-settings.js';
 import { observeTransitions, type JobObserver } from './jobs/job-observer.js';
 import { createJobService, type JobService } from './jobs/job-service.js';
 import type { PoolView } from './jobs/pool-view.js';
-import { QueueGauge } from './jobs/queue-gauge.js';
+import { QueueGauge, type SpaceCheck } from './jobs/queue-gauge.js';
 import { createMeterOf } from './jobs/job-meters.js';
 import { createKeyQuotas } from './jobs/key-quotas.js';
 import { createJobTransitions, type JobTransitions } from './jobs/transitions.js';
@@ -27,6 +28,7 @@ import { createDriverSet } from './pool/driver-set.js';
 import { createLocalProcessDriver } from './pool/local-process-driver.js';
 import type { WorkerDriver } from './pool/driver.js';
 import { createKeyService, type KeyService } from './security/keys.js';
+import { createRegistryCredentials, type RegistryCredentials } from './security/registry-credentials.js';
 import type { SecretBox } from './security/secret-box.js';
 import { createWorkerMeters } from './pool/worker-meters.js';
 import { createAutoscaler, type Autoscaler } from './services/autoscaler.js';
@@ -52,6 +54,10 @@ export interface GatewayOptions {
   baseUrl(): string;
   /** Who is told what happens (the metrics feature); none by default, and then nothing is wrapped. */
   observers?: GatewayObservers;
+  /** The gateway's own file links as each client reached it (http/file-links.ts); none: answers as stored. */
+  fileLinks?: FileLinks;
+  /** The data directory's free space, checked before a job is queued (store/disk-space.ts); none: not checked. */
+  disk?: SpaceCheck;
 }
 
 /** What a feature may watch in a gateway without the core importing it (docs/metrics.md). */
@@ -66,6 +72,8 @@ export interface GatewayObservers {
 export interface Gateway {
   readonly keys: KeyService;
   readonly endpoints: EndpointService;
+  /** Registry logins saved once and named by endpoints' `worker.registryCredentials`. */
+  readonly registry: RegistryCredentials;
   readonly transitions: JobTransitions;
   readonly jobs: JobService;
   readonly workers: WorkerService;
@@ -96,6 +104,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const now = clock.now;
   const keys = createKeyService({ store, now });
   const endpoints = createEndpointService({ store, notifier, secrets, now });
+  const registry = createRegistryCredentials({ store, secrets, now });
   const plainTransitions = createJobTransitions({ store, notifier, logger, now, meterOf: createMeterOf({ endpoints }) });
   const jobObserver = options.observers?.jobs;
   const transitions = jobObserver ? observeTransitions(plainTransitions, jobObserver) : plainTransitions;
@@ -112,13 +121,13 @@ export function createGateway(options: GatewayOptions): Gateway {
     onError: (err) => logger.error({ err }, 'dispatch failed'),
   });
   const builtIns = new Map<string, WorkerSettings>();
-  const driver = options.driver ?? createDrivers(options, clock);
-  const meters = createWorkerMeters({ store, clock, logger }); // worker seconds of the pools (docs/api.md, "Usage")
-  const autoscaler = createAutoscaler({ store, endpoints, keys, transitions, notifier, driver, builtIns, baseUrl: options.baseUrl, config, logger, clock, meters });
+  const driver = options.driver ?? createDrivers(options, clock, registry);
+  // meters: the pools' worker seconds (docs/api.md, "Usage").
+  const autoscaler = createAutoscaler({ store, endpoints, keys, transitions, notifier, driver, builtIns, baseUrl: options.baseUrl, config, logger, clock, meters: createWorkerMeters({ store, clock, logger }) });
   const pool: PoolView = autoscaler.view;
   const waiters = createJobWaiters();
   const stopSignals = createStopSignals();
-  const gauge = new QueueGauge({ store, factor: config.queueLimitFactor, logger, now });
+  const gauge = new QueueGauge({ store, factor: config.queueLimitFactor, maxInputBytes: config.queueMaxInputBytes, ...(options.disk ? { space: options.disk } : {}), logger, now });
   const outbound = createOutboundPolicy(config.outboundAllow);
   const quotas = createKeyQuotas({ store, now }); // budgets and job caps per key, checked at each submit
   const jobs = createJobService({ store, transitions, endpoints, gauge, waiters, pool, secrets, config, outbound, quotas, now });
@@ -127,12 +136,12 @@ export function createGateway(options: GatewayOptions): Gateway {
   const reaper = createReaper({ transitions, workers, store, config, logger, clock });
   const webhooks = createWebhookSender({ store, endpoints, secrets, notifier, config, logger, clock, outbound, ...(options.observers?.webhookFetch ? { fetch: options.observers.webhookFetch } : {}) });
   const unsubscribe = subscribeDispatch(notifier, { takeQueue, waiters, stopSignals, endpoints, liveness });
-  const http: HttpServices = { jobs, workers, endpoints, keys, quotas, rateLimiter, pool, workerRows: store, usage: store, config, logger, now };
-  const routes = createRouteTable();
-  routes.add(...clientRoutes(http), ...workerRoutes(http), ...adminRoutes(http));
+  const http: HttpServices = { jobs, workers, endpoints, keys, quotas, registry, rateLimiter, pool, workerRows: store, usage: store, config, logger, now, ...(options.fileLinks ? { fileLinks: options.fileLinks } : {}) };
+  const routes = coreRoutes(http);
   return {
     keys,
     endpoints,
+    registry,
     transitions,
     jobs,
     workers,
@@ -152,18 +161,26 @@ export function createGateway(options: GatewayOptions): Gateway {
   };
 }
 
+/** The route table with the client, worker and admin routes; features add theirs later. */
+function coreRoutes(http: HttpServices): RouteTable {
+  const routes = createRouteTable();
+  routes.add(...clientRoutes(http), ...workerRoutes(http), ...adminRoutes(http));
+  return routes;
+}
+
 /**
  * The default drivers: local processes, with pid files under the data folder so the next
  * start stops workers a killed gateway left behind; and containers on the Docker hosts of
  * config.docker, labelled with this installation, so the same holds for them.
  */
-function createDrivers(options: GatewayOptions, clock: Clock): WorkerDriver {
+function createDrivers(options: GatewayOptions, clock: Clock, registry: RegistryCredentials): WorkerDriver {
   const { config, logger } = options;
   const container = createDockerDriver({
     config: config.docker,
     instance: config.docker.instance ?? dockerInstance({}, config.dataDir),
     publicUrl: config.publicUrl,
     localUrl: options.baseUrl,
+    registryLogin: (id) => registry.login(id),
     logger,
     clock,
   });

@@ -3,11 +3,13 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { loadConfig, poolStopGraceMs, type GantryConfig } from './config/config.js';
 import { createGateway, type Gateway } from './gateway.js';
-import { createBodyBudget } from './http/body.js';
+import { createFileLinks } from './http/file-links.js';
+import { createBodyBudget, type BodyBudget } from './http/body.js';
+import { connectionCap, guardConnections } from './http/connection-guard.js';
 import { createReadiness, probeRoutes } from './http/readiness.js';
 import { createRequestListener, type GatewayListener } from './http/server.js';
 import { setUpImageFeature } from './images/image-feature.js';
-import { deriveFileSigningKey } from './images/object-store.js';
+import { deriveFileSigningKey, verifyFileSignature } from './images/object-store.js';
 import { setUpOpenAiFeature } from './openai/openai-feature.js';
 import { setUpConsole } from './console/console-feature.js';
 import { createMinuteRecorder, joinObservers } from './console/minute-recorder.js';
@@ -19,9 +21,12 @@ import { createOutboundFetch, createOutboundPolicy } from './security/outbound.j
 import { WEBHOOK_CONCURRENCY } from './services/webhook-sender.js';
 import { createSharedStorePoller } from './services/shared-store-poller.js';
 import { openStore } from './store/open-store.js';
+import { createDiskSpace } from './store/disk-space.js';
 import { createStoreHealth, guardStore } from './store/store-faults.js';
 import type { LeaderLock } from './store/store.js';
 import { systemClock, type Clock } from './util/clock.js';
+import { readFileLimit, type FileLimitRaise } from './util/file-limit.js';
+import { createJsonThreads, type JsonThreads } from './util/json-threads.js';
 import { createLogger, logFormatFrom } from './util/log.js';
 
 /** How startGantry is configured beyond the environment. */
@@ -34,6 +39,8 @@ export interface StartOptions {
   clock?: Clock;
   /** /metrics settings over the environment's (GANTRY_METRICS, GANTRY_METRICS_TOKEN). */
   metrics?: Partial<MetricsConfig>;
+  /** What `gantry serve` did to the open-file limit before the start (util/file-limit.ts); logged with the connection cap derived from the limit. */
+  fileLimit?: FileLimitRaise;
 }
 
 /** A running gateway. */
@@ -47,6 +54,8 @@ export interface Gantry {
   adminKey: string | null;
   /** Whether this gateway runs the singletons (always on SQLite; one gateway at a time on PostgreSQL). */
   leader: LeaderLock;
+  /** The threads that parse large request bodies; undefined with GANTRY_JSON_THREADS=0. */
+  jsonThreads: JsonThreads | undefined;
   close(): Promise<void>;
 }
 
@@ -74,6 +83,9 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   // is logged once per episode; a probe write ends the episode (src/store/store-faults.ts).
   const storeHealth = createStoreHealth({ probe: () => store.probeWrite(clock.now()), logger, clock });
   const guarded = guardStore(store, storeHealth);
+  // New jobs are refused before the data directory's disk is full, not after (docs/operations.md).
+  const disk = createDiskSpace({ dir: config.dataDir, minFreeBytes: config.diskMinFreeBytes, logger, clock });
+  disk.start();
   const secretKey = loadSecretKey(config.dataDir, env);
   // Gateways sharing PostgreSQL wake each other through LISTEN/NOTIFY (docs/postgres.md).
   await notifier.start();
@@ -82,6 +94,7 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   const metrics = metricsConfig.access === 'off' ? undefined : createMetrics();
   // Per-minute job aggregates for the console's charts (docs/console.md).
   const minutes = createMinuteRecorder(clock.now);
+  const fileSigningKey = deriveFileSigningKey(secretKey);
   const gateway = createGateway({
     config,
     store: metrics ? metrics.store.wrap(guarded) : guarded,
@@ -90,25 +103,27 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
     secrets: createSecretBox(secretKey),
     clock,
     baseUrl: () => config.publicUrl ?? url,
+    // Links to the image endpoints' files as each client reached the gateway (GANTRY_PUBLIC_URL unset).
+    fileLinks: createFileLinks({ publicUrl: config.publicUrl, verify: (key, expires, sig) => verifyFileSignature(fileSigningKey, key, expires, sig, clock.now()) }),
+    disk,
     observers: {
       jobs: joinObservers(minutes.observer, metrics?.jobs),
       ...(metrics ? { webhookFetch: metrics.webhooks.wrapFetch(createOutboundFetch(createOutboundPolicy(config.outboundAllow), { maxSockets: WEBHOOK_CONCURRENCY })) } : {}),
     },
   });
   const adminKey = await ensureAdminKey(gateway.keys, config.adminKey);
-  const fileSigningKey = deriveFileSigningKey(secretKey);
   const images = await setUpImageFeature({ config, endpoints: gateway.endpoints, routes: gateway.routes, builtIns: gateway.builtIns, fileSigningKey, logger, now: clock.now });
   const openai = setUpOpenAiFeature({ routes: gateway.routes, ...gateway.http });
   await setUpConsole({ routes: gateway.routes, http: gateway.http, publicUrl: config.publicUrl, now: clock.now, minutes, consolePassword: config.consolePassword, secretKey });
   minutes.start({ store, endpoints: gateway.endpoints, logger, clock });
   metrics?.serve({ config: metricsConfig, routes: gateway.routes, keys: gateway.keys, endpoints: gateway.endpoints, jobs: gateway.jobs, isLeader: () => leader.isLeader() });
-  const readiness = createReadiness({ store, health: storeHealth, logger });
+  const readiness = createReadiness({ store, health: storeHealth, disk, logger });
 
-  const bodies = createBodyBudget({ readTimeoutMs: config.bodyReadTimeoutMs, bytesInFlight: config.bodyBytesInFlight });
+  const { bodies, jsonThreads } = bodyReading(config);
   gateway.routes.add(...probeRoutes(readiness));
   const listener = createRequestListener(gateway.http, gateway.routes, { bodies, ...(metrics ? { observer: metrics.http } : {}) });
   const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 60_000 }, listener);
-  server.maxConnections = config.maxConnections;
+  capConnections(server, config, store.kind, logger, options.fileLimit);
   const port = await listen(server, config);
   url = `http://${config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host}:${port}`;
   images.startWorkers(config.publicUrl ?? url);
@@ -119,8 +134,39 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
 
   let closing: Promise<void> | undefined;
   const stopGraceMs = poolStopGraceMs(config);
-  const close = (): Promise<void> => shutDown({ logger, readiness, listener, gateway, singletons, poller, images, openai, minutes, server, notifier, store, storeHealth, stopGraceMs });
-  return { gateway, server, url, port, adminKey, leader, close: () => (closing ??= close()) };
+  const close = (): Promise<void> => shutDown({ logger, readiness, listener, gateway, singletons, poller, images, openai, minutes, server, notifier, store, storeHealth, disk, stopGraceMs, jsonThreads });
+  return { gateway, server, url, port, adminKey, leader, jsonThreads, close: () => (closing ??= close()) };
+}
+
+/**
+ * Caps the connections by the open-file limit as well as GANTRY_MAX_CONNECTIONS (connection-guard.ts)
+ * and logs what was chosen, with the limit and whether `gantry serve` raised it.
+ */
+function capConnections(server: Server, config: GantryConfig, storeKind: string, logger: Logger, raise: FileLimitRaise | undefined): void {
+  const limit = raise?.limit ?? readFileLimit();
+  const cap = connectionCap({ configured: config.maxConnections, fileLimit: limit?.soft, storeConnections: storeKind === 'postgres' ? config.pgPoolSize + 2 : 0, webhookSockets: WEBHOOK_CONCURRENCY });
+  const guard = guardConnections(server, cap);
+  const fields = {
+    maxConnections: cap,
+    configuredMaxConnections: config.maxConnections,
+    idleClosedPast: guard.roomAt,
+    openFiles: limit ?? null,
+    ...(raise ? { openFilesRaised: raise.outcome, softBefore: raise.softBefore, ...(raise.reason ? { reason: raise.reason } : {}) } : {}),
+  };
+  const message = cap < config.maxConnections ? 'connections capped by the open-file limit' : 'connections capped by GANTRY_MAX_CONNECTIONS';
+  if (raise?.outcome === 'not-raised') logger.warn(fields, `${message}; the soft open-file limit could not be raised to the hard one`);
+  else logger.info(fields, message);
+}
+
+/** How request bodies are read: the budget every read shares, and the threads that parse large ones (none with GANTRY_JSON_THREADS=0). */
+function bodyReading(config: GantryConfig): { bodies: BodyBudget; jsonThreads: JsonThreads | undefined } {
+  const jsonThreads = config.jsonThreads > 0 ? createJsonThreads(config.jsonThreads) : undefined;
+  const bodies = createBodyBudget({
+    readTimeoutMs: config.bodyReadTimeoutMs,
+    bytesInFlight: config.bodyBytesInFlight,
+    ...(jsonThreads ? { offload: { threads: jsonThreads, minBytes: config.jsonThreadMinBytes } } : {}),
+  });
+  return { bodies, jsonThreads };
 }
 
 /** What a shutdown stops, in its order. */
@@ -140,6 +186,8 @@ interface Running {
   /** How long workers get to finish their jobs: the pool's stop grace, for hand-started workers too. */
   stopGraceMs: number;
   storeHealth: { stop(): void };
+  disk: { stop(): Promise<void> };
+  jsonThreads: JsonThreads | undefined;
 }
 
 /**
@@ -173,6 +221,8 @@ async function shutDown(r: Running): Promise<void> {
   await closed;
   await r.notifier.close();
   r.storeHealth.stop();
+  await r.disk.stop();
+  await r.jsonThreads?.close();
   await r.store.close();
   r.logger.info({ ms: Date.now() - began }, 'shutdown finished');
 }
@@ -188,7 +238,7 @@ async function finishConnectedJobs(r: Running): Promise<void> {
 }
 
 /** How long a shutdown waits for requests in flight (a result being posted, a body being read) before closing their connections. */
-const SHUTDOWN_GRACE_MS = 10_000;
+export const SHUTDOWN_GRACE_MS = 10_000;
 
 /** Resolves once no request is in flight, or after `graceMs`. */
 async function finishInFlight(listener: GatewayListener, graceMs: number): Promise<void> {

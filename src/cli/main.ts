@@ -3,10 +3,13 @@
  * The `gantry` command line. Each command lives in its own file and returns an exit code;
  * this file lists them (`gantry --help` is made from that list) and runs the one named.
  */
+import { codeSchemaVersion } from '../store/migrations.js';
 import { packageVersion } from '../util/package-version.js';
+import { backupCommand, restoreCommand } from './backup-command.js';
 import { endpointsCommand } from './endpoint-commands.js';
 import { jobCommands } from './job-commands.js';
 import { keysCommand } from './key-commands.js';
+import { registryCredentialsCommand } from './registry-commands.js';
 import { serveCommand } from './serve-command.js';
 import { listSubcommands, runSubcommand } from './subcommands.js';
 import { usageCommandSpec } from './usage-command.js';
@@ -24,6 +27,7 @@ const commands: Record<string, Command> = {
   serve: { summary: 'run the gateway: job API, worker protocol, admin API, metrics, background services', args: '', run: serveCommand },
   worker: { summary: 'run a handler module as a worker', args: 'FILE', run: workerCommand },
   keys: { summary: keysCommand.summary, args: '<subcommand>', run: keysCommand.run },
+  'registry-credentials': { summary: registryCredentialsCommand.summary, args: '<subcommand>', run: registryCredentialsCommand.run },
   endpoints: { summary: endpointsCommand.summary, args: '<subcommand>', run: endpointsCommand.run },
   ...Object.fromEntries(
     Object.entries(jobCommands).map(([name, command]) => [
@@ -31,6 +35,8 @@ const commands: Record<string, Command> = {
       { summary: command.summary, args: /usage: gantry \S+ (\S+(?: JOB_ID)?)/.exec(command.usage)?.[1] ?? '', run: (argv: string[]) => runSubcommand(`gantry ${name}`, command, argv) },
     ]),
   ),
+  backup: { summary: backupCommand.summary, args: 'FILE', run: (argv) => runSubcommand('gantry backup', backupCommand, argv) },
+  restore: { summary: restoreCommand.summary, args: 'FILE', run: (argv) => runSubcommand('gantry restore', restoreCommand, argv) },
   usage: { summary: usageCommandSpec.summary, args: '', run: (argv) => runSubcommand('gantry usage', usageCommandSpec, argv) },
 };
 
@@ -40,15 +46,16 @@ commands:
 ${listSubcommands(commands, (name) => `${name} ${commands[name]?.args ?? ''}`.trimEnd())}
 
 Most commands talk to a gateway: GANTRY_URL (default http://localhost:8080), GANTRY_API_KEY
-for the job commands, GANTRY_ADMIN_KEY for keys, endpoints and usage. --json prints JSON for
-scripts. Run 'gantry <command> --help' for its options and their ranges; docs/cli.md has more.
+for the job commands, GANTRY_ADMIN_KEY for keys, registry credentials, endpoints and usage.
+--json prints JSON for scripts. Run 'gantry <command> --help' for its options and their
+ranges; docs/cli.md has more.
 
   -V, --version              print the version`;
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === '--version' || name === '-V') {
-    console.log(packageVersion());
+    console.log(`gantry ${packageVersion()} (schema version ${codeSchemaVersion()})`);
     return 0;
   }
   if (!name || name === '--help' || name === '-h') {

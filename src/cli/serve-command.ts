@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import type { startGantry as StartGantry } from '../server.js';
+import { raiseFileLimit } from '../util/file-limit.js';
 
 const HELP = `usage: gantry serve [--port N] [--data-dir DIR]
 
@@ -32,7 +33,9 @@ export async function serveCommand(argv: string[]): Promise<number> {
   });
   // Loaded here, not at the top: the other commands need none of the gateway (images, stores).
   const { startGantry } = (await import('../server.js')) as { startGantry: typeof StartGantry };
-  const gantry = await startGantry({ env });
+  // Before any connection: the soft open-file limit up to the hard one (the gateway logs the outcome and caps connections by it).
+  const fileLimit = raiseFileLimit();
+  const gantry = await startGantry({ env, ...(fileLimit ? { fileLimit } : {}) });
   if (gantry.adminKey && !process.env.GANTRY_ADMIN_KEY) {
     // Printed once, on the first start; only its hash is stored.
     process.stdout.write(

@@ -5,7 +5,7 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { startWorker, WorkerConfigError, type Handler, type WorkerHandle, type WorkerOptions } from '../sdk/worker.js';
+import { startWorker, WorkerConfigError, WorkerRefusedError, type Handler, type WorkerHandle, type WorkerOptions } from '../sdk/worker.js';
 
 const USAGE = `usage: gantry worker <file> [options]
 
@@ -23,7 +23,9 @@ RUNPOD_PING_INTERVAL, as a RunPod worker gets them; these flags override them:
   --concurrency N      jobs run at once (default: the module's, else 1)
 
 SIGTERM or SIGINT stops taking jobs, lets running ones finish, then exits 0; a second
-signal exits at once with code 130.`;
+signal exits at once with code 130. A worker the server refuses before ever accepting it (no
+key, a key without the worker scope, an unknown endpoint) exits 2 with one line saying why;
+network errors, 5xx and 429 are retried.`;
 
 /** What a handler module may export. */
 interface HandlerModule {
@@ -35,7 +37,8 @@ interface HandlerModule {
 
 /**
  * Runs `gantry worker <file> [--url --endpoint --key --worker-id --concurrency]`; resolves
- * with the exit code once the worker has drained after a signal.
+ * with the exit code once the worker has drained after a signal, or with 2 when the server
+ * refused it at its start (docs/cli.md).
  *
  * @example
  * ```ts
@@ -71,6 +74,10 @@ export async function workerCommand(argv: string[]): Promise<number> {
     worker = started;
     await worker.done;
     return 0;
+  } catch (err) {
+    if (!(err instanceof WorkerRefusedError)) throw err;
+    console.error(`gantry worker: ${err.message}`);
+    return 2;
   } finally {
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);

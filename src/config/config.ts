@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { DOCKER_DEFAULTS, dockerInstance, loadDockerConfig, type DockerConfig } from './docker-config.js';
 import { IMAGE_DEFAULTS, loadImageConfig, type ImageConfig } from './image-config.js';
 
@@ -26,6 +27,10 @@ export interface GantryConfig {
   rateLimits: boolean;
   /** 429 when inQueue > 50 and inQueue > workersMax × this factor (GANTRY_QUEUE_LIMIT_FACTOR). */
   queueLimitFactor: number;
+  /** 429 when an endpoint's queued jobs hold this many bytes of input (GANTRY_QUEUE_MAX_INPUT_BYTES). */
+  queueMaxInputBytes: number;
+  /** New jobs answer 503 while the data directory has less free space than this (GANTRY_DISK_MIN_FREE_BYTES); 0: no check. */
+  diskMinFreeBytes: number;
   /** How long an empty job-take / job-stop long-poll is held before 204 (GANTRY_JOB_TAKE_WAIT_MS). */
   jobTakeWaitMs: number;
   /** A worker not heard from for this long loses its jobs (GANTRY_WORKER_LOST_MS). */
@@ -68,6 +73,10 @@ export interface GantryConfig {
   streamBufferBytes: number;
   /** Open client connections the gateway accepts at once; more are closed at once (GANTRY_MAX_CONNECTIONS). */
   maxConnections: number;
+  /** Threads that parse large request bodies off the event loop (GANTRY_JSON_THREADS); 0: every body is parsed on the event loop. */
+  jsonThreads: number;
+  /** Bodies of at least this many bytes are parsed on those threads (GANTRY_JSON_THREAD_MIN_BYTES). */
+  jsonThreadMinBytes: number;
   /** The public image endpoints: ids, workers, model folders, image store (GANTRY_IMAGE_*, GANTRY_S3_*). */
   images: ImageConfig;
   /** The Docker driver of the worker pool: hosts, their health checks, the installation label (GANTRY_DOCKER_*). */
@@ -84,6 +93,8 @@ export const DEFAULTS: GantryConfig = {
   logLevel: 'info',
   rateLimits: true,
   queueLimitFactor: 500,
+  queueMaxInputBytes: 1_000_000_000,
+  diskMinFreeBytes: 1_000_000_000,
   jobTakeWaitMs: 30_000,
   workerLostMs: 30_000,
   reaperIntervalMs: 1_000,
@@ -104,6 +115,9 @@ export const DEFAULTS: GantryConfig = {
   bodyBytesInFlight: 512_000_000,
   streamBufferBytes: 20_000_000,
   maxConnections: 10_000,
+  // One core is the event loop's; the others (up to 4) parse large bodies.
+  jsonThreads: Math.max(1, Math.min(4, availableParallelism() - 1)),
+  jsonThreadMinBytes: 256_000,
   images: IMAGE_DEFAULTS,
   docker: DOCKER_DEFAULTS,
 };
@@ -111,6 +125,8 @@ export const DEFAULTS: GantryConfig = {
 const INT_VARS: [keyof GantryConfig, string, number, number][] = [
   ['port', 'PORT', 0, 65535],
   ['queueLimitFactor', 'GANTRY_QUEUE_LIMIT_FACTOR', 1, 1e9],
+  ['queueMaxInputBytes', 'GANTRY_QUEUE_MAX_INPUT_BYTES', 1_000_000, 1e15],
+  ['diskMinFreeBytes', 'GANTRY_DISK_MIN_FREE_BYTES', 0, 1e15],
   ['jobTakeWaitMs', 'GANTRY_JOB_TAKE_WAIT_MS', 0, 60_000],
   ['workerLostMs', 'GANTRY_WORKER_LOST_MS', 1_000, 86_400_000],
   ['reaperIntervalMs', 'GANTRY_REAPER_INTERVAL_MS', 10, 60_000],
@@ -131,6 +147,8 @@ const INT_VARS: [keyof GantryConfig, string, number, number][] = [
   // At least one chunk (1 MB): an empty buffer always takes a chunk.
   ['streamBufferBytes', 'GANTRY_STREAM_BUFFER_BYTES', 1_000_000, 1e12],
   ['maxConnections', 'GANTRY_MAX_CONNECTIONS', 1, 1_000_000],
+  ['jsonThreads', 'GANTRY_JSON_THREADS', 0, 64],
+  ['jsonThreadMinBytes', 'GANTRY_JSON_THREAD_MIN_BYTES', 1_024, 1e9],
 ];
 
 /** The shortest console password accepted. */

@@ -5,6 +5,7 @@ import { MAX_BUDGET_USD, MAX_CONCURRENT_JOBS } from '../http/admin-routes.js';
 import { BOOLEAN_FIELDS, ENDPOINT_DEFAULTS, INTEGER_FIELDS, MAX_PRICE_PER_SECOND_USD, MAX_RATE, RATE_LIMITED_OPERATIONS } from '../jobs/endpoint-settings.js';
 import { POLICY_LIMITS } from '../jobs/policy.js';
 import { SCOPES } from '../security/keys.js';
+import { REGISTRY_CREDENTIAL_LIMITS } from '../security/registry-credentials.js';
 
 type Schema = Record<string, unknown>;
 type Operation = Record<string, unknown>;
@@ -91,7 +92,8 @@ function schemas(): Record<string, Schema> {
   const integerSettings = Object.fromEntries(
     Object.entries(INTEGER_FIELDS).map(([field, [min, max]]) => [field, { type: 'integer', minimum: min, maximum: max, default: (ENDPOINT_DEFAULTS as Record<string, unknown>)[field] }]),
   );
-  const worker = { oneOf: [{ type: 'string' }, { type: 'object', description: 'A command worker {command, env?, cwd?} or an image worker {image, command?, env?, gpus?, memoryMb?, volumes?}' }], nullable: true };
+  const worker = { oneOf: [{ type: 'string' }, { type: 'object', description: 'A command worker {command, env?, cwd?} or an image worker {image, command?, env?, gpus?, gpuTypes?, memoryMb?, volumes?, registryCredentials?, prepull?}' }], nullable: true };
+  const text = (max: number) => ({ type: 'string', minLength: 1, maxLength: max });
   return {
     Error: { type: 'object', required: ['error', 'code'], properties: { error: { type: 'string' }, code: { type: 'string' }, field: { type: 'string' } } },
     Policy: {
@@ -118,6 +120,13 @@ function schemas(): Record<string, Schema> {
       required: ['error'],
       properties: { error: { type: 'object', properties: { message: { type: 'string' }, type: { type: 'string' }, param: { type: 'string', nullable: true }, code: { type: 'string' } } } },
     },
+    RegistryCredentialSpec: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['name', 'username', 'password'],
+      properties: { name: text(REGISTRY_CREDENTIAL_LIMITS.name), username: text(REGISTRY_CREDENTIAL_LIMITS.username), password: { ...text(REGISTRY_CREDENTIAL_LIMITS.password), format: 'password', description: 'Sealed at rest; never answered' } },
+    },
+    RegistryCredential: { type: 'object', properties: { id: { type: 'string', description: 'rc_…: what worker.registryCredentials names' }, name: { type: 'string' }, username: { type: 'string' }, createdAt: { type: 'string', format: 'date-time' } } },
     KeySpec: { type: 'object', additionalProperties: false, required: ['name', 'scopes'], properties: { name: { type: 'string', minLength: 1, maxLength: 128 }, scopes: { type: 'array', minItems: 1, items: { type: 'string', enum: [...SCOPES] } }, endpoints: { type: 'array', items: { type: 'string' }, nullable: true } } },
     Key: { type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' }, scopes: { type: 'array', items: { type: 'string', enum: [...SCOPES] } }, endpoints: { type: 'array', items: { type: 'string' }, nullable: true }, createdAt: { type: 'string', format: 'date-time' }, key: { type: 'string', description: 'Only in the answer that created it' }, ...KEY_LIMITS, budget: { type: 'object', nullable: true, description: 'spend in the current period: budgetUsd, budgetPeriod, spentUsd, resetsAt' } } },
     KeyLimits: { type: 'object', additionalProperties: false, properties: KEY_LIMITS },
@@ -255,6 +264,11 @@ function adminPaths(): Record<string, Record<string, Operation>> {
   return {
     '/admin/v1/keys': { get: op('List API keys', [], { type: 'object', properties: { keys: { type: 'array', items: ref('Key') } } }), post: op('Create an API key (the key is in this answer only)', [], ref('Key'), ref('KeySpec')) },
     '/admin/v1/keys/{key}': { patch: op('Set an API key\'s budget and job cap', [key], ref('Key'), ref('KeyLimits')), delete: op('Revoke an API key', [key], deleted) },
+    '/admin/v1/registry-credentials': {
+      get: op('List registry credentials (never their passwords)', [], { type: 'object', properties: { registryCredentials: { type: 'array', items: ref('RegistryCredential') } } }),
+      post: op('Save a registry login endpoints pull their images with', [], { type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' } } }, ref('RegistryCredentialSpec')),
+    },
+    '/admin/v1/registry-credentials/{credential}': { delete: op('Delete a registry credential (409 while an endpoint names it)', [pathParam('credential', 'Registry credential id (rc_…)')], deleted) },
     '/admin/v1/endpoints': { get: op('List endpoints', [], { type: 'object', properties: { endpoints: { type: 'array', items: ref('Endpoint') } } }), post: op('Create an endpoint', [], ref('Endpoint'), ref('EndpointSettings')) },
     '/admin/v1/endpoints/{endpoint}': { get: op('An endpoint', [id], ref('Endpoint')), patch: op('Change an endpoint\'s settings', [id], ref('Endpoint'), ref('EndpointSettings')), delete: op('Delete an endpoint', [id], deleted) },
     '/admin/v1/endpoints/{endpoint}/workers': { get: op('The endpoint\'s workers and Docker hosts', [id], { type: 'object' }) },

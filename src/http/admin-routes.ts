@@ -6,6 +6,7 @@ import type { EndpointRecord, Scope } from '../model/records.js';
 import { SCOPES, keySpecRefusal, renderKey, type KeyLimitsChange, type KeyService, type KeySpec, type KeyView } from '../security/keys.js';
 import type { BudgetStatus, KeyQuotas } from '../jobs/key-quotas.js';
 import { usdToUnits } from '../model/money.js';
+import type { RegistryCredentials } from '../security/registry-credentials.js';
 import { MB } from './body.js';
 import { sendPoolWorkers, sendWorkerLog, type PoolRouteDeps } from './pool-routes.js';
 import { sendJson } from './respond.js';
@@ -16,6 +17,8 @@ import { sendUsage, type UsageRouteDeps } from './usage-routes.js';
 export interface AdminRouteDeps extends PoolRouteDeps, UsageRouteDeps {
   keys: KeyService;
   endpoints: EndpointService;
+  /** Registry logins endpoints pull their images with (never answered with the password). */
+  registry: RegistryCredentials;
   /** Each budgeted key's spend in its period; forgets a key's cached limits when they change. */
   quotas: Pick<KeyQuotas, 'budgetStatus' | 'forget'>;
 }
@@ -96,7 +99,7 @@ function parseKeyBody(body: unknown): KeySpec {
 
 /**
  * The admin API under /admin/v1 (admin-scoped key, docs/api.md) as entries of the route table:
- * keys, endpoints, their workers (pool-routes.ts) and usage (usage-routes.ts).
+ * keys, registry credentials, endpoints, their workers (pool-routes.ts) and usage (usage-routes.ts).
  *
  * @example routes.add(...adminRoutes(services));
  */
@@ -109,7 +112,7 @@ export function adminRoutes(deps: AdminRouteDeps): Route[] {
     ...(bodyLimit === undefined ? {} : { bodyLimit }),
     handle,
   });
-  const { keys, endpoints } = deps;
+  const { keys, endpoints, registry } = deps;
   return [
     route('GET', '/keys', async ({ res }) => sendJson(res, 200, { keys: await Promise.all((await keys.list()).map((k) => withBudget(deps, k))) })),
     route('PATCH', '/keys/{key}', async ({ res, params, body }) => {
@@ -125,6 +128,18 @@ export function adminRoutes(deps: AdminRouteDeps): Route[] {
     route('DELETE', '/keys/{key}', async ({ res, params }) => {
       const id = params.key!;
       if (!(await keys.revoke(id))) throw new AppError('KEY_NOT_FOUND', `API key ${id} not found`, { id });
+      sendJson(res, 200, { id, deleted: true });
+    }),
+    route('GET', '/registry-credentials', async ({ res }) => sendJson(res, 200, { registryCredentials: await registry.list() })),
+    route('POST', '/registry-credentials', async ({ res, body }) => sendJson(res, 200, await registry.create(body)), 64 * 1024),
+    route('DELETE', '/registry-credentials/{credential}', async ({ res, params }) => {
+      const id = params.credential!;
+      const removal = await registry.remove(id);
+      if (!removal.ok && removal.reason === 'not-found') throw new AppError('REGISTRY_CREDENTIAL_NOT_FOUND', `Registry credential ${id} not found`, { id });
+      if (!removal.ok) {
+        const named = removal.endpoints;
+        throw new AppError('REGISTRY_CREDENTIAL_IN_USE', `Registry credential ${id} is named by endpoint${named.length > 1 ? 's' : ''} ${named.join(', ')}: change their worker.registryCredentials first`, { id, endpoints: named });
+      }
       sendJson(res, 200, { id, deleted: true });
     }),
     route('GET', '/endpoints', async ({ res }) => sendJson(res, 200, { endpoints: (await endpoints.list()).map(renderEndpoint) })),

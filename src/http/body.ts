@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { AppError } from '../model/errors.js';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '../model/json.js';
+import type { JsonThreads } from '../util/json-threads.js';
 
 export const MB = 1_000_000;
 
@@ -16,6 +17,8 @@ export interface BodyPolicy {
   readTimeoutMs: number;
   /** Bytes all bodies being read may hold together; past it a body is refused with 503. */
   bytesInFlight: number;
+  /** Bodies of at least `minBytes` are parsed on these threads, off the event loop (default: all on the event loop). */
+  offload?: { threads: JsonThreads; minBytes: number };
 }
 
 /** Counts the bytes of bodies being read under one policy. */
@@ -45,8 +48,12 @@ export function governBody(req: IncomingMessage, budget: BodyBudget): void {
  * Too large → 413, after reading and dropping the rest (up to a bound) so the client can read
  * the answer; not JSON → 400; nested too deep → 400; not in within the deadline → 408; the
  * gateway's bytes in flight full → 503 with Retry-After.
+ *
+ * A body of the policy's `offload.minBytes` or more is parsed on a JSON thread, and its
+ * top-level fields named in `raw` come back as RawJson text (model/json.ts); a smaller body is
+ * parsed here and its fields are plain values. Callers read such fields with `jsonText`.
  */
-export async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
+export async function readJsonBody(req: IncomingMessage, limit: number, raw: readonly string[] = NO_RAW): Promise<unknown> {
   const budget = (req as WithBudget)[BUDGET];
   const declared = Number(req.headers['content-length']);
   const withinMs = budget?.policy.readTimeoutMs;
@@ -63,8 +70,10 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
         throw refused;
       }
     }
-    const { chunks, size } = await receive(req, limit, budget, counter);
-    return parse(chunks, size);
+    const bytes = await receive(req, limit, budget, counter, declared);
+    const offload = budget?.policy.offload;
+    if (offload && bytes.length >= offload.minBytes) return await parseOffLoop(offload.threads, bytes, raw);
+    return parse(bytes);
   } finally {
     if (budget) budget.inFlight -= counter.counted;
   }
@@ -84,12 +93,19 @@ function reserve(budget: BodyBudget, counter: { counted: number }, bytes: number
   return undefined;
 }
 
+const NO_RAW: readonly string[] = [];
+/** Bodies declared this large are received into one buffer; smaller ones (most, often one chunk) as chunks. */
+const ONE_BUFFER_MIN = 64 * 1024;
+
 /**
  * Receives the body, counting bytes beyond those already counted into the budget. A body
- * refused on the way (too large, budget full) is drained before the promise rejects.
+ * refused on the way (too large, budget full) is drained before the promise rejects. With a
+ * declared length the bytes go straight into one buffer of that size (one copy of the body,
+ * not chunks and then their concatenation).
  */
-function receive(req: IncomingMessage, limit: number, budget: BodyBudget | undefined, counter: { counted: number }): Promise<{ chunks: Buffer[]; size: number }> {
-  return new Promise<{ chunks: Buffer[]; size: number }>((resolve, reject) => {
+function receive(req: IncomingMessage, limit: number, budget: BodyBudget | undefined, counter: { counted: number }, declared: number): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => {
+    const whole = declared >= ONE_BUFFER_MIN ? Buffer.allocUnsafeSlow(declared) : undefined;
     const chunks: Buffer[] = [];
     let size = 0;
     let settled = false;
@@ -107,14 +123,18 @@ function receive(req: IncomingMessage, limit: number, budget: BodyBudget | undef
       if (size > limit) return settle(tooLarge(limit), true);
       const refused = budget && size > counter.counted ? reserve(budget, counter, size - counter.counted) : undefined;
       if (refused) return settle(refused, true);
-      chunks.push(chunk);
+      if (whole && size <= whole.length) chunk.copy(whole, size - chunk.length);
+      else chunks.push(chunk);
     };
     req.on('data', onData);
     req.once('end', () => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      resolve({ chunks, size });
+      if (!whole) resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+      // Node's parser ends a body at its Content-Length: fewer bytes are a body cut short.
+      else if (size === whole.length) resolve(whole);
+      else reject(new AppError('INCOMPLETE_BODY', 'The request body ended early'));
     });
     req.once('error', (err) => settle(err, false));
     req.once('close', () => {
@@ -128,21 +148,40 @@ function receive(req: IncomingMessage, limit: number, budget: BodyBudget | undef
 }
 
 /** Parses a received body: empty → `{}`; not JSON → 400; nested past MAX_JSON_DEPTH → 400. */
-function parse(chunks: Buffer[], size: number): unknown {
-  if (size === 0) return {};
-  const text = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks, size).toString('utf8');
+function parse(bytes: Buffer): unknown {
+  if (bytes.length === 0) return {};
+  const text = bytes.toString('utf8');
   if (text.trim() === '') return {};
   let value: unknown;
   try {
     value = JSON.parse(text) as unknown;
   } catch (err) {
-    throw new AppError('INVALID_JSON', `Malformed JSON body: ${(err as Error).message}`);
+    throw invalidJson((err as Error).message);
   }
   // A body shorter than twice the limit cannot nest past it: small bodies skip the walk.
-  if (size > 2 * MAX_JSON_DEPTH && nestedDeeperThan(value, MAX_JSON_DEPTH)) {
-    throw new AppError('JSON_TOO_DEEP', `JSON body nested deeper than ${MAX_JSON_DEPTH} levels`);
-  }
+  if (bytes.length > 2 * MAX_JSON_DEPTH && nestedDeeperThan(value, MAX_JSON_DEPTH)) throw tooDeep();
   return value;
+}
+
+/** Parses a large body on a JSON thread: the same answers as `parse`; a thread that failed is a 503 to retry. */
+async function parseOffLoop(threads: JsonThreads, bytes: Buffer, raw: readonly string[]): Promise<unknown> {
+  let result;
+  try {
+    result = await threads.parse(bytes, raw, MAX_JSON_DEPTH);
+  } catch {
+    throw new AppError('BODIES_IN_FLIGHT', 'The gateway could not parse the request body now: retry later', undefined, { 'retry-after': '1', connection: 'close' });
+  }
+  if ('value' in result) return result.value;
+  if (result.refused === 'too-deep') throw tooDeep();
+  throw invalidJson(result.message);
+}
+
+function invalidJson(message: string): AppError {
+  return new AppError('INVALID_JSON', `Malformed JSON body: ${message}`);
+}
+
+function tooDeep(): AppError {
+  return new AppError('JSON_TOO_DEEP', `JSON body nested deeper than ${MAX_JSON_DEPTH} levels`);
 }
 
 /**

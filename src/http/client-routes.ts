@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { JobService, RetryResult, StreamRead } from '../jobs/job-service.js';
 import { renderJob, renderJobRef } from '../jobs/job-view.js';
 import { parseSubmitBody } from '../jobs/policy.js';
@@ -6,6 +7,7 @@ import { isTerminal } from '../model/job-states.js';
 import { delayTimeOf, executionTimeOf } from '../model/job-times.js';
 import type { JobRecord } from '../model/records.js';
 import { MB } from './body.js';
+import type { FileLinks } from './file-links.js';
 import { readIdempotencyKey, REPLAYED, submitWithKey, type KeyedSubmission } from './idempotency.js';
 import { queryInteger } from './query.js';
 import type { RateLimiter } from './rate-limit.js';
@@ -17,6 +19,14 @@ import { acceptsEventStream, sendJobEvents } from './sse.js';
 export interface ClientRouteDeps {
   jobs: JobService;
   rateLimiter: RateLimiter;
+  /** The gateway's own file links as each client reached it (none: answers as stored). */
+  fileLinks?: FileLinks;
+}
+
+/** A finished job's JSON for the client that asked: its own file links pointing where it came from. */
+function jobFor(deps: ClientRouteDeps, req: IncomingMessage, job: JobRecord): string {
+  const text = renderJob(job);
+  return deps.fileLinks ? deps.fileLinks.localize(text, req) : text;
 }
 
 export const DEFAULT_SYNC_WAIT_MS = 90_000;
@@ -27,6 +37,8 @@ export const DEFAULT_SYNC_WAIT_MS = 90_000;
 export const DEFAULT_STREAM_WAIT_MS = 8_000;
 const RUN_LIMIT = 10 * MB;
 const RUNSYNC_LIMIT = 20 * MB;
+/** The submit field stored as text: a large one is serialised off the event loop (body.ts). */
+const SUBMIT_RAW = ['input'] as const;
 
 /** A client operation of the route table: run with the services and the checked call. */
 type Handler = (deps: ClientRouteDeps, call: EndpointCall) => Promise<void>;
@@ -50,8 +62,8 @@ export function clientRoutes(deps: ClientRouteDeps): EndpointRoute[] {
   });
   const GET_OR_POST: HttpMethod[] = ['GET', 'POST'];
   return [
-    route('POST', 'run', { auth: 'run', bucket: 'run', bodyLimit: RUN_LIMIT }, run),
-    route('POST', 'runsync', { auth: 'run', bucket: 'runsync', bodyLimit: RUNSYNC_LIMIT, waits: true }, runsync),
+    route('POST', 'run', { auth: 'run', bucket: 'run', bodyLimit: RUN_LIMIT, rawFields: SUBMIT_RAW }, run),
+    route('POST', 'runsync', { auth: 'run', bucket: 'runsync', bodyLimit: RUNSYNC_LIMIT, rawFields: SUBMIT_RAW, waits: true }, runsync),
     route(GET_OR_POST, 'status', { auth: 'read', bucket: 'status', path: '/v2/{endpoint}/status/{job}' }, status),
     route(GET_OR_POST, 'status-sync', { auth: 'read', bucket: 'status', path: '/v2/{endpoint}/status-sync/{job}', waits: true, windowOnly: true }, statusSync),
     route(GET_OR_POST, 'stream', { auth: 'read', bucket: 'status', path: '/v2/{endpoint}/stream/{job}', waits: true, windowOnly: true }, stream),
@@ -82,7 +94,7 @@ async function runsync(deps: ClientRouteDeps, call: EndpointCall): Promise<void>
   // A retry under its Idempotency-Key waits on the job the first try made, as that try would have.
   const latest = (await deps.jobs.waitTerminal(call.endpointId, job.id, wait, call.signal)) ?? job;
   // A finished job in full; an unfinished one as `{id, status}` so the client polls.
-  sendJsonText(call.res, 200, isTerminal(latest.status) ? renderJob(latest) : renderJobRef(latest), replayed ? REPLAYED : undefined);
+  sendJsonText(call.res, 200, isTerminal(latest.status) ? jobFor(deps, call.req, latest) : renderJobRef(latest), replayed ? REPLAYED : undefined);
 }
 
 /** Submits a runsync job in a scope of its own, the body dropped from the call: the parsed input is not kept alive while the call waits. */
@@ -95,21 +107,21 @@ async function submitSync(deps: ClientRouteDeps, call: EndpointCall): Promise<Ke
   return { job: await deps.jobs.submit(call.endpoint, request, { sync: true, keyId }), replayed: false };
 }
 
-async function status(deps: ClientRouteDeps, { res, endpointId, params, query }: EndpointCall): Promise<void> {
+async function status(deps: ClientRouteDeps, { req, res, endpointId, params, query }: EndpointCall): Promise<void> {
   const ttl = query.get('ttl');
   const ttlMs = ttl === null ? null : queryInteger('ttl', ttl, 0, 1, 7 * 86_400_000);
   const jobId = params.job!;
   const job = await deps.jobs.status(endpointId, jobId, ttlMs);
   if (!job) throw jobNotFound(jobId);
-  sendJsonText(res, 200, renderJob(job));
+  sendJsonText(res, 200, jobFor(deps, req, job));
 }
 
 /**
  * Runs a wait under the endpoint's long-poll cap: a call that holds counts there, not against
  * the plain reads' concurrency, so many held calls never lock /status out.
  */
-async function held<T>(deps: ClientRouteDeps, { endpointId, endpoint }: EndpointCall, wait: () => Promise<T>): Promise<T> {
-  const leave = deps.rateLimiter.enter(endpointId, 'long-poll', { overrides: endpoint.rateLimitsJson });
+async function held<T>(deps: ClientRouteDeps, { endpointId, endpoint, principal }: EndpointCall, wait: () => Promise<T>): Promise<T> {
+  const leave = deps.rateLimiter.enter(endpointId, 'long-poll', { overrides: endpoint.rateLimitsJson, keyId: principal.keyId });
   try {
     return await wait();
   } finally {
@@ -124,7 +136,7 @@ async function statusSync(deps: ClientRouteDeps, call: EndpointCall): Promise<vo
   let job = await deps.jobs.waitTerminal(endpointId, jobId, 0, signal);
   if (job && !isTerminal(job.status)) job = await held(deps, call, () => deps.jobs.waitTerminal(endpointId, jobId, wait, signal));
   if (!job) throw jobNotFound(jobId);
-  sendJsonText(call.res, 200, renderJob(job));
+  sendJsonText(call.res, 200, jobFor(deps, call.req, job));
 }
 
 async function stream(deps: ClientRouteDeps, call: EndpointCall): Promise<void> {
@@ -149,14 +161,16 @@ async function stream(deps: ClientRouteDeps, call: EndpointCall): Promise<void> 
 
 /**
  * The JSON /stream answer: `{id, status, stream: [{output}, …]}` (RunPod's shape, which
- * runpod-python's and runpod-sdk's readers parse), `truncated: true` after the last chunk of a run
- * whose stream the byte cap cut. While a finished job still has pages to give, `status` says
- * IN_PROGRESS: the stream is not over, and readers that stop at a final status (runpod-sdk's
- * `stream()`) read on.
+ * runpod-python's and runpod-sdk's readers parse), with `attempt`, the run the chunks belong to,
+ * when it has any (a page never holds two runs: a reader that sees it grow knows the job ran
+ * again from its start), and `truncated: true` after the last chunk of a run whose stream the
+ * byte cap cut. While a finished job still has pages to give, `status` says IN_PROGRESS: the
+ * stream is not over, and readers that stop at a final status (runpod-sdk's `stream()`) read on.
  */
 function renderStreamPage(page: StreamRead): string {
   const status = page.more && isTerminal(page.job.status) ? 'IN_PROGRESS' : page.job.status;
-  let text = `{"id":${JSON.stringify(page.job.id)},"status":"${status}","stream":[`;
+  const run = page.through > 0 ? `"attempt":${page.attempt},` : '';
+  let text = `{"id":${JSON.stringify(page.job.id)},"status":"${status}",${run}"stream":[`;
   for (let i = 0; i < page.chunks.length; i++) text += `${i === 0 ? '' : ','}{"output":${page.chunks[i]!}}`;
   return text + (page.truncated ? '],"truncated":true}' : ']}');
 }

@@ -81,7 +81,7 @@ export async function dispatch(d: Dispatching, segments: readonly string[], only
   };
   if (route.needsEndpoint) return runEndpointRoute(d.deps, route, call);
   if (route.auth !== 'public' && route.auth !== 'own') call.principal = await authorize(d.deps.keys, req, route.auth);
-  if (route.bodyLimit !== undefined) call.body = await readJsonBody(req, route.bodyLimit);
+  if (route.bodyLimit !== undefined) call.body = await readJsonBody(req, route.bodyLimit, route.rawFields);
   return route.handle(call);
 }
 
@@ -94,7 +94,7 @@ async function runEndpointRoute(deps: DispatchDeps, route: EndpointRoute, base: 
   const call: EndpointCall = Object.assign(base, { endpointId, endpoint, principal });
   // The body first: a slow upload must not hold one of the endpoint's concurrency slots.
   if (route.bodyLimit !== undefined) call.body = await readBody(route, call);
-  const leave = route.bucket === undefined ? NO_SLOT : deps.rateLimiter.enter(endpointId, route.bucket, { concurrent: route.windowOnly !== true, overrides: endpoint.rateLimitsJson });
+  const leave = route.bucket === undefined ? NO_SLOT : deps.rateLimiter.enter(endpointId, route.bucket, { concurrent: route.windowOnly !== true, overrides: endpoint.rateLimitsJson, keyId: principal.keyId });
   try {
     await route.handle(call);
   } finally {
@@ -105,7 +105,7 @@ async function runEndpointRoute(deps: DispatchDeps, route: EndpointRoute, base: 
 /** The body of an endpoint route; a refusal is told to the route first when it asks (job-done). */
 async function readBody(route: EndpointRoute, call: EndpointCall): Promise<unknown> {
   try {
-    return await readJsonBody(call.req, route.bodyLimit!);
+    return await readJsonBody(call.req, route.bodyLimit!, route.rawFields);
   } catch (err) {
     if (route.bodyRefused) await route.bodyRefused(call, err);
     throw err;

@@ -16,11 +16,37 @@ export const RATE_LIMITS: Record<string, { per10s: number; concurrent: number }>
 const WINDOW_MS = 10_000;
 /** Past this many (endpoint, operation) windows, idle expired ones are dropped (endpoints come and go). */
 const MAX_WINDOWS = 10_000;
+/** Keys counted apart in one window; past it a new key is counted in the totals only (no share of its own). */
+const MAX_KEYS_A_WINDOW = 1_000;
+
+/**
+ * A key's share of a limit (docs/security.md, "Shared limits"): half of it, rounded up. A key
+ * may use a whole limit while no other key uses it (counted in the same window, or holding a
+ * slot); once another does, each key is held to its share, and a key under its share is let in
+ * even past the limit, by at most one share, so the first key's burst cannot lock it out.
+ *
+ * @example keyShare(400) === 200; keyShare(1) === 1
+ */
+export function keyShare(limit: number): number {
+  return Math.max(1, Math.ceil(limit / 2));
+}
+
+/**
+ * Whether a key using `own` of a limit `limit` (all keys together: `total`) may take one more,
+ * `shared` telling whether another key uses it too (the rule of keyShare).
+ */
+export function admitsKey(own: number, total: number, limit: number, shared: boolean): boolean {
+  if (own < keyShare(limit)) return total < limit + keyShare(limit);
+  return !shared && total < limit;
+}
+
+/** One key's use of a window: requests counted in it, requests holding a slot now. */
+type KeyUse = { count: number; active: number };
 
 /**
  * Fixed 10-second windows per (endpoint, operation) plus a concurrency count, in memory (each
- * gateway enforces its own share). `enter` throws 429 with Retry-After; call the returned
- * function when the request ends.
+ * gateway enforces its own share), each divided between the keys that use it (keyShare).
+ * `enter` throws 429 with Retry-After; call the returned function when the request ends.
  */
 /** How one request is counted. */
 export interface EnterOptions {
@@ -28,6 +54,8 @@ export interface EnterOptions {
   concurrent?: boolean;
   /** The endpoint's own `rateLimits` (JSON text, EndpointRecord.rateLimitsJson): "off", or limits per operation over the defaults. */
   overrides?: string | null;
+  /** The API key the request authenticated with (its id): the limit is shared between keys (keyShare). */
+  keyId?: string;
 }
 
 type Limit = { per10s: number; concurrent: number };
@@ -63,8 +91,10 @@ export interface RateLimiter {
 
 /** @example const limiter = createRateLimiter(true); const leave = limiter.enter('echo', 'run'); try { ... } finally { leave(); } */
 export function createRateLimiter(enabled: boolean, now: () => number = Date.now): RateLimiter {
-  const windows = new Map<string, { start: number; count: number; active: number }>();
+  const windows = new Map<string, { start: number; count: number; active: number; keys: Map<string, KeyUse> }>();
   const noop = (): void => {};
+  /** Whether a key other than `own` uses the window: counted in it or holding a slot. */
+  const othersUse = (keys: Map<string, KeyUse>, own: KeyUse | undefined): boolean => keys.size > (own === undefined ? 0 : 1);
 
   return {
     enter(endpointId: string, operation: string, options?: EnterOptions): () => void {
@@ -78,29 +108,45 @@ export function createRateLimiter(enabled: boolean, now: () => number = Date.now
         if (windows.size >= MAX_WINDOWS) {
           for (const [k, old] of windows) if (old.active === 0 && t - old.start >= WINDOW_MS) windows.delete(k);
         }
-        windows.set(key, (w = { start: t, count: 0, active: 0 }));
+        windows.set(key, (w = { start: t, count: 0, active: 0, keys: new Map() }));
       }
       if (t - w.start >= WINDOW_MS) {
         w.start = t;
         w.count = 0;
+        // A new window: keys holding no slot are forgotten, the others' counts start over.
+        for (const [k, use] of w.keys) {
+          if (use.active === 0) w.keys.delete(k);
+          else use.count = 0;
+        }
       }
-      if (w.count >= limit.per10s) {
+      const keyId = options?.keyId ?? '';
+      let use = w.keys.get(keyId);
+      const shared = othersUse(w.keys, use);
+      // A key not counted apart (past MAX_KEYS_A_WINDOW) has no share: the totals alone decide.
+      const tracked = use !== undefined || w.keys.size < MAX_KEYS_A_WINDOW;
+      const own = use ?? { count: 0, active: 0 };
+      if (tracked ? !admitsKey(own.count, w.count, limit.per10s, shared) : w.count >= limit.per10s) {
         const retry = Math.max(1, Math.ceil((w.start + WINDOW_MS - t) / 1000));
-        throw new AppError('RATE_LIMITED', `Rate limit exceeded: ${limit.per10s} ${operation} requests per 10 s on endpoint ${endpointId}`, undefined, { 'retry-after': String(retry) });
+        throw new AppError('RATE_LIMITED', `Rate limit exceeded: ${limit.per10s} ${operation} requests per 10 s on endpoint ${endpointId}${shared ? `, ${keyShare(limit.per10s)} for one key while other keys use it` : ''}`, undefined, { 'retry-after': String(retry) });
       }
       const concurrent = options?.concurrent !== false;
-      if (concurrent && w.active >= limit.concurrent) {
-        throw new AppError('TOO_MANY_CONCURRENT', `Too many concurrent ${operation} requests (limit ${limit.concurrent}) on endpoint ${endpointId}`, undefined, { 'retry-after': '1' });
+      if (concurrent && (tracked ? !admitsKey(own.active, w.active, limit.concurrent, shared) : w.active >= limit.concurrent)) {
+        throw new AppError('TOO_MANY_CONCURRENT', `Too many concurrent ${operation} requests (limit ${limit.concurrent}${shared ? `, ${keyShare(limit.concurrent)} for one key while other keys use it` : ''}) on endpoint ${endpointId}`, undefined, { 'retry-after': '1' });
       }
+      if (use === undefined && tracked) w.keys.set(keyId, (use = own));
       w.count++;
+      if (use) use.count++;
       if (!concurrent) return noop;
       w.active++;
+      if (use) use.active++;
       const entry = w;
+      const held = use;
       let left = false;
       return () => {
         if (!left) {
           left = true;
           entry.active--;
+          if (held) held.active--;
         }
       };
     },

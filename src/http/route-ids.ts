@@ -8,13 +8,15 @@ import type { RouteParams } from './route-table.js';
  * - endpoint: endpoint ids are 1-64 letters, digits, `-` and `_` (endpoint-settings.ts);
  * - job: Gantry's job ids are UUIDs (36 characters); 64 leaves room and refuses nothing real;
  * - worker: any pod id a RunPod worker sends (RUNPOD_POD_ID), up to 256 characters;
- * - key: API key ids are UUIDs.
+ * - key: API key ids are UUIDs;
+ * - credential: registry credential ids are `rc_` and 16 hex digits.
  */
 export const ID_RULES = {
   endpoint: { field: 'endpointId', maxChars: 64 },
   job: { field: 'jobId', maxChars: 64 },
   worker: { field: 'workerId', maxChars: 256 },
   key: { field: 'keyId', maxChars: 64 },
+  credential: { field: 'credentialId', maxChars: 64 },
 } as const;
 
 // eslint-disable-next-line no-control-regex
@@ -30,7 +32,7 @@ const BAD_ID_RETRY_S = 5;
  * @example checkIds({ endpoint: 'echo', job: 'x'.repeat(65) }, false) // throws 400 naming jobId
  */
 export function checkIds(params: RouteParams, backOff: boolean): void {
-  for (const kind of ['endpoint', 'job', 'worker', 'key'] as const) {
+  for (const kind of ['endpoint', 'job', 'worker', 'key', 'credential'] as const) {
     const value = params[kind];
     if (value === undefined) continue;
     const rule = ID_RULES[kind];

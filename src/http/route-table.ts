@@ -15,7 +15,7 @@ export type RouteAuth = 'public' | 'own' | Scope;
 
 /**
  * The parameters a path pattern may name, each checked against ID_RULES (route-ids.ts) before
- * any key, cache or store is consulted: `{endpoint}`, `{job}`, `{worker}`, `{key}`, and
+ * any key, cache or store is consulted: `{endpoint}`, `{job}`, `{worker}`, `{key}`, `{credential}`, and
  * `{*rest}`, the remaining segments (one or more), last in a pattern.
  */
 export interface RouteParams {
@@ -23,6 +23,8 @@ export interface RouteParams {
   job?: string;
   worker?: string;
   key?: string;
+  /** A registry credential's id (`rc_…`). */
+  credential?: string;
   rest?: string[];
 }
 
@@ -70,6 +72,12 @@ interface RouteBase {
   auth: RouteAuth;
   /** The JSON body is read (at most this many bytes) before the route runs, and before a rate-limit slot is taken. */
   bodyLimit?: number;
+  /**
+   * Top-level fields of the body the route stores as JSON text (a job's `input`, a result's
+   * `output`): in a body large enough to be parsed off the event loop they arrive as RawJson
+   * (model/json.ts), serialised on that thread; read them with `jsonText`.
+   */
+  rawFields?: readonly string[];
   /** The route may wait (a long-poll, a stream): it gets a signal for the client going away and the gateway closing. */
   waits?: boolean;
   /** A worker route that hands out jobs or stop lists: a closing gateway answers it 204 at once. */
@@ -141,7 +149,7 @@ interface Node {
   methods: Map<string, Route>;
 }
 
-const PARAM = /^\{(endpoint|job|worker|key)\}$/;
+const PARAM = /^\{(endpoint|job|worker|key|credential)\}$/;
 const newNode = (): Node => ({ literals: new Map(), param: undefined, rest: undefined, methods: new Map() });
 
 /** @example const routes = createRouteTable(); routes.add({ family: 'probe', method: 'GET', path: '/healthz', auth: 'public', handle: async ({ res }) => sendJson(res, 200, { ok: true }) }); */

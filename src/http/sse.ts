@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { JobService, StreamRead } from '../jobs/job-service.js';
+import type { JobService, SeenJob, StreamRead } from '../jobs/job-service.js';
 import { renderJob, renderJobRef } from '../jobs/job-view.js';
-import { isTerminal, type JobStatus } from '../model/job-states.js';
+import { runOf } from '../jobs/stream-reads.js';
+import { isTerminal } from '../model/job-states.js';
 import type { JobRecord } from '../model/records.js';
 
 /**
@@ -150,10 +151,25 @@ function oneLine(value: string): string {
   return value.replace(/[\r\n]+/g, ' ');
 }
 
+/** What a follower is told of the job besides its record (docs/api.md, "A job that runs again"). */
+export interface FollowedRun {
+  /** The run the reader is at: the job's (runOf), or that of the chunks just read when that is later. */
+  attempt: number;
+  /**
+   * The run whose chunks this reader was handed has been abandoned (its worker was lost): the
+   * job went back to the queue, or a later run has begun. What follows is that later run, from
+   * its start. Told once per abandoned run.
+   */
+  restarted: boolean;
+}
+
 /** What a route does with the updates of the job it follows. */
 export interface JobFollower {
-  /** The job's status changed (and it is still live); called first with the status it has. */
-  status?(job: JobRecord): Promise<void>;
+  /**
+   * The job's status or run changed (and it is still live); called first with the status it
+   * has, and before the chunks of a later run.
+   */
+  status?(job: JobRecord, run: FollowedRun): Promise<void>;
   /** A page of the job's stream, in order (`page.truncated`: the run's stream was cut after it). */
   chunks(chunks: string[], page: StreamRead): Promise<void>;
   /** Nothing happened for the heartbeat interval. */
@@ -165,9 +181,10 @@ export interface JobFollower {
  * `follower`, deletes it from the job's buffer once its bytes are out (a reader that fails
  * first leaves them for the next one), then reads on at once while pages remain, or waits for
  * the next wake-up ('job-updated', published when a worker posts a chunk or the job changes
- * state), calling `idle` after `heartbeatMs` without one. Resolves with the job as last read:
- * terminal, or still live when `signal` aborted; undefined when the job does not exist (or no
- * longer does).
+ * state), calling `idle` after `heartbeatMs` without one. A job that runs again after its
+ * worker was lost is told to `follower.status` (`restarted`) before anything of the new run.
+ * Resolves with the job as last read: terminal, or still live when `signal` aborted;
+ * undefined when the job does not exist (or no longer does).
  *
  * @example const job = await followJob(jobs, sse, 'echo', id, signal, { chunks: write, idle: () => sse.comment('keep-alive') });
  */
@@ -180,23 +197,35 @@ export async function followJob(
   follower: JobFollower,
   heartbeatMs: number = SSE_HEARTBEAT_MS,
 ): Promise<JobRecord | undefined> {
-  let last: JobStatus | null = null;
+  let last: SeenJob | null = null;
+  let lastAttempt = -1;
+  /** The run of the chunks handed to the follower since the job last started again; 0 before any. */
+  let run = 0;
   let after = 0;
   for (;;) {
     const page = await jobs.watchStream(endpointId, jobId, last, after, heartbeatMs, signal);
     if (!page) return undefined;
     const { job } = page;
     if (signal.aborted) return job;
-    const changed = job.status !== last;
-    if (changed && !isTerminal(job.status)) await follower.status?.(job);
+    const attempt = Math.max(runOf(job), page.through > 0 ? page.attempt : 0);
+    // Chunks come only while IN_PROGRESS: once this reader has some, the queue or a later run
+    // means their run was abandoned.
+    const restarted = run > 0 && !isTerminal(job.status) && (job.status === 'IN_QUEUE' || attempt > run);
+    const changed = job.status !== last?.status || attempt !== lastAttempt || restarted;
+    if (changed && !isTerminal(job.status)) await follower.status?.(job, { attempt, restarted });
+    if (restarted) run = 0;
     if (page.through > 0) {
-      if (page.chunks.length > 0 || page.truncated) await follower.chunks(page.chunks, page);
+      if (page.chunks.length > 0 || page.truncated) {
+        await follower.chunks(page.chunks, page);
+        run = page.attempt;
+      }
       after = page.through;
       if (await sse.flushed()) await jobs.delivered(jobId, page.through);
     }
     if ((isTerminal(job.status) && !page.more) || signal.aborted) return job;
     if (!changed && page.through === 0) await follower.idle();
-    last = job.status;
+    last = { status: job.status, run: runOf(job) };
+    lastAttempt = attempt;
   }
 }
 
@@ -208,9 +237,16 @@ function renderTruncated(jobId: string): string {
 /** The id of the last event of a job's stream: a reader that reconnects with it has seen the end. */
 const END_EVENT_ID = 'end';
 
+/** The data of a `status` event: `{id, status, attempt}`, and `restarted: true` when the reader's run was abandoned. */
+function renderStatus(job: JobRecord, run: FollowedRun): string {
+  const ref = renderJobRef(job);
+  return `${ref.slice(0, -1)},"attempt":${run.attempt}${run.restarted ? ',"restarted":true' : ''}}`;
+}
+
 /**
- * `GET /stream/{id}` with `Accept: text/event-stream`: `event: status` with `{id, status}`
- * while the job is live (first its current status, then each change), one default event
+ * `GET /stream/{id}` with `Accept: text/event-stream`: `event: status` with `{id, status,
+ * attempt}` while the job is live (first its current status, then each change of status or
+ * run; `restarted: true` once the run whose chunks were sent was abandoned), one default event
  * `{"output": chunk}` per chunk, and `event: done` with the finished job as /status renders it
  * (id `end`). A reader reconnecting after `done` (`Last-Event-ID: end`) gets 204, which tells
  * an EventSource to stop. Resolves false when the job does not exist (nothing was written).
@@ -233,7 +269,7 @@ export async function sendJobEvents(
   }
   const sse = openSse(res);
   const job = await followJob(jobs, sse, endpointId, jobId, signal, {
-    status: (current) => sse.event(renderJobRef(current), { event: 'status' }),
+    status: (current, run) => sse.event(renderStatus(current, run), { event: 'status' }),
     async chunks(chunks, page) {
       for (const chunk of chunks) await sse.event(`{"output":${chunk}}`);
       if (page.truncated) await sse.event(renderTruncated(jobId), { event: 'truncated' });

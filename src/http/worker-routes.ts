@@ -40,7 +40,7 @@ export function workerRoutes(deps: WorkerRouteDeps): Route[] {
     route('GET', 'job-take-batch', { waits: true, handsOutWork: true, backOff: true }, takeBatch),
     route('GET', 'job-stop', { waits: true, handsOutWork: true, backOff: true }, stop),
     route('GET', 'ping', {}, ping),
-    route('POST', 'job-done', { path: withJob('job-done'), bodyLimit: RESULT_LIMIT, bodyRefused: (call, err) => refuseResult(deps.workers, call, err) }, done),
+    route('POST', 'job-done', { path: withJob('job-done'), bodyLimit: RESULT_LIMIT, rawFields: ['output'], bodyRefused: (call, err) => refuseResult(deps.workers, call, err) }, done),
     route('POST', 'job-stream', { path: withJob('job-stream'), bodyLimit: RESULT_LIMIT }, stream),
   ];
   // Without a worker id: a 400 naming it (the method first, as on the full path).

@@ -69,6 +69,8 @@ export function observeTransitions(inner: JobTransitions, observer: JobObserver)
         if (released.requeued.length > 0) observer.requeued(released.requeued, 'worker-lost');
         return released;
       }),
+    // Not a requeue the metrics count (neither a retry nor a lost worker): the job shows it in `preemptions`.
+    preempt: (workerId) => inner.preempt(workerId),
     deleteExpired: (limit) => inner.deleteExpired(limit),
     shortenRetention: (id, ttlMs) => inner.shortenRetention(id, ttlMs),
   };

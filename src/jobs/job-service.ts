@@ -4,7 +4,7 @@ import { isRetryable, isTerminal, type JobStatus } from '../model/job-states.js'
 import type { EndpointRecord, JobCounts, JobRecord } from '../model/records.js';
 import type { PoolView } from './pool-view.js';
 import { checkOutboundUrl, type OutboundPolicy } from '../security/outbound.js';
-import type { SecretBox } from '../security/secret-box.js';
+import { openIfSealed, type SecretBox } from '../security/secret-box.js';
 import type { IdempotentJob, JobStore, WebhookAttempt, WorkerStore } from '../store/store.js';
 import type { EndpointService } from './endpoint-service.js';
 import type { IdempotencyKey } from './idempotency.js';
@@ -12,7 +12,7 @@ import { uuidv7 } from './job-ids.js';
 import type { SubmitRequest } from './policy.js';
 import type { QueueGauge } from './queue-gauge.js';
 import type { KeyQuotas } from './key-quotas.js';
-import { StreamReads, type StreamRead } from './stream-reads.js';
+import { runOf, StreamReads, type StreamRead } from './stream-reads.js';
 import { initialJob, type JobTransitions } from './transitions.js';
 
 /** What a cancel did: the cancelled job, or why nothing changed. */
@@ -21,6 +21,12 @@ export type CancelResult = { ok: true; job: JobRecord } | { ok: false; reason: '
 export type RetryResult = CancelResult | { ok: false; reason: 'expired'; job: JobRecord };
 
 export type { StreamRead } from './stream-reads.js';
+
+/** What a stream reader last saw of its job: a status or run (runOf) other than these ends its wait. */
+export interface SeenJob {
+  status: JobStatus;
+  run: number;
+}
 
 /**
  * What a submission under an Idempotency-Key did: `created` the job; found the job an earlier
@@ -81,9 +87,10 @@ export interface JobService {
   readStream(endpointId: string, id: string, waitMs: number, signal?: AbortSignal): Promise<StreamRead | undefined>;
   /**
    * Server-sent events: the page after seq `after` (the reader's last); when it is empty and the
-   * job's status is still `lastStatus`, waits up to `waitMs` for a chunk, another status or the end.
+   * job's status and attempts are still `last`'s, waits up to `waitMs` for a chunk, another
+   * status or hand-out, or the end.
    */
-  watchStream(endpointId: string, id: string, lastStatus: JobStatus | null, after: number, waitMs: number, signal?: AbortSignal): Promise<StreamRead | undefined>;
+  watchStream(endpointId: string, id: string, last: SeenJob | null, after: number, waitMs: number, signal?: AbortSignal): Promise<StreamRead | undefined>;
   /** A stream page was written out to its reader: its chunks, up to seq `through`, are deleted. */
   delivered(id: string, through: number): Promise<void>;
   health(endpointId: string): Promise<EndpointHealth>;
@@ -106,8 +113,8 @@ export interface JobServiceDeps {
   waiters: JobWaiters;
   /** The worker pool of this gateway, when it runs one (initializing, throttled, crash-looping workers). */
   pool: PoolView;
-  /** Seals a job's s3Config for storage. */
-  secrets: Pick<SecretBox, 'seal'>;
+  /** Seals a job's s3Config and webhook URL for storage; opens the URL for the job page. */
+  secrets: Pick<SecretBox, 'seal' | 'open'>;
   config: Pick<GantryConfig, 'syncRetentionMs' | 'asyncRetentionMs' | 'workerLostMs'>;
   /** Where a webhook may point (security/outbound.ts); checked when the job is submitted. */
   outbound?: OutboundPolicy;
@@ -134,11 +141,12 @@ class Jobs implements JobService {
   }
 
   async submit(endpoint: EndpointRecord, request: SubmitRequest, opts: { sync: boolean; keyId: string | null }): Promise<JobRecord> {
-    const checking = this.admit(endpoint, request);
+    const inputBytes = Buffer.byteLength(request.inputJson);
+    const checking = this.admit(endpoint, request, inputBytes);
     if (checking) await checking;
     const quota = this.deps.quotas?.admit(opts.keyId);
     if (quota) await quota;
-    const job = this.newJob(endpoint, request, opts);
+    const job = this.newJob(endpoint, request, opts, inputBytes);
     await this.deps.transitions.submit(job);
     return job;
   }
@@ -146,9 +154,10 @@ class Jobs implements JobService {
   async submitOnce(endpoint: EndpointRecord, request: SubmitRequest, opts: { sync: boolean; keyId: string | null; key: IdempotencyKey }): Promise<IdempotentSubmit> {
     const held = await this.deps.store.findIdempotentJob(opts.key.keyDigest);
     if (held) return replayOf(held, opts.key);
-    await this.admit(endpoint, request);
+    const inputBytes = Buffer.byteLength(request.inputJson);
+    await this.admit(endpoint, request, inputBytes);
     await this.deps.quotas?.admit(opts.keyId);
-    const job = this.newJob(endpoint, request, opts);
+    const job = this.newJob(endpoint, request, opts, inputBytes);
     const written = await this.deps.transitions.submitOnce(job, opts.key);
     // Another call with the key got there between the read and the write.
     return written.created ? { outcome: 'created', job } : replayOf(written.existing, opts.key);
@@ -157,22 +166,24 @@ class Jobs implements JobService {
   /**
    * The checks before a job exists, each throwing its 4xx: the endpoint's input hook, the
    * webhook's address (a promise only then: a submission without a webhook awaits nothing
-   * here), the queue's overload.
+   * here), the queue's overload (jobs and input bytes of the endpoint, free space of the disk).
    */
-  private admit(endpoint: EndpointRecord, request: SubmitRequest): Promise<void> | undefined {
-    this.deps.endpoints.hooksOf(endpoint.id)?.validateInput?.(request.input);
-    if (request.webhook !== null && this.deps.outbound) return this.admitWithWebhook(endpoint, request.webhook);
-    this.deps.gauge.admit(endpoint);
+  private admit(endpoint: EndpointRecord, request: SubmitRequest, inputBytes: number): Promise<void> | undefined {
+    const validate = this.deps.endpoints.hooksOf(endpoint.id)?.validateInput;
+    // An input that came as text (a large body parsed off the event loop) is parsed only for an endpoint that checks it.
+    if (validate) validate(request.input ?? (JSON.parse(request.inputJson) as Record<string, unknown>));
+    if (request.webhook !== null && this.deps.outbound) return this.admitWithWebhook(endpoint, request.webhook, inputBytes);
+    this.deps.gauge.admit(endpoint, inputBytes);
     return undefined;
   }
 
-  private async admitWithWebhook(endpoint: EndpointRecord, webhook: string): Promise<void> {
+  private async admitWithWebhook(endpoint: EndpointRecord, webhook: string, inputBytes: number): Promise<void> {
     if (this.deps.outbound) await checkOutboundUrl(this.deps.outbound, webhook, 'webhook', this.deps.now());
-    this.deps.gauge.admit(endpoint);
+    this.deps.gauge.admit(endpoint, inputBytes);
   }
 
   /** The new job's record (initialJob), with its id and retention. */
-  private newJob(endpoint: EndpointRecord, request: SubmitRequest, opts: { sync: boolean; keyId: string | null }): JobRecord {
+  private newJob(endpoint: EndpointRecord, request: SubmitRequest, opts: { sync: boolean; keyId: string | null }, inputBytes: number): JobRecord {
     const t = this.deps.now();
     // Kept this long after it ends, however it ends (a queue ttl too): policy.ttl bounds the
     // job's wait, never the life of its result (docs/states.md, Retention).
@@ -181,7 +192,8 @@ class Jobs implements JobService {
       id: opts.sync ? `sync-${uuidv7(t)}` : uuidv7(t),
       endpointId: endpoint.id,
       inputJson: request.inputJson,
-      webhook: request.webhook,
+      // Sealed like s3Config: a webhook URL may carry a token (docs/security.md).
+      webhook: request.webhook === null ? null : this.deps.secrets.seal(request.webhook),
       s3Config: request.s3Config ? this.deps.secrets.seal(JSON.stringify(request.s3Config)) : null,
       executionTimeoutMs: request.executionTimeoutMs,
       lowPriority: request.lowPriority,
@@ -191,6 +203,7 @@ class Jobs implements JobService {
       sync: opts.sync,
       keyId: opts.keyId,
       now: t,
+      inputBytes,
     });
   }
 
@@ -247,8 +260,8 @@ class Jobs implements JobService {
     return this.streams.read(endpointId, id, 0, waitMs, signal, (job) => isTerminal(job.status));
   }
 
-  watchStream(endpointId: string, id: string, lastStatus: JobStatus | null, after: number, waitMs: number, signal?: AbortSignal): Promise<StreamRead | undefined> {
-    return this.streams.read(endpointId, id, after, waitMs, signal, (job) => job.status !== lastStatus || isTerminal(job.status));
+  watchStream(endpointId: string, id: string, last: SeenJob | null, after: number, waitMs: number, signal?: AbortSignal): Promise<StreamRead | undefined> {
+    return this.streams.read(endpointId, id, after, waitMs, signal, (job) => job.status !== last?.status || runOf(job) !== last.run || isTerminal(job.status));
   }
 
   delivered(id: string, through: number): Promise<void> {
@@ -289,6 +302,8 @@ class Jobs implements JobService {
     const job = await this.getJob(endpointId, id);
     if (!job) return undefined;
     const [stream, webhookAttempts] = await Promise.all([this.deps.store.peekStream({ id, ...bounds }), this.deps.store.listWebhookAttempts(id)]);
-    return { job, chunks: stream.chunks, totalChunks: stream.total, webhookAttempts };
+    // The page shows the webhook's origin: the URL is opened here, its path and query never leave.
+    const shown = job.webhook === null ? job : { ...job, webhook: openIfSealed(this.deps.secrets, job.webhook) };
+    return { job: shown, chunks: stream.chunks, totalChunks: stream.total, webhookAttempts };
   }
 }

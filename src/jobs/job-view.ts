@@ -9,7 +9,8 @@ import type { JobRecord } from '../model/records.js';
  * Fields: id, status, delayTime (ms from entering the queue, by submit or /retry, to the
  * start of the current or last run: model/job-times.ts), executionTime (ms that run took, once
  * ended), workerId once taken, retries (/retry calls), attempts (hand-outs to workers since the
- * submit or the last /retry), input while queued or running, output when completed (or the
+ * submit or the last /retry), preemptions (once a job was taken back from a worker stopped for
+ * a higher-priority endpoint: not counted in attempts), input while queued or running, output when completed (or the
  * latest progress update while running), error when failed or timed out.
  */
 export function renderJob(job: JobRecord): string {
@@ -22,6 +23,7 @@ export function renderJob(job: JobRecord): string {
   }
   if (job.workerId !== null) text += `,"workerId":${JSON.stringify(job.workerId)}`;
   text += `,"retries":${job.retries},"attempts":${job.attempts}`;
+  if (job.preemptions > 0) text += `,"preemptions":${job.preemptions}`;
   const live = job.status === 'IN_QUEUE' || job.status === 'IN_PROGRESS';
   if (live) text += `,"input":${job.inputJson}`;
   if (job.outputJson !== null && (live || job.status === 'COMPLETED')) text += `,"output":${job.outputJson}`;
@@ -34,10 +36,10 @@ export function renderJobRef(job: Pick<JobRecord, 'id' | 'status'>): string {
   return `{"id":${JSON.stringify(job.id)},"status":"${job.status}"}`;
 }
 
-/** What job-take hands a worker: `{id, input, webhook?, policy?, s3Config?}` (s3Config decrypted by the caller). */
-export function renderTakenJob(job: JobRecord, s3ConfigJson: string | null): string {
+/** What job-take hands a worker: `{id, input, webhook?, policy?, s3Config?}` (s3Config and the webhook URL decrypted by the caller). */
+export function renderTakenJob(job: JobRecord, s3ConfigJson: string | null, webhook: string | null): string {
   let text = `{"id":${JSON.stringify(job.id)},"input":${job.inputJson}`;
-  if (job.webhook !== null) text += `,"webhook":${JSON.stringify(job.webhook)}`;
+  if (webhook !== null) text += `,"webhook":${JSON.stringify(webhook)}`;
   text += `,"policy":{"executionTimeout":${job.executionTimeoutMs},"lowPriority":${job.lowPriority},"ttl":${job.ttlMs}}`;
   if (s3ConfigJson !== null) text += `,"s3Config":${s3ConfigJson}`;
   return text + '}';

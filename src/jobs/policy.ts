@@ -1,5 +1,5 @@
 import { AppError, invalidParameter } from '../model/errors.js';
-import { isObject } from '../model/json.js';
+import { isObject, RawJson } from '../model/json.js';
 
 /** Spec limits of the `policy` object (RunPod's spec; docs/api.md, POST `/run` body fields). */
 export const POLICY_LIMITS = {
@@ -21,8 +21,11 @@ export interface S3Config {
 
 /** A validated submit body (/run, /runsync). */
 export interface SubmitRequest {
-  /** `input` as parsed (what an endpoint's validateInput hook checks). */
-  input: Record<string, unknown>;
+  /**
+   * `input` as parsed (what an endpoint's validateInput hook checks); undefined when a large body
+   * was parsed off the event loop and `input` came as text only (parse inputJson when needed).
+   */
+  input: Record<string, unknown> | undefined;
   /** `input`, re-serialised once: the stored text is always canonical JSON of an object. */
   inputJson: string;
   webhook: string | null;
@@ -56,7 +59,8 @@ export function parseSubmitBody(body: unknown, endpointExecutionTimeoutMs: numbe
     if (!BODY_FIELDS.has(key)) throw invalidParameter(key, 'is not a known field (expected input, webhook, policy, s3Config)');
   }
   if (body.input === undefined) throw invalidParameter('input', 'is required');
-  if (!isObject(body.input)) throw invalidParameter('input', 'must be a JSON object');
+  const raw = body.input instanceof RawJson ? body.input : undefined;
+  if (raw ? raw.kind !== 'object' : !isObject(body.input)) throw invalidParameter('input', 'must be a JSON object');
 
   let webhook: string | null = null;
   if (body.webhook !== undefined && body.webhook !== null) {
@@ -104,5 +108,7 @@ export function parseSubmitBody(body: unknown, endpointExecutionTimeoutMs: numbe
     s3Config = raw as unknown as S3Config;
   }
 
-  return { input: body.input, inputJson: JSON.stringify(body.input), webhook, s3Config, executionTimeoutMs, lowPriority, ttlMs };
+  if (raw) return { input: undefined, inputJson: raw.text, webhook, s3Config, executionTimeoutMs, lowPriority, ttlMs };
+  const input = body.input as Record<string, unknown>;
+  return { input, inputJson: JSON.stringify(input), webhook, s3Config, executionTimeoutMs, lowPriority, ttlMs };
 }

@@ -38,6 +38,8 @@ export interface PoolWorkerInfo {
   restarts: number;
   /** Why it is unhealthy, draining or was restarted last: exit status and its last output lines. */
   reason: string | null;
+  /** What its start is doing while it takes a while: `pulling 43%` (its image pulled onto its host); null otherwise. */
+  progress: string | null;
   /** When a worker waiting after a crash is started again (epoch ms). */
   restartAt: number | null;
   /** How its last process ended (`exited with code 3`, `killed by SIGKILL`); null while its first one runs. */

@@ -17,10 +17,26 @@ export interface StreamRead {
   chunks: string[];
   /** The byte cap cut the run's stream after these chunks: none of its later output will come. */
   truncated: boolean;
+  /**
+   * The run the page's chunks belong to (a page never holds two runs); for a page without
+   * chunks, the job's run as read (runOf).
+   */
+  attempt: number;
   /** More chunks are buffered after this page: read again without waiting. */
   more: boolean;
   /** The seq of the page's last entry (0: an empty page): what `delivered` deletes up to. */
   through: number;
+}
+
+/**
+ * The number of the job's current (or last) run, what its stream chunks are tagged with: the
+ * runs it has begun, `attempts + preemptions` (a preemption takes its hand-out back from
+ * `attempts`, but that run did begin). Equal to `attempts` for a job never preempted.
+ *
+ * @example runOf({ attempts: 1, preemptions: 1 }) // 2: preempted once, running again
+ */
+export function runOf(job: Pick<JobRecord, 'attempts' | 'preemptions'>): number {
+  return job.attempts + job.preemptions;
 }
 
 /** What reading streams uses. */
@@ -94,13 +110,16 @@ export class StreamReads {
   private async page(job: JobRecord, after: number): Promise<StreamRead> {
     const { chunks: rows, more } = await this.deps.store.readStream({ id: job.id, after, limit: STREAM_PAGE_CHUNKS, maxBytes: STREAM_PAGE_BYTES });
     const chunks: string[] = [];
+    const attempt = rows[0]?.attempt ?? runOf(job);
     let through = 0;
     for (const row of rows) {
+      // A page holds one run: a later run's chunks begin the next page, so readers see the change.
+      if (row.attempt !== attempt) return { job, chunks, truncated: false, more: true, through, attempt };
       through = row.seq;
       // The marker of a cut stream ends the page: what follows it belongs to another run.
-      if (row.chunk === '') return { job, chunks, truncated: true, more: more || row !== rows[rows.length - 1], through };
+      if (row.chunk === '') return { job, chunks, truncated: true, more: more || row !== rows[rows.length - 1], through, attempt };
       chunks.push(row.chunk);
     }
-    return { job, chunks, truncated: false, more, through };
+    return { job, chunks, truncated: false, more, through, attempt };
   }
 }

@@ -14,7 +14,7 @@ const LOST_HAND_OUT_ERROR =
 export type NewJobArgs = Pick<
   JobRecord,
   'id' | 'endpointId' | 'inputJson' | 'webhook' | 's3Config' | 'executionTimeoutMs' | 'lowPriority' | 'ttlMs' | 'retentionMs' | 'maxAttempts' | 'sync' | 'keyId'
-> & { now: number };
+> & { now: number; /** Buffer.byteLength(inputJson) when the caller measured it already. */ inputBytes?: number };
 
 /**
  * A job's initial state, the one place it is written (docs/states.md): IN_QUEUE since `now`,
@@ -51,7 +51,8 @@ export function initialJob(a: NewJobArgs): JobRecord {
     retries: 0,
     webhookAttempts: 0,
     webhookNextAt: null,
-    inputBytes: Buffer.byteLength(a.inputJson),
+    inputBytes: a.inputBytes ?? Buffer.byteLength(a.inputJson),
+    preemptions: 0,
   };
 }
 
@@ -123,6 +124,12 @@ export interface JobTransitions {
   expireQueued(limit: number): Promise<JobRecord[]>;
   /** The jobs of workers that are gone (lost, or pool workers that exited) → requeued, or FAILED past maxAttempts ('worker lost'); the workers' rows are deleted. */
   releaseWorkers(workerIds: string[]): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }>;
+  /**
+   * The jobs of a worker the allocator stops for a higher-priority endpoint (docs/scaling.md,
+   * preemption) → back in the queue, the hand-out uncounted and `preemptions` + 1; the worker
+   * is told to stop them (job-stop). Returns the jobs requeued.
+   */
+  preempt(workerId: string): Promise<JobRecord[]>;
   /** Deletes up to `limit` jobs whose retention ended; returns how many. */
   deleteExpired(limit: number): Promise<number>;
   /** Shortens a job's retention (status?ttl=). */
@@ -231,11 +238,17 @@ class Transitions implements JobTransitions {
     return released;
   }
 
+  async preempt(workerId: string): Promise<JobRecord[]> {
+    const { requeued } = await this.requeue({ workerIds: [workerId], counted: false, preempted: true, error: '' });
+    if (requeued.length > 0) this.deps.notifier.publish({ type: 'stop-jobs', workerId, jobIds: requeued.map((j) => j.id) });
+    return requeued;
+  }
+
   /**
    * Every requeue goes through here and store.requeueJobs (docs/states.md, "Requeues"): one rule
    * for the columns, the attempt count and the failure at maxAttempts, whatever the cause.
    */
-  private async requeue(args: { workerIds: string[]; ids?: string[]; counted: boolean; error: string }): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }> {
+  private async requeue(args: { workerIds: string[]; ids?: string[]; counted: boolean; preempted?: boolean; error: string }): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }> {
     if (args.workerIds.length === 0 || args.ids?.length === 0) return { requeued: [], failed: [] };
     const result = await this.deps.store.requeueJobs({ ...args, now: this.deps.now() });
     await this.meter(result.failed);

@@ -6,9 +6,9 @@ import type { WorkerLiveness } from '../dispatch/worker-liveness.js';
 import { AppError } from '../model/errors.js';
 import type { Notifier } from '../model/events.js';
 import { isTerminal } from '../model/job-states.js';
-import { isObject } from '../model/json.js';
+import { isObject, jsonText } from '../model/json.js';
 import type { JobRecord } from '../model/records.js';
-import type { SecretBox } from '../security/secret-box.js';
+import { openIfSealed, type SecretBox } from '../security/secret-box.js';
 import type { JobStore, WorkerStore } from '../store/store.js';
 import { renderTakenJob } from './job-view.js';
 import { splitChunk } from './stream-chunks.js';
@@ -180,7 +180,8 @@ class Workers implements WorkerService {
   }
 
   renderForWorker(job: JobRecord): string {
-    return renderTakenJob(job, job.s3Config === null ? null : this.deps.secrets.open(job.s3Config));
+    const webhook = job.webhook === null ? null : openIfSealed(this.deps.secrets, job.webhook);
+    return renderTakenJob(job, job.s3Config === null ? null : this.deps.secrets.open(job.s3Config), webhook);
   }
 
   async stops(endpointId: string, workerId: string, signal: AbortSignal): Promise<string[]> {
@@ -196,7 +197,7 @@ class Workers implements WorkerService {
     if (body.stopPod === true) this.deps.notifier.publish({ type: 'worker-recycle', workerId, endpointId });
     if (body.status === 'IN_PROGRESS') {
       // A progress update; it may arrive after the final result and must never reopen a job.
-      const applied = await this.deps.transitions.progress({ id: jobId, workerId, endpointId, outputJson: JSON.stringify(body.output ?? null) });
+      const applied = await this.deps.transitions.progress({ id: jobId, workerId, endpointId, outputJson: jsonText(body.output ?? null) });
       if (!applied && !(await this.findJob(endpointId, jobId))) return { kind: 'refused', refusal: 'job-not-found', jobId };
       return { kind: 'progress', applied };
     }
@@ -208,7 +209,7 @@ class Workers implements WorkerService {
       workerId,
       endpointId,
       status: failed ? 'FAILED' : 'COMPLETED',
-      outputJson: failed ? null : JSON.stringify(body.output ?? null),
+      outputJson: failed ? null : jsonText(body.output ?? null),
       error: failed ? (typeof error === 'string' ? error : JSON.stringify(error)) : null,
     });
     if (finished) return { kind: 'finished', job: finished };

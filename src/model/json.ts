@@ -36,3 +36,38 @@ export function nestedDeeperThan(value: unknown, max: number): boolean {
 export function withoutNul(text: string): string {
   return text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text;
 }
+
+/** What a JSON value is, as `typeof` would say, with `array` and `null` apart. */
+export type JsonKind = 'object' | 'array' | 'string' | 'number' | 'boolean' | 'null';
+
+/** The kind of a parsed JSON value. @example jsonKind([1]) === 'array' */
+export function jsonKind(value: unknown): JsonKind {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  return typeof value as JsonKind;
+}
+
+/**
+ * A field of a large request body kept as JSON text instead of a parsed value: the body was
+ * parsed off the event loop and the field, which the gateway stores as text anyway (a job's
+ * `input`, a worker's `output`), re-serialised there too, so the event loop neither parses nor
+ * serialises it and holds one copy of it.
+ *
+ * @example const input = new RawJson('{"a":1}', 'object'); input.text === '{"a":1}'
+ */
+export class RawJson {
+  constructor(
+    /** Canonical JSON text of the value (JSON.stringify of the parsed value). */
+    readonly text: string,
+    readonly kind: JsonKind,
+  ) {}
+}
+
+/**
+ * `value` as canonical JSON text: the text of a RawJson as it is, anything else serialised.
+ *
+ * @example jsonText({ a: 1 }) === '{"a":1}'; jsonText(new RawJson('[1]', 'array')) === '[1]'
+ */
+export function jsonText(value: unknown): string {
+  return value instanceof RawJson ? value.text : JSON.stringify(value);
+}

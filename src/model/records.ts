@@ -89,6 +89,8 @@ export interface JobRecord {
   webhookNextAt: number | null;
   /** The input's size in bytes (UTF-8): what the endpoint's queued input bytes are summed from. */
   inputBytes: number;
+  /** Times the job was taken back from a worker the allocator stopped for a higher priority (not counted in attempts). */
+  preemptions: number;
 }
 
 /** Retained jobs of an endpoint by state (/health). */
@@ -108,6 +110,8 @@ export interface JobCounts {
 /** What the autoscaler and the queue-overload check read of an endpoint's live jobs. */
 export interface QueueStats {
   inQueue: number;
+  /** Bytes of input the queued jobs hold (their input_bytes): the bytes bound of the queue-overload check. */
+  inQueueBytes: number;
   /** Queued jobs without policy.lowPriority: only these make the autoscaler add workers. */
   inQueueNormal: number;
   /** queuedAt of the oldest queued normal job; null when there is none. */

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { followJob, openSse, SSE_HEARTBEAT_MS, type SseWriter } from '../http/sse.js';
+import { followJob, openSse, SSE_HEARTBEAT_MS, type FollowedRun, type SseWriter } from '../http/sse.js';
 import type { JobService, StreamRead } from '../jobs/job-service.js';
 import { AppError } from '../model/errors.js';
 import type { JobRecord } from '../model/records.js';
@@ -13,7 +13,9 @@ const DONE = 'data: [DONE]\n\n';
  * they arrive (no polling: the worker's job-stream post wakes this loop), ending with
  * `data: [DONE]` unless the worker sent it. A string chunk is written as it is (RunPod's vLLM
  * worker yields ready-made SSE text), an object as one `data: <json>` event, a list element by
- * element. Until the first byte goes out a failure is still an ordinary HTTP error (thrown);
+ * element. The answer is one run's: when the job's worker is lost after chunks went out, the
+ * stream ends with STREAM_RESTARTED instead of going on into the next run (docs/openai.md).
+ * Until the first byte goes out a failure is still an ordinary HTTP error (thrown);
  * after it, an in-stream `data: {"error": ...}` event (also when `signal` is aborted with
  * GATEWAY_CLOSING: the gateway's shutdown). Resolves with the job as last read.
  *
@@ -32,6 +34,11 @@ export async function sendOpenAiStream(
   let end: JobRecord | undefined;
   try {
     const follower = {
+      // A second run never continues the answer: once the first run's chunks have gone out, its
+      // loss ends the stream with an error the client can act on (send the request again).
+      async status(current: JobRecord, run: FollowedRun): Promise<void> {
+        if (run.restarted && events.written > 0) throw streamRestarted(current.id, run.attempt);
+      },
       async chunks(chunks: string[], page: StreamRead): Promise<void> {
         await events.chunks(chunks);
         if (page.truncated) throw streamTruncated(job.id);
@@ -62,6 +69,19 @@ export async function sendOpenAiStream(
 /** The byte cap cut the job's stream (its reader fell that far behind): the answer cannot be whole. */
 function streamTruncated(jobId: string): AppError {
   return new AppError('STREAM_TRUNCATED', `Job ${jobId}: the stream was cut after GANTRY_STREAM_BUFFER_BYTES of it waited unread; the answer above is incomplete`, undefined, NO_RETRY);
+}
+
+/**
+ * The worker streaming the answer was lost and the job runs again from its start: what was sent
+ * cannot be continued. The client sends the request again (the gateway cancels this job).
+ */
+function streamRestarted(jobId: string, attempt: number): AppError {
+  return new AppError(
+    'STREAM_RESTARTED',
+    `Job ${jobId}: the worker streaming this answer was lost and the job started again from the beginning (attempt ${attempt}); the answer above is incomplete: send the request again`,
+    undefined,
+    NO_RETRY,
+  );
 }
 
 /** Writes the job's chunks as OpenAI stream events; remembers whether the worker sent `[DONE]`. */

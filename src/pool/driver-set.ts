@@ -17,12 +17,13 @@ export function createDriverSet(drivers: { process: WorkerDriver<WorkerStartSpec
   const all = [drivers.process, drivers.container];
   return {
     kind: `${drivers.process.kind}+${drivers.container.kind}`,
-    start: (spec, output) => (isContainerSpec(spec) ? drivers.container.start(spec, output) : drivers.process.start(spec, output)),
+    start: (spec, output, progress) => (isContainerSpec(spec) ? drivers.container.start(spec, output, progress) : drivers.process.start(spec, output, progress)),
     async reapOrphans(graceMs) {
       const counts = await Promise.all(all.map((d) => d.reapOrphans?.(graceMs) ?? 0));
       return counts.reduce((a, b) => a + b, 0);
     },
     hosts: () => all.flatMap((d) => d.hosts?.() ?? []),
+    loads: () => all.flatMap((d) => d.loads?.() ?? []),
     close() {
       for (const d of all) d.close?.();
     },

@@ -1,4 +1,5 @@
 import type { PoolHostInfo } from '../jobs/pool-view.js';
+import type { HostLoad } from './docker/placement.js';
 
 /**
  * A worker driver starts and stops one worker of an endpoint's pool. The autoscaler decides
@@ -32,8 +33,10 @@ export interface RunpodIdentity {
 export interface ContainerStartSpec {
   workerId: string;
   endpointId: string;
-  /** The image, as the engine names it (`repo/name:tag`, `name@sha256:…`); never pulled by Gantry. */
+  /** The image, as the engine names it (`repo/name:tag`, `name@sha256:…`); pulled onto the host chosen when it lacks it. */
   image: string;
+  /** The saved registry credential (`rc_…`) the image is pulled with; none: a public registry, or no pull needed. */
+  registryCredentials?: string;
   /** Overrides the image's CMD: a string runs through `/bin/sh -c`, an array is exec form. */
   command?: string | string[];
   /** The endpoint's `worker.env` (the driver adds the RUNPOD_* variables for the chosen host). */
@@ -65,6 +68,9 @@ export interface WorkerExit {
 /** Receives the worker's output as it comes (any chunking). */
 export type WorkerOutput = (stream: 'stdout' | 'stderr', text: string) => void;
 
+/** Told what a start that takes a while is doing (`pulling 43%`); each call replaces the last. */
+export type StartProgress = (description: string) => void;
+
 /** One started worker. */
 export interface WorkerHandle {
   /** The OS process id (local driver: the leader of the worker's process group); null where there is none. */
@@ -94,6 +100,19 @@ export class NoCapacityError extends Error {
   }
 }
 
+/**
+ * A start that failed because the image could not be pulled onto the host chosen; the message
+ * names the host, the image and the registry's answer. A registry's refusal (a wrong password,
+ * no such tag) does not pass by itself: the worker shows unhealthy at once, and is tried again
+ * after the crash backoff.
+ */
+export class PullError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PullError';
+  }
+}
+
 /** Starts workers of some kind (local processes, containers, …) and stops the ones an earlier run left behind. */
 export interface WorkerDriver<Spec = AnyStartSpec> {
   /** A name for logs and the admin API, e.g. `local-process`. */
@@ -102,7 +121,7 @@ export interface WorkerDriver<Spec = AnyStartSpec> {
    * Starts a worker. Rejects only when nothing was started; a process that starts and dies
    * at once resolves, and its `exited` tells how it ended.
    */
-  start(spec: Spec, output: WorkerOutput): Promise<WorkerHandle>;
+  start(spec: Spec, output: WorkerOutput, progress?: StartProgress): Promise<WorkerHandle>;
   /**
    * Stops workers that an earlier run of this driver started and never stopped (its gateway
    * was killed): SIGTERM, then SIGKILL after `graceMs`. Returns how many it found.
@@ -110,6 +129,8 @@ export interface WorkerDriver<Spec = AnyStartSpec> {
   reapOrphans?(graceMs: number): Promise<number>;
   /** The machines it runs workers on (Docker hosts), for the admin API. */
   hosts?(): PoolHostInfo[];
+  /** Its hosts' GPUs and who holds them, for the allocator (services/allocator.ts). */
+  loads?(): HostLoad[];
   /** Ends background work (health checks, idle connections); workers are stopped by their handles first. */
   close?(): void;
 }

@@ -10,7 +10,8 @@ import type { WorkerLog } from './worker-log.js';
  *   pulled, created, started);
  * - `starting`: its process runs and has not yet polled for a job;
  * - `serving`: it polled for a job (idle or running, by the jobs it holds);
- * - `waiting-for-room`: no host had room for it; tried again after a pause, not a crash;
+ * - `waiting-for-room`: the allocator gave it no GPU yet (made so, or no host had room when it
+ *   was launched); launched when the allocator grants it one, not a crash;
  * - `crashed`: its process ended (or failed to start) on its own; restarted after a backoff;
  * - `draining`: asked to stop (SIGTERM, then SIGKILL after the grace); its process or its
  *   launch is still there;
@@ -20,7 +21,7 @@ export type SlotState = 'new' | 'launching' | 'starting' | 'serving' | 'waiting-
 
 /** The moves a slot may make; any other is a bug (moveTo throws). */
 export const SLOT_MOVES: Readonly<Record<SlotState, readonly SlotState[]>> = {
-  new: ['launching', 'gone'],
+  new: ['launching', 'waiting-for-room', 'gone'],
   launching: ['starting', 'waiting-for-room', 'crashed', 'draining', 'gone'],
   starting: ['serving', 'crashed', 'draining', 'gone'],
   serving: ['crashed', 'draining', 'gone'],
@@ -61,6 +62,10 @@ export interface Slot {
   lastExit: string | null;
   /** A store row says the worker reported itself unhealthy (ping status=unhealthy). */
   selfUnhealthy: string | null;
+  /** What its start in flight is doing (`pulling 43%`), as the driver told; null otherwise. */
+  progress: string | null;
+  /** Its last start failed to pull the image (a registry's refusal): unhealthy until a start succeeds. */
+  pullFailed: boolean;
   /** The worker's own key, until the process it was given is gone (then revoked). */
   key: { id: string; key: string } | null;
   log: WorkerLog;
@@ -89,8 +94,8 @@ export function reportedState(slot: Slot): PoolWorkerState {
   if (slot.selfUnhealthy !== null) return 'unhealthy';
   if (slot.state === 'serving') return slot.held > 0 ? 'running' : 'idle';
   if (slot.state === 'waiting-for-room') return 'throttled';
-  // Crash-looping: unhealthy until a restart gets as far as polling for jobs.
-  return slot.failures >= UNHEALTHY_AFTER ? 'unhealthy' : 'initializing';
+  // Crash-looping (or refused by a registry): unhealthy until a restart gets as far as polling for jobs.
+  return slot.failures >= UNHEALTHY_AFTER || slot.pullFailed ? 'unhealthy' : 'initializing';
 }
 
 /** The listing's view of a slot; `handle` is its current process, or for a stopped one its last. */
@@ -106,6 +111,7 @@ export function infoOf(slot: Slot, handle: WorkerHandle | null): PoolWorkerInfo 
     jobs: slot.held,
     restarts: slot.restarts,
     reason: slot.selfUnhealthy ?? slot.reason,
+    progress: slot.progress,
     restartAt: slot.handle ? null : slot.restartAt,
     lastExit: slot.lastExit,
     stoppedAt: null,

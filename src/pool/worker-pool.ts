@@ -5,7 +5,7 @@ import type { LogLine, PoolHealth, PoolWorkerInfo } from '../jobs/pool-view.js';
 import type { JobTransitions } from '../jobs/transitions.js';
 import type { QueueStats, WorkerRecord } from '../model/records.js';
 import type { KeyService } from '../security/keys.js';
-import { NoCapacityError, type AnyStartSpec, type WorkerDriver, type WorkerExit, type WorkerHandle } from './driver.js';
+import { NoCapacityError, PullError, type AnyStartSpec, type WorkerDriver, type WorkerExit, type WorkerHandle } from './driver.js';
 import { createStoppedWorkers, STOPPED_WORKER_DEFAULTS, type StoppedWorkerLimits, type StoppedWorkers } from './stopped-workers.js';
 import { describeExit, describeStart, infoOf, moveTo, reportedState, type Slot, type SlotState } from './slot.js';
 import { runpodWorkerEnv } from './worker-env.js';
@@ -73,6 +73,10 @@ export interface ActiveWorker {
   starting: boolean;
   /** Since when it has held no job with the queue empty; null while busy or starting. */
   idleSince: number | null;
+  /** Holds a job. */
+  busy: boolean;
+  /** Waits for the allocator to give it room (no process). */
+  waiting: boolean;
 }
 
 /**
@@ -96,6 +100,13 @@ export interface WorkerPool {
   start(n: number): void;
   /** Starts again the crashed workers whose backoff has passed. */
   restartDue(now: number): void;
+  /**
+   * Launches up to `n` workers waiting for room (the allocator granted them GPUs), those a
+   * refused start put back to wait only once their pause has passed. Returns how many.
+   */
+  launchWaiting(n: number, now: number): number;
+  /** Makes `n` more workers that wait for room, and gives every waiting one `reason` (the allocator's). */
+  hold(n: number, reason: string): void;
   /** Drains a worker: SIGTERM, up to the grace period to finish its jobs, then SIGKILL. */
   stop(workerId: string, why: string): void;
   setThrottled(n: number): void;
@@ -169,7 +180,7 @@ class Pool implements WorkerPool {
     const list: ActiveWorker[] = [];
     for (const slot of this.slots.values()) {
       if (slot.state === 'draining' || slot.spec !== this.spec) continue;
-      list.push({ id: slot.id, starting: slot.state !== 'serving', idleSince: slot.idleSince });
+      list.push({ id: slot.id, starting: slot.state !== 'serving', idleSince: slot.idleSince, busy: slot.held > 0, waiting: slot.state === 'waiting-for-room' });
     }
     return list;
   }
@@ -180,7 +191,30 @@ class Pool implements WorkerPool {
 
   restartDue(now: number): void {
     for (const slot of this.slots.values()) {
-      if ((slot.state === 'crashed' || slot.state === 'waiting-for-room') && slot.restartAt !== null && slot.restartAt <= now) this.launch(slot);
+      if (slot.state === 'crashed' && slot.restartAt !== null && slot.restartAt <= now) this.launch(slot);
+    }
+  }
+
+  launchWaiting(n: number, now: number): number {
+    let launched = 0;
+    for (const slot of this.slots.values()) {
+      if (launched >= n || this.closed) break;
+      if (slot.state !== 'waiting-for-room' || slot.spec !== this.spec || (slot.restartAt !== null && slot.restartAt > now)) continue;
+      this.launch(slot);
+      launched++;
+    }
+    return launched;
+  }
+
+  hold(n: number, reason: string): void {
+    for (let i = 0; i < n && !this.closed; i++) {
+      const slot = this.newSlot();
+      moveTo(slot, 'waiting-for-room', 'the allocator has no GPU for it yet');
+    }
+    for (const slot of this.slots.values()) {
+      if (slot.state !== 'waiting-for-room' || slot.spec !== this.spec || slot.reason === reason) continue;
+      slot.reason = reason;
+      slot.log.note(reason);
     }
   }
 
@@ -283,8 +317,8 @@ class Pool implements WorkerPool {
     const runpod = { endpointId: this.endpointId, workerId: slot.id, apiKey, pingIntervalMs: this.options.pingIntervalMs };
     const s = this.settings;
     if (isContainerWorker(s)) {
-      const { image, command, env, gpus, gpuTypes, memoryMb, volumes } = s;
-      return { workerId: slot.id, endpointId: this.endpointId, image, command, env: env ?? {}, runpod, gpus, gpuTypes, memoryMb, volumes };
+      const { image, command, env, gpus, gpuTypes, memoryMb, volumes, registryCredentials } = s;
+      return { workerId: slot.id, endpointId: this.endpointId, image, command, env: env ?? {}, runpod, gpus, gpuTypes, memoryMb, volumes, registryCredentials };
     }
     const env = { ...s.env, ...runpodWorkerEnv({ gatewayUrl: this.options.baseUrl, ...runpod }) };
     return { workerId: slot.id, endpointId: this.endpointId, command: s.command, env, ...(s.cwd ? { cwd: s.cwd } : {}) };
@@ -308,6 +342,8 @@ class Pool implements WorkerPool {
       reason: null,
       lastExit: null,
       selfUnhealthy: null,
+      progress: null,
+      pullFailed: false,
       key: null,
       log: createWorkerLog(this.options.logLines, this.options.now),
       finished: Promise.resolve(),
@@ -335,7 +371,13 @@ class Pool implements WorkerPool {
         return;
       }
       slot.startedAt = this.options.now();
-      const handle = await this.options.driver.start(this.startSpec(slot, apiKey), (stream, text) => slot.log.write(stream, text));
+      const handle = await this.options.driver.start(
+        this.startSpec(slot, apiKey),
+        (stream, text) => slot.log.write(stream, text),
+        (description) => (slot.progress = description),
+      );
+      slot.progress = null;
+      slot.pullFailed = false;
       slot.handle = handle;
       if (slot.state === 'launching') moveTo(slot, 'starting', 'its process runs');
       slot.log.note(`started: ${describeStart(handle, this.settings)}`);
@@ -350,6 +392,8 @@ class Pool implements WorkerPool {
       if (isDraining(slot)) void handle.stop(this.options.graceMs); // stopped while it was starting
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
+      slot.progress = null;
+      slot.pullFailed = err instanceof PullError;
       if (slot.state === 'draining' || this.closed) this.forget(slot, `stopped while starting (${message})`);
       else if (err instanceof NoCapacityError) this.waitForRoom(slot, message);
       else {

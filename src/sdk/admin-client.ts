@@ -1,6 +1,6 @@
 /**
- * A typed client of the gateway's admin API (`/admin/v1/...`): API keys, endpoints, their
- * workers and logs, and usage (`gantry/admin`).
+ * A typed client of the gateway's admin API (`/admin/v1/...`): API keys, registry credentials,
+ * endpoints, their workers and logs, and usage (`gantry/admin`).
  * Used by the `gantry keys` / `gantry endpoints` commands and meant for the console too.
  * It only needs the global `fetch`, so it runs in Node 20+ and in browsers.
  */
@@ -60,6 +60,24 @@ export interface CreateKeyRequest {
   endpoints?: string[];
 }
 
+/** A saved registry login as listed: never the password. */
+export interface RegistryCredentialInfo {
+  /** `rc_…`: what an endpoint's `worker.registryCredentials` names. */
+  id: string;
+  name: string;
+  username: string;
+  createdAt: string;
+}
+
+/** The body of POST /admin/v1/registry-credentials. */
+export interface CreateRegistryCredentialRequest {
+  /** What the login is for (1–128 characters). */
+  name: string;
+  username: string;
+  /** The password or access token; sealed at rest and never answered. */
+  password: string;
+}
+
 /** A worker the autoscaler starts as a local process: `command` through the shell. */
 export interface ProcessWorkerSpec {
   command: string;
@@ -79,6 +97,10 @@ export interface ContainerWorkerSpec {
   gpus?: number | string[];
   memoryMb?: number;
   volumes?: string[];
+  /** A saved registry credential's id (`rc_…`): the image is pulled with it onto hosts that lack it. */
+  registryCredentials?: string;
+  /** Pull the image onto every host that could run it, in the background, when set or when the image changes. */
+  prepull?: boolean;
 }
 
 /** How the autoscaler starts an endpoint's workers: a local command, or a container image. */
@@ -145,6 +167,8 @@ export interface EndpointWorker {
   /** Jobs it holds. */
   jobs: number;
   reason: string | null;
+  /** Pool workers: what a start is doing while it takes a while (`pulling 43%`), else null. */
+  progress?: string | null;
   /** Pool workers only. */
   pid?: number | null;
   /** Container workers: the Docker host it runs on and its container id (12 hex). */
@@ -266,13 +290,18 @@ export interface AdminClientOptions {
   fetch?: typeof fetch;
 }
 
-/** The admin API of a gateway (keys, endpoints, workers, logs, usage). */
+/** The admin API of a gateway (keys, registry credentials, endpoints, workers, logs, usage). */
 export interface AdminClient {
   createKey(request: CreateKeyRequest): Promise<CreatedApiKey>;
   listKeys(): Promise<ApiKeyInfo[]>;
   deleteKey(id: string): Promise<{ id: string; deleted: boolean }>;
   /** Sets a key's budget and job cap (a field left out keeps its value, null clears it). */
   setKeyLimits(id: string, limits: KeyLimits): Promise<ApiKeyInfo>;
+  /** Saves a registry login; answers its id and name only. */
+  createRegistryCredential(request: CreateRegistryCredentialRequest): Promise<{ id: string; name: string }>;
+  listRegistryCredentials(): Promise<RegistryCredentialInfo[]>;
+  /** 409 REGISTRY_CREDENTIAL_IN_USE while an endpoint names it. */
+  deleteRegistryCredential(id: string): Promise<{ id: string; deleted: boolean }>;
   createEndpoint(request: CreateEndpointRequest): Promise<Endpoint>;
   listEndpoints(): Promise<Endpoint[]>;
   getEndpoint(id: string): Promise<Endpoint>;
@@ -337,6 +366,9 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     listKeys: async () => (await request<{ keys: ApiKeyInfo[] }>('GET', '/admin/v1/keys')).keys,
     deleteKey: (id) => request<{ id: string; deleted: boolean }>('DELETE', keyPath(id)),
     setKeyLimits: (id, limits) => request<ApiKeyInfo>('PATCH', keyPath(id), limits),
+    createRegistryCredential: (body) => request<{ id: string; name: string }>('POST', '/admin/v1/registry-credentials', body),
+    listRegistryCredentials: async () => (await request<{ registryCredentials: RegistryCredentialInfo[] }>('GET', '/admin/v1/registry-credentials')).registryCredentials,
+    deleteRegistryCredential: (id) => request<{ id: string; deleted: boolean }>('DELETE', `/admin/v1/registry-credentials/${encodeURIComponent(id)}`),
     createEndpoint: (body) => request<Endpoint>('POST', '/admin/v1/endpoints', body),
     listEndpoints: async () => (await request<{ endpoints: Endpoint[] }>('GET', '/admin/v1/endpoints')).endpoints,
     getEndpoint: (id) => request<Endpoint>('GET', endpointPath(id)),

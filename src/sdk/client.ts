@@ -99,6 +99,17 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/** Options of stream(). */
+export interface StreamOptions extends CallOptions {
+  /**
+   * Called when the job runs again from its start after its worker was lost while streaming
+   * (docs/api.md, "A job that runs again"), with the new run's attempt, before its first
+   * chunk: the chunks yielded so far belong to an abandoned run, so drop what was built from
+   * them. Without it, the iterator throws a GantryApiError with code STREAM_RESTARTED instead.
+   */
+  onRestart?: (attempt: number) => void;
+}
+
 /** How long a waiting call may wait in all. */
 export interface WaitOptions extends CallOptions {
   /** Total time to wait for the job to end (default 90 000 ms); the job is returned as it is then. */
@@ -132,8 +143,12 @@ export interface GantryClient {
   status<O = unknown>(endpointId: string, jobId: string, options?: CallOptions): Promise<Job<O>>;
   /** Waits (status-sync long-polls) until the job ends or `timeoutMs` passes. */
   wait<O = unknown>(endpointId: string, jobId: string, options?: WaitOptions): Promise<Job<O>>;
-  /** The job's streamed outputs as they come, until it ends: `for await (const chunk of client.stream(ep, id))`. */
-  stream<C = unknown>(endpointId: string, jobId: string, options?: CallOptions): AsyncIterable<C>;
+  /**
+   * The job's streamed outputs as they come, until it ends: `for await (const chunk of client.stream(ep, id))`.
+   * Never two runs spliced: a job that runs again after its worker was lost mid-stream calls
+   * `options.onRestart`, or without it throws a GantryApiError with code STREAM_RESTARTED.
+   */
+  stream<C = unknown>(endpointId: string, jobId: string, options?: StreamOptions): AsyncIterable<C>;
   cancel(endpointId: string, jobId: string, options?: CallOptions): Promise<JobRef>;
   retry(endpointId: string, jobId: string, options?: CallOptions): Promise<JobRef>;
   /** Cancels every queued job of the endpoint; running jobs go on. */
@@ -184,7 +199,7 @@ export function createClient(options: ClientOptions): GantryClient {
     },
     status: (endpointId, jobId, o) => send('GET', path(endpointId, 'status', jobId), { signal: o?.signal }),
     wait: (endpointId, jobId, o) => waitUntil(endpointId, jobId, Date.now() + (o?.timeoutMs ?? DEFAULT_WAIT_MS), o?.signal),
-    stream: (endpointId, jobId, o) => streamChunks(endpointId, jobId, o?.signal),
+    stream: (endpointId, jobId, o) => streamChunks(endpointId, jobId, o),
     cancel: (endpointId, jobId, o) => send('POST', path(endpointId, 'cancel', jobId), { signal: o?.signal }),
     retry: (endpointId, jobId, o) => send('POST', path(endpointId, 'retry', jobId), { signal: o?.signal }),
     purgeQueue: async (endpointId, o) => ({ removed: (await send<{ removed: number }>('POST', path(endpointId, 'purge-queue'), { signal: o?.signal })).removed }),
@@ -199,10 +214,25 @@ export function createClient(options: ClientOptions): GantryClient {
     }
   }
 
-  async function* streamChunks<C>(endpointId: string, jobId: string, signal?: AbortSignal): AsyncGenerator<C> {
+  async function* streamChunks<C>(endpointId: string, jobId: string, o?: StreamOptions): AsyncGenerator<C> {
+    const signal = o?.signal;
+    /** The run of the chunks yielded since the job last started again; 0 before any. */
+    let run = 0;
     for (;;) {
-      const page = await send<{ status: JobStatus; stream: { output: C }[] }>('GET', `${path(endpointId, 'stream', jobId)}?wait=${STREAM_WAIT_MS}`, { signal, waitMs: STREAM_WAIT_MS });
+      const page = await send<{ status: JobStatus; attempt?: number; stream: { output: C }[] }>('GET', `${path(endpointId, 'stream', jobId)}?wait=${STREAM_WAIT_MS}`, { signal, waitMs: STREAM_WAIT_MS });
+      // Chunks come only while a run is on: back in the queue, or chunks of a later run, means
+      // the run yielded so far was abandoned.
+      const later = page.attempt !== undefined && page.attempt > run;
+      if (run > 0 && (page.status === 'IN_QUEUE' || later)) {
+        const attempt = later ? page.attempt! : run + 1;
+        if (!o?.onRestart) {
+          throw new GantryApiError(`job ${jobId} started again from the beginning (attempt ${attempt}) after its worker was lost mid-stream: the chunks read so far belong to an abandoned run`, 0, 'STREAM_RESTARTED');
+        }
+        o.onRestart(attempt);
+        run = 0;
+      }
       for (const chunk of page.stream) yield chunk.output;
+      if (page.attempt !== undefined && page.stream.length > 0) run = page.attempt;
       if (isTerminal(page.status)) return;
     }
   }

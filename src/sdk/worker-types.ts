@@ -154,6 +154,11 @@ export interface WorkerHandle {
    * close the long-polls and the heartbeat. Resolves with `done`; calling it again is harmless.
    */
   stop(): Promise<void>;
-  /** Resolves once the worker has stopped (after `stop()`, or after a job asked for a refresh). */
+  /**
+   * Resolves once the worker has stopped (after `stop()`, or after a job asked for a refresh).
+   * Rejects with a WorkerRefusedError when the server refuses the worker before ever accepting
+   * it (a missing or wrong key, a key without the `worker` scope, an unknown endpoint): that
+   * cannot succeed by trying again.
+   */
   readonly done: Promise<void>;
 }

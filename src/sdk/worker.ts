@@ -11,10 +11,12 @@ import pino from 'pino';
 import { resolveWorkerConfig, withQuery, type WorkerConfig } from './worker-config.js';
 import { createBackoff, createWorkerHttp, describeError, sleep, type WorkerHttp } from './worker-http.js';
 import { runJob, type JobRunDeps } from './worker-job.js';
+import { isPermanentRefusal, refusalError, START_REFUSAL_CONFIRM_MS, type WorkerRefusedError } from './worker-refusal.js';
 import type { WorkerHandle, WorkerJob, WorkerLogger, WorkerOptions } from './worker-types.js';
 
 export type { Handler, JobContext, JobPolicy, S3Config, WorkerHandle, WorkerJob, WorkerLogger, WorkerOptions } from './worker-types.js';
 export { resolveWorkerConfig, WorkerConfigError, type WorkerConfig } from './worker-config.js';
+export { WorkerRefusedError } from './worker-refusal.js';
 
 /** runpod-python's client gives up on a job-take or job-stop long-poll after 90 s. */
 const LONG_POLL_TIMEOUT_MS = 90_000;
@@ -89,6 +91,12 @@ class WorkerRuntime {
   private readonly log: WorkerLogger;
   private readonly fields: { workerId: string };
   private loops: Promise<void>[] = [];
+  /** The server has answered a take or a ping with success once: refusals from here on are retried. */
+  private accepted = false;
+  /** When the first permanent refusal came while not yet accepted (null: none). */
+  private refusedSince: number | null = null;
+  /** The refusal that ended the worker at its start: `done` rejects with it. */
+  private refusal: WorkerRefusedError | null = null;
 
   constructor(private readonly deps: JobRunDeps, private readonly concurrency: number) {
     this.config = deps.config;
@@ -104,7 +112,9 @@ class WorkerRuntime {
     if (!config.pingUrl) this.log.warn(this.fields, 'no ping URL or no API key: heartbeat is off');
     const take = this.guard('take', this.takeLoop());
     this.loops = [this.guard('stop-signals', this.stopSignalLoop()), this.guard('heartbeat', this.pingLoop())];
-    const done = take.then(() => this.stop());
+    const done = take.then(() => this.stop()).then(() => {
+      if (this.refusal) throw this.refusal;
+    });
     const stop = (): Promise<void> => this.stop();
     return { workerId: config.workerId, stop, done };
   }
@@ -112,7 +122,8 @@ class WorkerRuntime {
   /** Stops taking, waits for in-flight jobs, then closes the long-polls. Idempotent. */
   stop(): Promise<void> {
     if (!this.stopped) {
-      this.log.info({ ...this.fields, inFlight: this.held.size }, 'worker stopping: finishing in-flight jobs');
+      // A worker refused at its start ran nothing: the refusal is its one word (done rejects).
+      if (!this.refusal) this.log.info({ ...this.fields, inFlight: this.held.size }, 'worker stopping: finishing in-flight jobs');
       this.stopTaking.abort();
       this.wakeSlotWaiters();
       this.stopped = this.drain();
@@ -124,7 +135,7 @@ class WorkerRuntime {
     while (this.running.size > 0) await Promise.all(this.running);
     this.shutdown.abort();
     await Promise.all(this.loops);
-    this.log.info(this.fields, 'worker stopped');
+    if (!this.refusal) this.log.info(this.fields, 'worker stopped');
   }
 
   private async takeLoop(): Promise<void> {
@@ -155,6 +166,7 @@ class WorkerRuntime {
       }
       if (res.status === 200 || res.status === 204) {
         backoff.reset();
+        this.accepted = true;
         // 204 ends a long-poll: poll again at once, unless the server is not holding polls.
         quickEmpties = res.status === 204 && Date.now() - startedAt < 200 ? quickEmpties + 1 : 0;
         if (res.status === 200) {
@@ -165,12 +177,33 @@ class WorkerRuntime {
         else if (quickEmpties > 1) await sleep(STOP_POLL_FLOOR_MS, signal);
       } else if (res.status === 429) {
         await sleep(res.retryAfterMs ?? TOO_MANY_REQUESTS_WAIT_MS, signal);
+      } else if (this.refusedAtStart(res)) {
+        // Nothing will change that answer (docs/worker-protocol.md, "Refusals at start").
+        this.refusal = refusalError(res, new URL(config.jobTakeUrl).origin);
+        this.stopTaking.abort();
       } else {
-        const level = res.status === 401 || res.status === 403 || res.status === 404 ? 'error' : 'warn';
+        const quiet = !this.accepted && isPermanentRefusal(res.status);
+        const level = quiet ? 'debug' : res.status === 401 || res.status === 403 || res.status === 404 ? 'error' : 'warn';
         log[level]({ ...this.fields, status: res.status, body: res.body.slice(0, 200) }, 'job-take refused; retrying');
-        await sleep(backoff.next(), signal);
+        await sleep(quiet ? 1_000 : backoff.next(), signal);
       }
     }
+  }
+
+  /**
+   * True once a refusal no retry can change (a 4xx but 408 and 429) has lasted
+   * START_REFUSAL_CONFIRM_MS without the server ever accepting this worker.
+   */
+  private refusedAtStart(res: { status: number }): boolean {
+    if (this.accepted || !isPermanentRefusal(res.status)) return false;
+    const now = Date.now();
+    this.refusedSince ??= now;
+    return now - this.refusedSince >= START_REFUSAL_CONFIRM_MS;
+  }
+
+  /** A refusal by a loop other than the take loop: logged unless it is the start refusal the take loop reports. */
+  private quietRefusal(status: number): boolean {
+    return !this.accepted && isPermanentRefusal(status);
   }
 
   private startJobs(jobs: WorkerJob[]): void {
@@ -238,7 +271,7 @@ class WorkerRuntime {
       } else if (res.status === 429) {
         await sleep(res.retryAfterMs ?? TOO_MANY_REQUESTS_WAIT_MS, signal);
       } else {
-        log.warn({ ...this.fields, status: res.status, body: res.body.slice(0, 200) }, 'job-stop poll refused; retrying');
+        if (!this.quietRefusal(res.status)) log.warn({ ...this.fields, status: res.status, body: res.body.slice(0, 200) }, 'job-stop poll refused; retrying');
         await sleep(backoff.next(), signal);
       }
     }
@@ -265,8 +298,9 @@ class WorkerRuntime {
       const url = withQuery(config.pingUrl, { job_id: jobIds || undefined, runpod_version: SDK_VERSION });
       try {
         const res = await http.get(url, config.pingIntervalMs * 2, signal);
-        if (res.status >= 300) log.warn({ ...this.fields, status: res.status }, 'ping refused');
-        else if (failing) log.info(this.fields, 'ping delivered again');
+        if (res.status < 300) this.accepted = true;
+        if (res.status >= 300 && !this.quietRefusal(res.status)) log.warn({ ...this.fields, status: res.status }, 'ping refused');
+        else if (res.status < 300 && failing) log.info(this.fields, 'ping delivered again');
         failing = res.status >= 300;
       } catch (err) {
         if (signal.aborted) break;

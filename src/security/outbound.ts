@@ -10,7 +10,8 @@ import { TtlCache } from '../util/ttl-cache.js';
  * (webhooks, a job's `s3Config.endpointUrl` in the image workers) may not reach loopback,
  * private, shared (CGNAT), link-local (169.254.169.254, the cloud metadata service),
  * unspecified, multicast or reserved addresses, IPv6 unique-local or IPv4-mapped/-compatible
- * addresses, unless the operator allows them with GANTRY_OUTBOUND_ALLOW (CIDRs, addresses or
+ * addresses, nor 6to4 (2002::/16) or Teredo (2001::/32) addresses whose embedded IPv4 address
+ * is any of those, unless the operator allows them with GANTRY_OUTBOUND_ALLOW (CIDRs, addresses or
  * host names). Names are checked after DNS resolution, every address of the answer, and again
  * when the connection is made (the lookup of the connection itself is guarded), so a name that
  * changes its answer between the check and the call is caught too. No redirect is followed.
@@ -52,6 +53,49 @@ function addSubnet(list: Ranges, cidr: string, what: string): void {
   else list.v4.addSubnet(address, prefix, 'ipv4');
 }
 
+/**
+ * The 16 bytes of an IPv6 address (`::` and a trailing dotted quad included), or undefined
+ * when `address` is not one.
+ *
+ * @example ipv6Bytes('2002:a00:1::')?.[2] === 0x0a
+ */
+export function ipv6Bytes(address: string): Uint8Array | undefined {
+  if (isIP(address) !== 6) return undefined;
+  let text = address.replace(/%.*$/, '');
+  const quad = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (quad) {
+    const [a, b, c, d] = quad.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, quad.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head = '', tail] = text.split('::');
+  const words = (part: string): number[] => (part === '' ? [] : part.split(':').map((w) => parseInt(w, 16)));
+  const front = words(head);
+  const back = tail === undefined ? [] : words(tail);
+  const all = [...front, ...Array<number>(8 - front.length - back.length).fill(0), ...back];
+  const bytes = new Uint8Array(16);
+  all.forEach((w, i) => {
+    bytes[2 * i] = w >> 8;
+    bytes[2 * i + 1] = w & 0xff;
+  });
+  return bytes;
+}
+
+/**
+ * The IPv4 addresses an IPv6 address carries and that packets to it reach: the one of a 6to4
+ * address (2002:AABB:CCDD::/48 → A.B.C.D), the server and the client of a Teredo address
+ * (2001:0000:SSSS:SSSS:…:CCCC:CCCC, the client's bits inverted). None for other addresses.
+ *
+ * @example embeddedIpv4('2002:7f00:1::1') // ['127.0.0.1']
+ */
+export function embeddedIpv4(address: string): string[] {
+  const b = ipv6Bytes(address);
+  if (!b) return [];
+  const v4 = (at: number, mask = 0): string => [0, 1, 2, 3].map((i) => (b[at + i]! ^ mask) & 0xff).join('.');
+  if (b[0] === 0x20 && b[1] === 0x02) return [v4(2)];
+  if (b[0] === 0x20 && b[1] === 0x01 && b[2] === 0 && b[3] === 0) return [v4(4), v4(12, 0xff)];
+  return [];
+}
+
 /** `::ffff:a.b.c.d` as `a.b.c.d`, for the allow list; anything else unchanged. */
 function unmapped(address: string): string {
   const m = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
@@ -86,7 +130,9 @@ export function createOutboundPolicy(allow: readonly string[]): OutboundPolicy {
       if (hosts.has(name) || suffixes.some((s) => name.endsWith(s))) return true;
       const plain = unmapped(address);
       if (inRanges(allowed, plain)) return true;
-      return isIP(address) !== 0 && !inRanges(refused, address);
+      if (isIP(address) === 0 || inRanges(refused, address)) return false;
+      // A 6to4 or Teredo address is reached through the IPv4 address inside it: that one is checked too.
+      return embeddedIpv4(address).every((v4) => inRanges(allowed, v4) || !inRanges(refused, v4));
     },
   };
 }
@@ -108,17 +154,23 @@ function resolveAll(host: string): Promise<LookupAddress[]> {
 }
 
 /** Verdicts of recent submit-time checks, per policy and URL host: a burst of jobs with one webhook resolves it once. */
-const verdictsOf = new WeakMap<OutboundPolicy, TtlCache<string, boolean>>();
+const verdictsOf = new WeakMap<OutboundPolicy, TtlCache<string, Verdict>>();
 
-function verdictCache(policy: OutboundPolicy): TtlCache<string, boolean> {
+/** A submit-time check's answer: allowed, refused by the policy, or a name that does not resolve. */
+type Verdict = 'allowed' | 'refused' | 'unresolved';
+
+/** Why a name that does not resolve is refused (not the policy: a typo or a name only another network knows). */
+const UNRESOLVED = 'names a host that does not resolve from the gateway (a webhook is called by the gateway, so its host must resolve here)';
+
+function verdictCache(policy: OutboundPolicy): TtlCache<string, Verdict> {
   let cache = verdictsOf.get(policy);
-  if (!cache) verdictsOf.set(policy, (cache = new TtlCache<string, boolean>({ ttlMs: 30_000, maxEntries: 10_000 })));
+  if (!cache) verdictsOf.set(policy, (cache = new TtlCache<string, Verdict>({ ttlMs: 30_000, maxEntries: 10_000 })));
   return cache;
 }
 
 /**
  * Checks a URL a client gave (`field` names it in the 400): its host, or every address its
- * name resolves to, must be allowed. A name that does not resolve is refused too.
+ * name resolves to, must be allowed. A name that does not resolve is refused too, saying so.
  *
  * @example await checkOutboundUrl(policy, body.webhook, 'webhook'); // throws 400 naming webhook
  */
@@ -126,22 +178,25 @@ export async function checkOutboundUrl(policy: OutboundPolicy, url: string, fiel
   const host = new URL(url).hostname.replace(/^\[(.*)\]$/, '$1');
   const verdicts = verdictCache(policy);
   const cached = verdicts.get(host, now);
-  let ok = cached?.value;
-  if (ok === undefined) {
-    ok = isIP(host) !== 0 ? policy.allows(host, host) : await resolvedAllowed(policy, host);
-    verdicts.set(host, ok, now);
+  let verdict = cached?.value;
+  if (verdict === undefined) {
+    verdict = isIP(host) !== 0 ? (policy.allows(host, host) ? 'allowed' : 'refused') : await resolvedVerdict(policy, host);
+    verdicts.set(host, verdict, now);
   }
-  if (!ok) throw invalidParameter(field, REFUSAL);
+  if (verdict === 'refused') throw invalidParameter(field, REFUSAL);
+  if (verdict === 'unresolved') throw invalidParameter(field, UNRESOLVED);
 }
 
-async function resolvedAllowed(policy: OutboundPolicy, host: string): Promise<boolean> {
-  if (policy.allows('', host)) return true;
+async function resolvedVerdict(policy: OutboundPolicy, host: string): Promise<Verdict> {
+  if (policy.allows('', host)) return 'allowed';
+  let addresses: LookupAddress[];
   try {
-    const addresses = await resolveAll(host);
-    return addresses.length > 0 && addresses.every((a) => policy.allows(a.address, host));
+    addresses = await resolveAll(host);
   } catch {
-    return false;
+    return 'unresolved';
   }
+  if (addresses.length === 0) return 'unresolved';
+  return addresses.every((a) => policy.allows(a.address, host)) ? 'allowed' : 'refused';
 }
 
 /**

@@ -28,11 +28,14 @@ export interface RegistryLogin {
 export interface RegistryCredentials {
   create(body: unknown): Promise<{ id: string; name: string }>;
   list(): Promise<RegistryCredentialView[]>;
-  /** False when there is no such credential; 409 REGISTRY_CREDENTIAL_IN_USE while an endpoint names it. */
-  remove(id: string): Promise<boolean>;
+  /** Deletes a credential, unless there is none or endpoints still name it (the HTTP layer answers 404 and 409). */
+  remove(id: string): Promise<CredentialRemoval>;
   /** The login of a credential for a pull; undefined when it was deleted. */
   login(id: string): Promise<RegistryLogin | undefined>;
 }
+
+/** What deleting a credential came to: deleted, not there, or still named by `endpoints`. */
+export type CredentialRemoval = { ok: true } | { ok: false; reason: 'not-found' } | { ok: false; reason: 'in-use'; endpoints: string[] };
 
 /** What the registry credential service uses. */
 export interface RegistryCredentialDeps {
@@ -42,7 +45,8 @@ export interface RegistryCredentialDeps {
 }
 
 /** Sizes a registry login may have: tokens (GitHub, GitLab, cloud registries) run to a few KiB. */
-const LIMITS = { name: 128, username: 256, password: 8_192 } as const;
+export const REGISTRY_CREDENTIAL_LIMITS = { name: 128, username: 256, password: 8_192 } as const;
+const LIMITS = REGISTRY_CREDENTIAL_LIMITS;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
@@ -74,10 +78,10 @@ export function createRegistryCredentials(deps: RegistryCredentialDeps): Registr
       return (await store.listRegistryCredentials()).map(view);
     },
     async remove(id) {
-      if (!(await store.getRegistryCredential(id))) return false;
+      if (!(await store.getRegistryCredential(id))) return { ok: false, reason: 'not-found' };
       const users = (await store.listEndpoints()).filter((e) => e.workerJson !== null && (JSON.parse(e.workerJson) as { registryCredentials?: string }).registryCredentials === id).map((e) => e.id);
-      if (users.length > 0) throw new AppError('REGISTRY_CREDENTIAL_IN_USE', `Registry credential ${id} is named by endpoint${users.length > 1 ? 's' : ''} ${users.join(', ')}: change their worker.registryCredentials first`, { id, endpoints: users });
-      return store.deleteRegistryCredential(id);
+      if (users.length > 0) return { ok: false, reason: 'in-use', endpoints: users };
+      return (await store.deleteRegistryCredential(id)) ? { ok: true } : { ok: false, reason: 'not-found' };
     },
     async login(id) {
       const c = await store.getRegistryCredential(id);

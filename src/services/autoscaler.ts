@@ -12,16 +12,29 @@ import type { JobStore, WorkerStore } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
 import { periodic, type Periodic } from '../util/periodic.js';
 import type { EndpointRecord } from '../model/records.js';
+import { isContainerWorker } from '../jobs/endpoint-settings.js';
+import { allocate, type EndpointAllocation, type EndpointDemand } from './allocator.js';
 import { PoolSet } from './pool-set.js';
 import type { WorkerMeters } from '../pool/worker-meters.js';
 import { planScale } from './scale-policy.js';
+
+/** One endpoint's part of a pass: its pool, what its scaler wants, and what the allocator is asked. */
+interface Planned {
+  pool: WorkerPool;
+  endpoint: EndpointRecord;
+  /** New workers wanted (planScale's start, and replacements of a rolled pool). */
+  fresh: number;
+  /** Its workers already waiting for room. */
+  waiting: number;
+  demand: EndpointDemand;
+}
 
 /** What the autoscaler uses. */
 export interface AutoscalerDeps {
   store: Pick<JobStore, 'queueStats'> & Pick<WorkerStore, 'listWorkers'>;
   endpoints: Pick<EndpointService, 'list'>;
   keys: Pick<KeyService, 'create' | 'revoke' | 'revokeNamed'>;
-  transitions: Pick<JobTransitions, 'releaseWorkers'>;
+  transitions: Pick<JobTransitions, 'releaseWorkers' | 'preempt'>;
   notifier: Pick<Notifier, 'subscribe' | 'publish'>;
   /** How workers are started: local processes, or containers for endpoints that name an image (src/pool). */
   driver: WorkerDriver;
@@ -41,7 +54,8 @@ export interface AutoscalerDeps {
 /**
  * The autoscaler (docs/scaling.md): for every endpoint with worker settings (its `worker`
  * command or image, or a feature's built-in worker) it keeps a pool of workers sized by
- * planScale. It runs every `autoscalerIntervalMs`, and at once when an endpoint changes, when a
+ * planScale, and each pass one allocator (allocator.ts) decides across all endpoints who gets
+ * the fleet's GPUs: starts, reclaimed and preempted workers, and who waits. It runs every `autoscalerIntervalMs`, and at once when an endpoint changes, when a
  * job arrives at an endpoint with no worker, and when a worker exits. A singleton: with several
  * gateways only the leader runs it. `view` answers for its pools while it runs.
  */
@@ -167,36 +181,85 @@ class Scaler implements Autoscaler {
     });
   }
 
-  private async scaleEndpoint(pool: WorkerPool, endpoint: EndpointRecord, settings: WorkerSettings): Promise<void> {
+  /** Reads the endpoint's queue and workers, applies its scale-down, and says what it wants of the fleet. */
+  private async plan(pool: WorkerPool, endpoint: EndpointRecord, settings: WorkerSettings): Promise<Planned | null> {
     const retired = pool.configure(settings);
     const now = this.deps.clock.now();
     const [stats, rows] = await Promise.all([this.deps.store.queueStats({ endpointId: endpoint.id, now }), this.deps.store.listWorkers(endpoint.id)]);
-    if (!this.active) return;
+    if (!this.active) return null;
     pool.observe(stats, rows, now);
-    const workers = pool.active();
-    const plan = planScale({ endpoint, stats, now, workers });
+    const plan = planScale({ endpoint, stats, now, workers: pool.active() });
     pool.setThrottled(plan.throttled);
     for (const id of plan.stop) pool.stop(id, `scaled down (idle for ${endpoint.idleTimeout} s or over workersMax)`);
+    let workers = pool.active();
+    // Waiting for a GPU with no job left to run: beyond workersMin they go at once.
+    const running = workers.filter((w) => !w.waiting).length;
+    if (stats.inQueueNormal === 0) {
+      for (const w of workers.filter((x) => x.waiting).slice(Math.max(0, endpoint.workersMin - running))) pool.stop(w.id, 'no job waits for it any more');
+      workers = pool.active();
+    }
     // A rolled pool gets as many new workers as old ones were running.
-    const replace = Math.max(0, Math.min(retired, endpoint.workersMax) - workers.length - plan.start);
-    pool.start(plan.start + replace);
+    const fresh = plan.start + Math.max(0, Math.min(retired, endpoint.workersMax) - workers.length - plan.start);
+    const waiting = workers.filter((w) => w.waiting).length;
+    // Exact device ids are not the allocator's to give: the driver places those as asked.
+    const gpus = isContainerWorker(settings) && typeof settings.gpus === 'number' ? settings.gpus : 0;
+    const demand: EndpointDemand = {
+      id: endpoint.id,
+      priority: endpoint.priority,
+      shareWeight: endpoint.shareWeight,
+      preemptible: endpoint.preemptible,
+      workersMin: endpoint.workersMin,
+      gpus,
+      ...(isContainerWorker(settings) ? { image: settings.image, ...(settings.gpuTypes ? { gpuTypes: settings.gpuTypes } : {}) } : {}),
+      workers: workers.filter((w) => !w.waiting).map((w) => ({ id: w.id, busy: w.busy, starting: w.starting })),
+      want: fresh + waiting,
+      waitingSince: stats.oldestNormalQueuedAt,
+    };
+    return { pool, endpoint, fresh, waiting, demand };
+  }
+
+  /** Carries out the allocator's decision for one endpoint: stops for others, preemptions, starts, and who waits. */
+  private async apply(p: Planned, a: EndpointAllocation): Promise<void> {
+    const { pool } = p;
+    for (const order of a.reclaim) pool.stop(order.workerId, order.why);
+    for (const order of a.preempt) {
+      // Requeued (uncounted) and named in the worker's job-stop before its SIGTERM, which answers that poll.
+      const requeued = await this.deps.transitions.preempt(order.workerId);
+      this.deps.logger.warn({ endpointId: p.endpoint.id, workerId: order.workerId, jobs: requeued.map((j) => j.id), why: order.why }, 'pool worker preempted');
+      pool.stop(order.workerId, order.why);
+    }
+    const now = this.deps.clock.now();
+    pool.launchWaiting(Math.min(a.start, p.waiting), now);
+    const fresh = Math.max(0, a.start - p.waiting);
+    pool.start(fresh);
+    pool.hold(p.fresh - fresh, a.reason ?? 'waiting for room');
     pool.restartDue(now);
   }
 
   private async pass(): Promise<void> {
     await this.cleanedUp;
     const wanted = new Set<string>();
+    const planned: Planned[] = [];
     for (const endpoint of await this.deps.endpoints.list()) {
       const settings = workerSettingsOf(endpoint, this.deps.builtIns);
       if (settings === null || !this.active) continue;
       wanted.add(endpoint.id);
-      const pool = this.pools.ensure(endpoint.id);
       try {
-        await this.scaleEndpoint(pool, endpoint, settings);
+        const p = await this.plan(this.pools.ensure(endpoint.id), endpoint, settings);
+        if (p) planned.push(p);
       } catch (err) {
         this.deps.logger.error({ err, endpointId: endpoint.id }, 'autoscaler pass failed for an endpoint');
       }
     }
-    if (this.active) this.pools.closeOthers(wanted);
+    if (!this.active) return;
+    const decided = allocate({ now: this.deps.clock.now(), hosts: this.deps.driver.loads?.() ?? [], endpoints: planned.map((p) => p.demand) });
+    for (const p of planned) {
+      try {
+        await this.apply(p, decided.get(p.endpoint.id)!);
+      } catch (err) {
+        this.deps.logger.error({ err, endpointId: p.endpoint.id }, 'autoscaler pass failed for an endpoint');
+      }
+    }
+    this.pools.closeOthers(wanted);
   }
 }

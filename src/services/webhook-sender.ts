@@ -6,7 +6,7 @@ import { renderJob } from '../jobs/job-view.js';
 import type { Notifier } from '../model/events.js';
 import { AppError } from '../model/errors.js';
 import { checkOutboundUrl, createOutboundFetch, createOutboundPolicy, OutboundRefusedError, type OutboundPolicy } from '../security/outbound.js';
-import type { SecretBox } from '../security/secret-box.js';
+import { openIfSealed, type SecretBox } from '../security/secret-box.js';
 import type { JobStore } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
 import { periodic, type Periodic } from '../util/periodic.js';
@@ -21,6 +21,19 @@ const POLL_MS = 1_000;
  * in the store, unleased, so receivers that never answer cannot pile up sockets.
  */
 export const WEBHOOK_CONCURRENCY = 32;
+/**
+ * Most deliveries of one key's jobs in flight at once (half the pool): a key whose receiver
+ * never answers holds at most these, and the other keys' deliveries start at once in the rest
+ * (docs/security.md, "Shared limits").
+ */
+export const WEBHOOK_KEY_SHARE = WEBHOOK_CONCURRENCY / 2;
+/** Reads of due deliveries one pass makes at most when it leaves some for their key's share. */
+const READS_A_PASS = 4;
+
+/** The key a job's deliveries are counted under ('' for jobs without one). */
+function keyOf(job: JobRecord): string {
+  return job.keyId ?? '';
+}
 
 /**
  * Webhook sender: POSTs the job object (what GET /status returns) to the job's `webhook` URL
@@ -104,6 +117,8 @@ class Sender implements WebhookSender {
   private stopped = true;
   private unsubscribe: (() => void) | undefined;
   private readonly inFlight = new Set<Promise<void>>();
+  /** Deliveries in flight per key (keyOf); a key leaves the map when its last one ends. */
+  private readonly inFlightByKey = new Map<string, number>();
   /** True when the last pass left due deliveries for want of room: the next delivery to end starts a pass. */
   private capped = false;
   private readonly fetch: typeof fetch;
@@ -116,28 +131,55 @@ class Sender implements WebhookSender {
     this.loop = periodic({ name: 'webhook', everyMs: POLL_MS, pass: async () => (await this.runOnce()) === BATCH, logger: deps.logger, clock: deps.clock, runAtStart: true });
   }
 
+  /**
+   * Leases and starts due deliveries while there is room, no key past WEBHOOK_KEY_SHARE: the
+   * keys at their share are left out of the read, and a read that brings more of one key than
+   * its share leaves the rest due (unleased) and reads again without that key.
+   */
   async runOnce(): Promise<number> {
     const { store, clock, config } = this.deps;
-    const room = Math.min(BATCH, WEBHOOK_CONCURRENCY - this.inFlight.size);
-    this.capped = room < BATCH;
-    if (room <= 0) return 0;
-    const due = await store.dueWebhooks({ now: clock.now(), limit: room });
-    for (const job of due) {
-      // Lease: nobody else picks it up while this call may still be running.
-      await store.markWebhook({ id: job.id, attempts: job.webhookAttempts, nextAt: clock.now() + config.webhookTimeoutMs + 5_000 });
-      const p: Promise<void> = this.deliver(job)
-        .catch((err: unknown) => this.deps.logger.error({ err, jobId: job.id }, 'webhook bookkeeping failed'))
-        .finally(() => {
-          this.inFlight.delete(p);
-          if (this.capped && !this.stopped) {
-            this.capped = false;
-            this.loop.kick();
-          }
-        });
-      this.inFlight.add(p);
+    let started = 0;
+    let leftForShare = false;
+    for (let read = 0; read < READS_A_PASS; read++) {
+      const room = Math.min(BATCH - started, WEBHOOK_CONCURRENCY - this.inFlight.size);
+      if (room <= 0) break;
+      const full = [...this.inFlightByKey].filter(([, n]) => n >= WEBHOOK_KEY_SHARE).map(([key]) => key);
+      const due = await store.dueWebhooks({ now: clock.now(), limit: room, skipKeys: full });
+      leftForShare = false;
+      for (const job of due) {
+        const key = keyOf(job);
+        const held = this.inFlightByKey.get(key) ?? 0;
+        if (held >= WEBHOOK_KEY_SHARE) {
+          leftForShare = true;
+          continue;
+        }
+        // Lease: nobody else picks it up while this call may still be running.
+        await store.markWebhook({ id: job.id, attempts: job.webhookAttempts, nextAt: clock.now() + config.webhookTimeoutMs + 5_000 });
+        this.inFlightByKey.set(key, held + 1);
+        const p: Promise<void> = this.deliver(job)
+          .catch((err: unknown) => this.deps.logger.error({ err, jobId: job.id }, 'webhook bookkeeping failed'))
+          .finally(() => {
+            this.inFlight.delete(p);
+            const left = (this.inFlightByKey.get(key) ?? 1) - 1;
+            if (left > 0) this.inFlightByKey.set(key, left);
+            else this.inFlightByKey.delete(key);
+            if (this.capped && !this.stopped) {
+              this.capped = false;
+              this.loop.kick();
+            }
+          });
+        this.inFlight.add(p);
+        started++;
+      }
+      if (!leftForShare) {
+        // A read shorter than the room: nothing more is due now.
+        this.capped = due.length >= room;
+        break;
+      }
     }
-    if (due.length < room) this.capped = false;
-    return due.length;
+    // Due deliveries left for want of room (or of their key's share) start when one ends.
+    if (leftForShare || this.inFlight.size >= WEBHOOK_CONCURRENCY) this.capped = true;
+    return started;
   }
 
   start(): void {
@@ -164,8 +206,9 @@ class Sender implements WebhookSender {
     let error: string | null = null;
     try {
       // Checked again at send time: the policy may have changed since the job was submitted.
-      await checkOutboundUrl(this.outbound, job.webhook ?? '', 'webhook', clock.now());
-      httpStatus = await this.post(job);
+      const url = openIfSealed(this.deps.secrets, job.webhook ?? '');
+      await checkOutboundUrl(this.outbound, url, 'webhook', clock.now());
+      httpStatus = await this.post(job, url);
     } catch (err) {
       error = webhookErrorClass(err);
     }
@@ -182,14 +225,14 @@ class Sender implements WebhookSender {
   }
 
   /** POSTs the job object to its webhook (signed when the endpoint has a secret); returns the HTTP status. */
-  private async post(job: JobRecord): Promise<number> {
+  private async post(job: JobRecord, url: string): Promise<number> {
     const body = renderJob(job);
     // One id per delivery of one outcome: the same across its attempts, new after a retry of the job.
     const id = `${job.id}.${job.retries}`;
     const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'gantry-webhook', 'webhook-id': id };
     const sealed = (await this.deps.endpoints.get(job.endpointId))?.webhookSecret ?? null;
     if (sealed !== null) Object.assign(headers, signWebhook(this.deps.secrets.open(sealed), id, Math.floor(this.deps.clock.now() / 1000), body));
-    const response = await this.fetch(job.webhook ?? '', {
+    const response = await this.fetch(url, {
       method: 'POST',
       headers,
       body,

@@ -36,6 +36,7 @@ const JOB_COLUMN_TABLE = {
   webhookAttempts: ['webhook_attempts', 'int'],
   webhookNextAt: ['webhook_next_at', 'bigint'],
   inputBytes: ['input_bytes', 'bigint'],
+  preemptions: ['preemptions', 'int'],
 } as const satisfies { readonly [F in keyof JobRecord]: readonly [string, JobColumnPgType] };
 
 const FIELDS = Object.keys(JOB_COLUMN_TABLE) as (keyof JobRecord)[];
@@ -121,5 +122,6 @@ export function toJob(r: unknown[]): JobRecord {
     webhookAttempts: r[COL.webhookAttempts] as JobRecord['webhookAttempts'],
     webhookNextAt: r[COL.webhookNextAt] as JobRecord['webhookNextAt'],
     inputBytes: r[COL.inputBytes] as JobRecord['inputBytes'],
+    preemptions: r[COL.preemptions] as JobRecord['preemptions'],
   };
 }

@@ -33,6 +33,7 @@ export function tallyJobCounts(rows: CountRow[]): JobCounts {
 export interface QueuedRow {
   n: number;
   normal: number;
+  bytes: number | string | null;
   oldest: number | null;
 }
 
@@ -57,6 +58,7 @@ export function toQueueStats(queued: QueuedRow | undefined, held: HeldRow[]): Qu
   }
   return {
     inQueue: Number(queued?.n ?? 0),
+    inQueueBytes: Number(queued?.bytes ?? 0),
     inQueueNormal: Number(queued?.normal ?? 0),
     oldestNormalQueuedAt: queued?.oldest ?? null,
     inProgress,

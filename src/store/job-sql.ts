@@ -37,12 +37,34 @@ export function finishedColumns(now: string): string {
  * The columns of a requeued job (store.requeueJobs), the one place they are written for every
  * backend and every cause: back to IN_QUEUE without a worker, its run's start and progress
  * output; `queued_at` untouched, so delayTime and queue order count from the submit or the last
- * retry; the queue deadline restored to `queued_at + ttl_ms`. `counted` is an SQL boolean
- * expression: true keeps the hand-out in `attempts`, false takes it back.
+ * retry; the queue deadline restored to `queued_at + ttl_ms`; the stream's byte count and cut
+ * reset (the caller deletes the abandoned run's chunks in the same write). `counted` is an SQL
+ * boolean expression: true keeps the hand-out in `attempts`, false takes it back; `preempted`
+ * (an SQL boolean too) adds one to `preemptions` (the allocator took the worker away).
  *
- * @example `UPDATE jobs SET ${requeuedColumns('$3')} WHERE worker_id = $1`
+ * @example `UPDATE jobs SET ${requeuedColumns('$3', '$6')} WHERE worker_id = $1`
  */
-export function requeuedColumns(counted: string): string {
+export function requeuedColumns(counted: string, preempted: string): string {
   return `status = 'IN_QUEUE', worker_id = NULL, started_at = NULL, output_json = NULL,
-  deadline_at = queued_at + ttl_ms, attempts = CASE WHEN ${counted} THEN attempts ELSE attempts - 1 END`;
+  deadline_at = queued_at + ttl_ms, attempts = CASE WHEN ${counted} THEN attempts ELSE attempts - 1 END,
+  preemptions = CASE WHEN ${preempted} THEN preemptions + 1 ELSE preemptions END,
+  stream_bytes = 0, stream_cut = 0`;
+}
+
+/**
+ * A queued job's place in its endpoint's queue (`fair_at`, docs/scaling.md "Dispatch order"),
+ * for a job of endpoint `endpoint` and key `key` (SQL expressions) queued at `queuedAt`: one
+ * past the key's newest queued job; for a key with nothing queued, its `queuedAt`, or the
+ * queue's head (the smallest place queued: the job goes in right behind it) when that is
+ * earlier. Claims take the smallest place first (ties in insertion order), so each key's jobs
+ * keep their order, keys take turns (a key with 10,000 queued takes one place in each round),
+ * and an endpoint used by one key stays FIFO. Both lookups are one seek of a partial index
+ * (jobs_fair, jobs_claim). `jobs` is aliased `q` here, so `endpoint`/`key` may name the outer row.
+ * @example `INSERT INTO jobs (…, fair_at) VALUES (…, ${fairPlace('sqlite', '?', '?', '?')})`
+ */
+export function fairPlace(dialect: 'sqlite' | 'postgres', endpoint: string, key: string, queuedAt: string): string {
+  const least = dialect === 'sqlite' ? 'MIN' : 'LEAST';
+  return `COALESCE(
+    (SELECT MAX(q.fair_at) + 1 FROM jobs q WHERE q.endpoint_id = ${endpoint} AND COALESCE(q.key_id, '') = COALESCE(${key}, '') AND q.status = 'IN_QUEUE'),
+    ${least}(COALESCE((SELECT MIN(q.fair_at) FROM jobs q WHERE q.endpoint_id = ${endpoint} AND q.status = 'IN_QUEUE'), ${queuedAt}), ${queuedAt}))`;
 }

@@ -103,3 +103,17 @@ export function schemaDumpHeader(backend: 'sqlite' | 'postgres', applied: { vers
     `-- migrations: ${applied.map((m) => `${String(m.version).padStart(4, '0')}_${m.name}`).join(', ')}`,
   ].join('\n');
 }
+
+let cachedSchemaVersion: number | undefined;
+
+/**
+ * The schema version this code migrates to (the number of its migrations, the same for every
+ * backend). A running gateway's database is at exactly this version: a start migrates an
+ * older one forward and refuses a newer one.
+ *
+ * @example codeSchemaVersion() // 11
+ */
+export function codeSchemaVersion(): number {
+  cachedSchemaVersion ??= listMigrations(migrationsDir('sqlite')).length;
+  return cachedSchemaVersion;
+}

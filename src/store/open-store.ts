@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { GantryConfig } from '../config/config.js';
+import { systemClock } from '../util/clock.js';
 import { openPostgresStore } from './postgres/postgres-store.js';
 import { openSqliteStore } from './sqlite/sqlite-store.js';
 import type { OpenedStore } from './store.js';
@@ -22,6 +23,7 @@ export function openStore(config: GantryConfig, env: NodeJS.ProcessEnv, logger: 
       file: join(config.dataDir, 'gantry.db'),
       backgroundCheckpoint: true,
       walLimitBytes: config.sqliteWalLimitMb * 1024 * 1024,
+      upkeep: { logger, clock: systemClock },
     });
   }
   if (!/^postgres(ql)?:\/\//.test(url)) {

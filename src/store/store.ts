@@ -121,10 +121,14 @@ export interface JobStore {
    * and queue order still count from the submit or the last retry; the queue deadline back to
    * queuedAt + ttlMs. `counted`: the hand-out stays counted in `attempts`, and a job that has had
    * maxAttempts hand-outs ends FAILED with `error` instead (`{attempts}` in it replaced by its
-   * count; finished as finishJob). Not counted: attempts − 1, the hand-out did not happen. The
-   * job's stream chunks stay, tagged with the run that sent them.
+   * count; finished as finishJob). Not counted: attempts − 1, the hand-out did not happen.
+   * `preempted` (with counted false): preemptions + 1, the allocator stopped the worker for a
+   * higher priority (docs/scaling.md). A requeued job's buffered stream chunks are deleted and
+   * its stream byte count and cut are reset: the abandoned run's output is void, and the next
+   * run streams from its start under its own number (StreamChunk.attempt), so readers never get
+   * two runs spliced together. A job ended FAILED keeps its chunks for its readers.
    */
-  requeueJobs(args: { workerIds: string[]; ids?: string[]; counted: boolean; error: string; now: number }): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }>;
+  requeueJobs(args: { workerIds: string[]; ids?: string[]; counted: boolean; preempted?: boolean; error: string; now: number }): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }>;
 
   /**
    * Deletes up to `limit` terminal jobs with expiresAt <= now and no webhook delivery pending,
@@ -145,7 +149,8 @@ export interface JobStore {
    * refuses them. The first refusal of a run cuts that run's stream: a marker chunk '' is
    * appended in their place and every later post of the run is refused as well, so readers
    * get a prefix of the run's stream and a sign that it was cut, never a stream with a gap.
-   * The job's undelivered byte count is kept beside it: the check reads one column.
+   * The job's undelivered byte count is kept beside it: the check reads one column. Every
+   * chunk (and marker) is tagged with the job's `attempts`: the run that posted it.
    */
   appendStream(args: { id: string; workerId: string; endpointId?: string; chunks: string[]; bytes: number; maxBytes: number }): Promise<'appended' | 'not-held' | 'full'>;
 
@@ -188,8 +193,12 @@ export interface JobStore {
   /** Status and holder of the given jobs (ids that no longer exist are left out). */
   jobStates(ids: string[]): Promise<{ id: string; status: JobStatus; workerId: string | null }[]>;
 
-  /** Terminal jobs whose webhook delivery is due (webhookNextAt <= now), oldest first. */
-  dueWebhooks(args: { now: number; limit: number }): Promise<JobRecord[]>;
+  /**
+   * Terminal jobs whose webhook delivery is due (webhookNextAt <= now), oldest first; those of
+   * the keys in `skipKeys` (key ids, '' for jobs without a key) left out: the webhook sender's
+   * keys at their share of the connections (webhook-sender.ts).
+   */
+  dueWebhooks(args: { now: number; limit: number; skipKeys?: string[] }): Promise<JobRecord[]>;
 
   /**
    * Sets the job's delivery state: `attempts` made, the next one due at `nextAt` (null: done,
@@ -209,6 +218,8 @@ export interface StreamChunk {
   seq: number;
   /** JSON text; '' is the marker where the byte cap cut the run's stream. */
   chunk: string;
+  /** The run that posted it: the job's `attempts` then (docs/api.md, "A job that runs again"). */
+  attempt: number;
 }
 
 /** A job that holds an idempotency key, and the digest of the request that made it. */

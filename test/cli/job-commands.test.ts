@@ -2,7 +2,7 @@
 // run as the built CLI against a real gateway with real worker processes.
 import { spawnSync } from 'node:child_process';
 import { spawnOwned } from '../helpers/processes.js';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -165,13 +165,14 @@ describe('gantry stream / cancel / retry / purge / health / usage', () => {
 });
 
 describe('help and version', () => {
-  it('--version prints the package version', async () => {
+  it('--version prints the package version and the schema version (the number of migrations)', async () => {
     const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
-    expect(await cli(['--version'])).toMatchObject({ code: 0, stdout: `${pkg.version}\n` });
+    const migrations = readdirSync(new URL('../../migrations/sqlite/', import.meta.url)).filter((f) => f.endsWith('.sql')).length;
+    expect(await cli(['--version'])).toMatchObject({ code: 0, stdout: `gantry ${pkg.version} (schema version ${migrations})\n` });
   });
 
   it('--help lists every command; each command shows the server ranges of its options', async () => {
-    const names = ['serve', 'worker', 'keys', 'endpoints', 'run', 'runsync', 'status', 'stream', 'cancel', 'retry', 'purge', 'health', 'usage'];
+    const names = ['serve', 'worker', 'keys', 'endpoints', 'run', 'runsync', 'status', 'stream', 'cancel', 'retry', 'purge', 'health', 'usage', 'backup', 'restore'];
     const main = await cli(['--help']);
     expect(main.code).toBe(0);
     for (const name of names) expect(main.stdout).toMatch(new RegExp(`^  ${name}\\b`, 'm'));

@@ -109,9 +109,9 @@ describe('postgres store', () => {
          ORDER BY ordinal_position`,
       )
     ).rows.map((row) => row.column_name);
-    // In the order their migrations added them: idempotency (0008), stream (0009), input_bytes (0010), preemptions (0011).
+    // In the order their migrations added them: idempotency (0008), stream (0009), input_bytes (0010), preemptions (0011), fair_at (0013).
     const jobColumns = JOB_COLUMNS.split(', ').filter((c) => c !== 'input_bytes' && c !== 'preemptions');
-    expect(columns.filter((column) => column !== 'seq').join(', ')).toBe([...jobColumns, ...IDEMPOTENCY_COLUMNS, ...JOB_STREAM_COLUMNS.postgres, 'input_bytes', 'preemptions'].join(', '));
+    expect(columns.filter((column) => column !== 'seq').join(', ')).toBe([...jobColumns, ...IDEMPOTENCY_COLUMNS, ...JOB_STREAM_COLUMNS.postgres, 'input_bytes', 'preemptions', 'fair_at'].join(', '));
     expect(columns).toContain('seq');
   });
 
@@ -165,11 +165,17 @@ describe('postgres store', () => {
     const plan = (
       await raw.query<{ 'QUERY PLAN': string }>(
         `EXPLAIN SELECT id FROM jobs WHERE endpoint_id = 'ep3' AND status = 'IN_QUEUE' AND deadline_at > 0
-         ORDER BY queued_at, seq LIMIT 5 FOR UPDATE SKIP LOCKED`,
+         ORDER BY fair_at, seq LIMIT 5 FOR UPDATE SKIP LOCKED`,
       )
     ).rows
       .map((r) => r['QUERY PLAN'])
       .join('\n');
     expect(plan).toMatch(/jobs_claim/);
+    expect(plan).not.toMatch(/Sort/);
+    // The queue place of an insert (fairPlace): two index seeks, no scan of the queue.
+    const explain = async (sql: string): Promise<string> =>
+      (await raw.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`)).rows.map((r) => r['QUERY PLAN']).join('\n');
+    expect(await explain(`SELECT MAX(q.fair_at) + 1 FROM jobs q WHERE q.endpoint_id = 'ep3' AND COALESCE(q.key_id, '') = COALESCE('k', '') AND q.status = 'IN_QUEUE'`)).toMatch(/jobs_fair/);
+    expect(await explain(`SELECT MIN(q.fair_at) FROM jobs q WHERE q.endpoint_id = 'ep3' AND q.status = 'IN_QUEUE'`)).toMatch(/jobs_claim/);
   });
 });

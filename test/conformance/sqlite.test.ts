@@ -87,9 +87,9 @@ describe('sqlite store', () => {
     const raw = new Database(db.file, { readonly: true });
     try {
       const columns = (raw.pragma('table_info(jobs)') as { name: string }[]).map((c) => c.name);
-      // In the order their migrations added them: idempotency (0008), stream (0009), input_bytes (0010), preemptions (0011).
+      // In the order their migrations added them: idempotency (0008), stream (0009), input_bytes (0010), preemptions (0011), fair_at (0013).
       const jobColumns = JOB_COLUMNS.split(', ').filter((c) => c !== 'input_bytes' && c !== 'preemptions');
-      expect(columns.join(', ')).toBe([...jobColumns, ...IDEMPOTENCY_COLUMNS, ...JOB_STREAM_COLUMNS.sqlite, 'input_bytes', 'preemptions'].join(', '));
+      expect(columns.join(', ')).toBe([...jobColumns, ...IDEMPOTENCY_COLUMNS, ...JOB_STREAM_COLUMNS.sqlite, 'input_bytes', 'preemptions', 'fair_at'].join(', '));
     } finally {
       raw.close();
     }
@@ -196,8 +196,13 @@ describe('sqlite store', () => {
     try {
       const plan = (sql: string): string =>
         (raw.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[]).map((r) => r.detail).join('\n');
-      expect(plan(`SELECT id FROM jobs WHERE endpoint_id = 'ep' AND status = 'IN_QUEUE' AND +deadline_at > 0
-        ORDER BY queued_at, rowid LIMIT 5`)).toMatch(/jobs_claim/);
+      const claim = plan(`SELECT id FROM jobs WHERE endpoint_id = 'ep' AND status = 'IN_QUEUE' AND +deadline_at > 0
+        ORDER BY fair_at, rowid LIMIT 5`);
+      expect(claim).toMatch(/jobs_claim/);
+      expect(claim).not.toMatch(/TEMP B-TREE FOR ORDER BY/);
+      // The queue place of an insert (fairPlace): two seeks, no scan of the queue.
+      expect(plan(`SELECT MAX(q.fair_at) + 1 FROM jobs q WHERE q.endpoint_id = 'ep' AND COALESCE(q.key_id, '') = COALESCE('k', '') AND q.status = 'IN_QUEUE'`)).toMatch(/jobs_fair/);
+      expect(plan(`SELECT MIN(q.fair_at) FROM jobs q WHERE q.endpoint_id = 'ep' AND q.status = 'IN_QUEUE'`)).toMatch(/jobs_claim/);
       expect(plan(`SELECT id FROM jobs WHERE status = 'IN_PROGRESS' AND deadline_at <= 0 ORDER BY deadline_at LIMIT 5`)).toMatch(
         /jobs_deadline/,
       );

@@ -123,10 +123,12 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
 
     /**
      * Inserts a job and claims it with `workerId` at `now`. It is queued at T0 - 1 unless told
-     * otherwise, ahead of the jobs that insert() queues at T0, so the claim takes this one.
+     * otherwise, by a key of its own with nothing queued (so its place is its queuedAt, fairPlace), ahead
+     * of the jobs that insert() queues at T0, so the claim takes this one.
      */
+    let runners = 0;
     async function running(workerId: string, overrides: Partial<NewJobArgs> = {}, now = T0 + 1000): Promise<JobRecord> {
-      const job = await insert({ now: T0 - 1, ...overrides });
+      const job = await insert({ now: T0 - 1, keyId: `runner-${++runners}`, ...overrides });
       const claimed = await store.claimJobs({ endpointId: job.endpointId, workerId, limit: 1, now });
       expect(claimed.map((j) => j.id)).toEqual([job.id]);
       return get(job.id);
@@ -202,6 +204,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           webhookAttempts: 0,
           webhookNextAt: null,
           inputBytes: Buffer.byteLength(input.inputJson),
+          preemptions: 0,
         } satisfies JobRecord);
         const plain = await insert();
         expect(plain.lowPriority).toBe(false);
@@ -237,6 +240,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           webhookAttempts: 4 + n,
           webhookNextAt: T0 + 789 + n,
           inputBytes: 1_000 + n,
+          preemptions: 5 + n,
         });
         const alone = unusual('alone', 0);
         await store.insertJob(alone);
@@ -248,8 +252,8 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect(await store.listJobs({ endpointId: 'ep-2', limit: 5 })).toEqual([many[1]]);
 
         // A live job written as given: the store claims by its queuedAt and deadlineAt, not by createdAt + ttl.
-        const queued: JobRecord = { ...newJob({ now: T0 }), queuedAt: T0 + 500, deadlineAt: T0 + 600 };
-        const older = newJob({ now: T0 + 100 });
+        const queued: JobRecord = { ...newJob({ now: T0, keyId: 'k1' }), queuedAt: T0 + 500, deadlineAt: T0 + 600 };
+        const older = newJob({ now: T0 + 100, keyId: 'k2' });
         await store.insertJob(queued);
         await store.insertJob(older);
         expect(await store.getJob(queued.id)).toEqual(queued);
@@ -263,11 +267,11 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
     });
 
     describe('claimJobs', () => {
-      it('takes the oldest queuedAt first, insertion order breaking ties, up to the limit', async () => {
-        const late = await insert({ now: T0 + 30 });
-        const tieA = await insert({ now: T0 + 10 });
-        const tieB = await insert({ now: T0 + 10 });
-        const early = await insert({ now: T0 });
+      it('takes the oldest queuedAt first among keys with nothing queued, insertion order breaking ties, up to the limit', async () => {
+        const late = await insert({ now: T0 + 30, keyId: 'k1' });
+        const tieA = await insert({ now: T0 + 10, keyId: 'k2' });
+        const tieB = await insert({ now: T0 + 10, keyId: 'k3' });
+        const early = await insert({ now: T0, keyId: 'k4' });
         await insert({ endpointId: 'other', now: T0 - 100 });
         const now = T0 + 1000;
         const first = await store.claimJobs({ endpointId: 'ep', workerId: 'w1', limit: 3, now });
@@ -297,13 +301,38 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         await Promise.all(batch.flatMap((job) => [store.insertJob(job), store.insertJob(newJob({ endpointId: 'other', now: T0 }))]));
         ids.push(...batch.map((job) => job.id));
         for (let i = 0; i < 60; i++) ids.push((await insert({ now: T0 })).id);
-        const first = await insert({ now: T0 - 1 }); // queued earlier, inserted last
+        const last = await insert({ now: T0 - 1 }); // queued earlier, inserted last: a key's jobs keep insertion order
         const claimed: string[] = [];
         for (let round = 0; round < 20; round++) {
           const jobs = await store.claimJobs({ endpointId: 'ep', workerId: `w${round}`, limit: 7, now: T0 + 1000 });
           claimed.push(...jobs.map((j) => j.id));
         }
-        expect(claimed).toEqual([first.id, ...ids]);
+        expect(claimed).toEqual([...ids, last.id]);
+      });
+
+      it('interleaves keys: a key with a long queue takes one place in each round, each key FIFO', async () => {
+        // Key A queues 50 (half in one turn, half one by one), then B queues 3 and C 1, later.
+        const a: string[] = [];
+        const burst = Array.from({ length: 25 }, (_, i) => newJob({ keyId: 'A', now: T0 + i }));
+        await Promise.all(burst.map((job) => store.insertJob(job)));
+        a.push(...burst.map((job) => job.id));
+        for (let i = 25; i < 50; i++) a.push((await insert({ keyId: 'A', now: T0 + i })).id);
+        const b: string[] = [];
+        for (let i = 0; i < 3; i++) b.push((await insert({ keyId: 'B', now: T0 + 100 + i })).id);
+        const c = (await insert({ keyId: null, now: T0 + 200 })).id;
+        // One at a time first (as single takes do), then the rest in one claim, returned in queue order.
+        const order: string[] = [];
+        for (let i = 0; i < 10; i++) order.push(...(await store.claimJobs({ endpointId: 'ep', workerId: 'w1', limit: 1, now: T0 + 1000 })).map((j) => j.id));
+        order.push(...(await store.claimJobs({ endpointId: 'ep', workerId: 'w2', limit: 100, now: T0 + 1000 })).map((j) => j.id));
+        expect(order).toHaveLength(54);
+        // Each key in its own order.
+        expect(order.filter((id) => a.includes(id))).toEqual(a);
+        expect(order.filter((id) => b.includes(id))).toEqual(b);
+        // B's and C's jobs all go within the first few places, not behind A's 50.
+        expect(order.indexOf(b[0]!)).toBeLessThanOrEqual(2);
+        expect(order.indexOf(c)).toBeLessThanOrEqual(3);
+        expect(order.indexOf(b[2]!)).toBeLessThanOrEqual(8);
+        expect((await store.countJobs('ep')).inProgress).toBe(54);
       });
 
       it('skips jobs whose queue ttl has passed', async () => {
@@ -692,6 +721,19 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect(requeued.map((j) => [j.id, j.attempts])).toEqual([[job.id, 0]]);
       });
 
+      it('counts a preemption, not an attempt, when the worker was stopped for a higher priority', async () => {
+        const job = await running('w1', { maxAttempts: 1 });
+        const { requeued, failed } = await store.requeueJobs({ workerIds: ['w1'], counted: false, preempted: true, error: '', now: T0 + 2000 });
+        expect(failed).toEqual([]);
+        expect(requeued.map((j) => [j.id, j.attempts, j.preemptions])).toEqual([[job.id, 0, 1]]);
+        // Taken and preempted again: the count goes on; an ordinary requeue leaves it.
+        await store.claimJobs({ endpointId: 'ep', workerId: 'w2', limit: 1, now: T0 + 3000 });
+        await store.requeueJobs({ workerIds: ['w2'], counted: false, preempted: true, error: '', now: T0 + 3500 });
+        await store.claimJobs({ endpointId: 'ep', workerId: 'w3', limit: 1, now: T0 + 4000 });
+        await store.requeueJobs({ workerIds: ['w3'], counted: false, error: '', now: T0 + 4500 });
+        expect(await store.getJob(job.id)).toMatchObject({ status: 'IN_QUEUE', attempts: 0, preemptions: 2, workerId: null });
+      });
+
       it('keeps the hand-out counted when asked (a job its worker lost)', async () => {
         await store.insertJob(newJob());
         const [a] = await store.claimJobs({ endpointId: 'ep', workerId: 'w1', limit: 1, now: T0 + 10 });
@@ -925,14 +967,63 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect(await append(job.id, 'w1', ['"0123456789"', '"0123456789"', '"0123456789"'], { maxBytes: 25 })).toBe('full');
         await store.requeueJobs({ workerIds: ['w1'], counted: true, error: 'worker lost', now: T0 + 2000 });
         await store.claimJobs({ endpointId: 'ep', workerId: 'w2', limit: 1, now: T0 + 3000 });
-        // The first run left only its marker: 0 bytes buffered, the second run is not cut.
+        // The requeue dropped the first run's chunks and marker: 0 bytes buffered, the second run is not cut.
         expect(await append(job.id, 'w2', ['"0123456789"'], { maxBytes: 25 })).toBe('appended');
-        expect(texts(await page(job.id))).toEqual(['', '"0123456789"']);
+        expect(texts(await page(job.id))).toEqual(['"0123456789"']);
         await store.finishJob({ id: job.id, workerId: 'w2', status: 'FAILED', outputJson: null, error: 'x', now: T0 + 4000 });
         await store.retryJob({ id: job.id, now: T0 + 5000 });
         expect(await page(job.id)).toEqual({ chunks: [], more: false });
         await store.claimJobs({ endpointId: 'ep', workerId: 'w3', limit: 1, now: T0 + 6000 });
         expect(await append(job.id, 'w3', ['"0123456789"', '"0123456789"'], { maxBytes: 25 })).toBe('appended');
+      });
+    });
+
+    describe('a job that runs again (issue 21.4)', () => {
+      const page = (id: string, after = 0) => store.readStream({ id, after, limit: 100, maxBytes: 1_000_000 });
+
+      it('tags each chunk with its run; a requeue drops the abandoned run\'s undelivered chunks and bytes, never a later run\'s', async () => {
+        const job = await running('w1', { maxAttempts: 3 });
+        expect(await append(job.id, 'w1', ['"a0"', '"a1"'], { maxBytes: 20 })).toBe('appended');
+        const first = await page(job.id);
+        expect(first.chunks.map((c) => [c.chunk, c.attempt])).toEqual([['"a0"', 1], ['"a1"', 1]]);
+        // A reader delivered the first chunk; the second is still buffered when the worker is lost.
+        await store.deleteStream({ id: job.id, through: first.chunks[0]!.seq });
+        expect(await append(job.id, 'w1', ['"a2"'], { maxBytes: 20 })).toBe('appended');
+        const { requeued } = await store.requeueJobs({ workerIds: ['w1'], counted: true, error: 'worker lost', now: T0 + 2000 });
+        expect(requeued.map((j) => j.id)).toEqual([job.id]);
+        expect(await page(job.id)).toEqual({ chunks: [], more: false });
+        await store.claimJobs({ endpointId: 'ep', workerId: 'w2', limit: 1, now: T0 + 3000 });
+        // The whole cap is the new run's: the dropped chunks' bytes were given back.
+        expect(await append(job.id, 'w2', ['"b0"', '"b1"', '"b2"', '"b3"'], { maxBytes: 20 })).toBe('appended');
+        const second = await page(job.id);
+        expect(second.chunks.map((c) => [c.chunk, c.attempt])).toEqual([['"b0"', 2], ['"b1"', 2], ['"b2"', 2], ['"b3"', 2]]);
+        expect(second.chunks[0]!.seq).toBeGreaterThan(first.chunks[1]!.seq);
+        // A late delete by the first run's reader touches nothing of the new run.
+        expect(await store.deleteStream({ id: job.id, through: first.chunks[1]!.seq })).toBe(0);
+        expect((await page(job.id)).chunks).toHaveLength(4);
+      });
+
+      it('numbers the run after a preemption (an uncounted requeue that did run) past the preempted one', async () => {
+        const job = await running('w1');
+        await append(job.id, 'w1', ['"p0"']);
+        await store.requeueJobs({ workerIds: ['w1'], counted: false, preempted: true, error: '', now: T0 + 2000 });
+        expect(await get(job.id)).toMatchObject({ status: 'IN_QUEUE', attempts: 0, preemptions: 1 });
+        expect(await page(job.id)).toEqual({ chunks: [], more: false });
+        await store.claimJobs({ endpointId: 'ep', workerId: 'w2', limit: 1, now: T0 + 3000 });
+        await append(job.id, 'w2', ['"q0"']);
+        // attempts is 1 again (the preempted hand-out was taken back), yet this is the job's second run.
+        expect((await page(job.id)).chunks.map((c) => [c.chunk, c.attempt])).toEqual([['"q0"', 2]]);
+      });
+
+      it('keeps the chunks of a job that a requeue ends FAILED at maxAttempts, and of jobs it does not touch', async () => {
+        const job = await running('w1', { maxAttempts: 1 });
+        const other = await running('w2');
+        await append(job.id, 'w1', ['"last"']);
+        await append(other.id, 'w2', ['"kept"']);
+        const { failed } = await store.requeueJobs({ workerIds: ['w1'], counted: true, error: 'worker lost', now: T0 + 2000 });
+        expect(failed.map((j) => j.id)).toEqual([job.id]);
+        expect((await page(job.id)).chunks.map((c) => [c.chunk, c.attempt])).toEqual([['"last"', 1]]);
+        expect((await page(other.id)).chunks.map((c) => c.chunk)).toEqual(['"kept"']);
       });
     });
 
@@ -1011,9 +1102,10 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect((await get(late.id)).status).toBe('TIMED_OUT');
       });
 
-      it('queueStats: queued normal and lowPriority jobs, the oldest normal one, running jobs per worker', async () => {
+      it('queueStats: queued normal and lowPriority jobs, their input bytes, the oldest normal one, running jobs per worker', async () => {
         expect(await store.queueStats({ endpointId: 'ep', now: T0 })).toEqual({
           inQueue: 0,
+          inQueueBytes: 0,
           inQueueNormal: 0,
           oldestNormalQueuedAt: null,
           inProgress: 0,
@@ -1024,13 +1116,15 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         await running('w2', { lowPriority: true });
         const done = await running('w3');
         await store.finishJob({ id: done.id, workerId: 'w3', status: 'COMPLETED', outputJson: '1', error: null, now: T0 + 1500 });
-        await insert({ lowPriority: true, now: T0 + 10 });
-        await insert({ now: T0 + 20 });
-        await insert({ now: T0 + 30 });
+        // Input bytes are UTF-8 bytes, not characters ('é' is two).
+        await insert({ lowPriority: true, now: T0 + 10, inputJson: `"${'x'.repeat(1000)}"` });
+        await insert({ now: T0 + 20, inputJson: '"é"' });
+        await insert({ now: T0 + 30, inputJson: `{"a":"${'y'.repeat(70_000)}"}` });
         await insert({ ttlMs: 100, now: T0 + 5 }); // its queue ttl has passed by T0 + 2000
         await insert({ endpointId: 'other', now: T0 });
         expect(await store.queueStats({ endpointId: 'ep', now: T0 + 2000 })).toEqual({
           inQueue: 3,
+          inQueueBytes: 1002 + 4 + 70_008,
           inQueueNormal: 2,
           oldestNormalQueuedAt: T0 + 20,
           inProgress: 3,
@@ -1039,9 +1133,10 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         // Only lowPriority jobs queued: nothing that justifies a new worker.
         await store.claimJobs({ endpointId: 'ep', workerId: 'w4', limit: 1, now: T0 + 2000 }); // the lowPriority one (oldest)
         await store.claimJobs({ endpointId: 'ep', workerId: 'w4', limit: 2, now: T0 + 2000 });
-        await insert({ lowPriority: true, now: T0 + 40 });
+        await insert({ lowPriority: true, now: T0 + 40, inputJson: '[1,2,3]' });
         expect(await store.queueStats({ endpointId: 'ep', now: T0 + 2000 })).toMatchObject({
           inQueue: 1,
+          inQueueBytes: 7, // the claimed jobs' bytes left the count
           inQueueNormal: 0,
           oldestNormalQueuedAt: null,
           inProgress: 6,
@@ -1135,6 +1230,13 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect(due.map((j) => j.id)).toEqual([b.id, a.id]);
         expect(due[0]).toEqual(await get(b.id));
         expect((await store.dueWebhooks({ now: T0 + 1000, limit: 1 })).map((j) => j.id)).toEqual([b.id]);
+        // Keys at their share are skipped ('' names jobs without a key).
+        const keyed = await insert({ webhook: 'https://hook.example/k', keyId: 'k1' });
+        await store.cancelJob({ id: keyed.id, now: T0 + 150 });
+        expect((await store.dueWebhooks({ now: T0 + 1000, limit: 10, skipKeys: [] })).map((j) => j.id)).toEqual([b.id, keyed.id, a.id]);
+        expect((await store.dueWebhooks({ now: T0 + 1000, limit: 1, skipKeys: [''] })).map((j) => j.id)).toEqual([keyed.id]);
+        expect((await store.dueWebhooks({ now: T0 + 1000, limit: 10, skipKeys: ['k1'] })).map((j) => j.id)).toEqual([b.id, a.id]);
+        await store.markWebhook({ id: keyed.id, attempts: 1, nextAt: null });
 
         await store.markWebhook({ id: b.id, attempts: 1, nextAt: T0 + 10_000 });
         expect(await get(b.id)).toMatchObject({ webhookAttempts: 1, webhookNextAt: T0 + 10_000 });

@@ -13,7 +13,7 @@ type Json = Record<string, unknown>;
 
 const engines = await findTestEngines();
 
-describe.skipIf(!enginesFor(engines, 2))('the fleet over two Docker hosts with GPU models', { timeout: 120_000 }, () => {
+describe.skipIf(!enginesFor(engines, 2))('the fleet over two Docker hosts with GPU models', { timeout: 240_000 }, () => {
   const [a, b] = engines as [TestEngine, TestEngine];
   const instance = `test-${randomBytes(4).toString('hex')}`;
   let t: TestGantry;
@@ -71,7 +71,7 @@ describe.skipIf(!enginesFor(engines, 2))('the fleet over two Docker hosts with G
     const { workers, hosts } = await listing('typed');
     expect(workers.filter((w) => w.state === 'idle').map((w) => w.host).sort()).toEqual(['a', 'a', 'b']);
     const waiting = workers.find((w) => w.state === 'throttled');
-    expect(waiting?.reason).toBe('waiting for room: no Docker host has 1 free L4 or A100-80GB GPU (a: 0 of 2 L4 free; b: 0 of 1 A100-80GB free)');
+    expect(waiting?.reason).toBe('waiting for room: no Docker host has 1 free L4 or A100-80GB GPU (a: 0 of 2 L4 free; b: 0 of 1 A100-80GB free); 2 L4 + 1 A100-80GB held by `typed` at priority 50');
     expect(hosts.map((h) => [h.name, h.gpuTypes])).toEqual([
       ['a', { L4: { gpus: 2, inUse: 2 } }],
       ['b', { 'A100-80GB': { gpus: 1, inUse: 1 } }],
@@ -91,5 +91,73 @@ describe.skipIf(!enginesFor(engines, 2))('the fleet over two Docker hosts with G
     expect(l4.reason).toMatch(/^waiting for room: no Docker host has 1 free L4 GPU \(a: 0 of 2 L4 free; b: no L4\)/);
     await removeEndpoint('l4-only');
     await removeEndpoint('typed');
+  });
+
+  const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT']);
+  const submit = async (ep: string, input: unknown): Promise<string> => (await api('POST', `/v2/${ep}/run`, { input })).id as string;
+  const status = (ep: string, id: string): Promise<Json> => api('GET', `/v2/${ep}/status/${id}`);
+  const allTerminal = (ep: string, ids: string[]): Promise<Json[]> =>
+    eventually(
+      async () => {
+        const jobs = await Promise.all(ids.map((id) => status(ep, id)));
+        return jobs.every((j) => TERMINAL.has(j.status as string)) ? jobs : undefined;
+      },
+      90_000,
+      `the jobs of ${ep} to end`,
+    );
+  /** An endpoint on a's two L4 only, one GPU a worker, a worker per job (REQUEST_COUNT 1). */
+  const onL4 = (id: string, settings: Json, handler = 'echo'): Promise<Json> =>
+    api('POST', '/admin/v1/endpoints', { id, scalerType: 'REQUEST_COUNT', scalerValue: 1, workersMax: 2, ...settings, worker: { image, gpus: 1, gpuTypes: ['L4'], env: { WORKER_HANDLER: handler } } });
+
+  it("a high-priority burst reclaims a lower priority's idle GPUs within one scaler pass", async () => {
+    await onL4('lo', { priority: 10, idleTimeout: 600 });
+    await allTerminal('lo', await Promise.all([1, 2].map((n) => submit('lo', { n }))));
+    await eventually(async () => (pool('lo').filter((w) => w.state === 'idle').length === 2 ? true : undefined), 60_000, "lo's two idle workers");
+    await onL4('hi', { priority: 90, idleTimeout: 1 });
+    const scaler = t.gantry.gateway.autoscaler;
+    const ids = await Promise.all([1, 2].map((n) => submit('hi', { n })));
+    // The first pass that sees hi's jobs stops both of lo's idle workers (lo may keep none: workersMin 0).
+    await scaler.nextPass();
+    const lo = pool('lo');
+    expect(lo.map((w) => w.state)).toEqual(['draining', 'draining']);
+    for (const w of lo) expect(w.reason).toMatch(/^reclaimed for `hi` \(priority 90\): 1 L4 on a, idle beyond workersMin$/);
+    // hi waits for those GPUs (a later pass, lo's workers still draining, says only that they are being freed).
+    const hiWaits = pool('hi');
+    expect(hiWaits.map((w) => w.state)).toEqual(['throttled', 'throttled']);
+    for (const w of hiWaits) expect(w.reason).toMatch(/^waiting for room: 1 L4 on a being freed( \(stopping workers of `lo`\))?$/);
+    // Once they are gone, hi's workers start on those GPUs and run the burst.
+    const jobs = await allTerminal('hi', ids);
+    expect(jobs.map((j) => j.status)).toEqual(['COMPLETED', 'COMPLETED']);
+    expect(new Set(jobs.map((j) => j.workerId)).size).toBe(2);
+    await removeEndpoint('hi');
+    await removeEndpoint('lo');
+  });
+
+  it("preempts a preemptible endpoint's running job for a higher priority: requeued uncounted, finished later, nothing lost", async () => {
+    await onL4('batch', { priority: 10, preemptible: true, idleTimeout: 1 }, 'sleep');
+    const ids = await Promise.all([1, 2].map(() => submit('batch', { seconds: 6 })));
+    await eventually(async () => ((await Promise.all(ids.map((id) => status('batch', id)))).every((j) => j.status === 'IN_PROGRESS') ? true : undefined), 60_000, 'both batch jobs to run');
+    await onL4('urgent', { priority: 90, idleTimeout: 1, workersMax: 1 });
+    const scaler = t.gantry.gateway.autoscaler;
+    const urgent = await submit('urgent', { now: true });
+    await scaler.nextPass();
+    // One batch worker was asked to stop, its job back in the queue with the hand-out uncounted.
+    const preempted = pool('batch').filter((w) => w.state === 'draining');
+    expect(preempted).toHaveLength(1);
+    expect(preempted[0]!.reason).toMatch(/^preempted for `urgent` \(priority 90\): 1 L4 on a, its jobs requeued$/);
+    const requeued = await eventually(async () => (await Promise.all(ids.map((id) => status('batch', id)))).find((j) => j.preemptions === 1), 10_000, 'the preempted job');
+    expect(requeued).toMatchObject({ status: 'IN_QUEUE', attempts: 0, preemptions: 1 });
+    expect((await allTerminal('urgent', [urgent]))[0]).toMatchObject({ status: 'COMPLETED', output: { now: true } });
+    // urgent goes idle and stops; batch gets the GPU back and finishes the requeued job: both complete, none failed.
+    const jobs = await allTerminal('batch', ids);
+    expect(jobs.map((j) => [j.status, j.output])).toEqual([
+      ['COMPLETED', { slept: 6 }],
+      ['COMPLETED', { slept: 6 }],
+    ]);
+    const again = jobs.find((j) => j.id === requeued.id)!;
+    expect(again).toMatchObject({ attempts: 1, preemptions: 1 });
+    expect(again.workerId).not.toBe(preempted[0]!.id);
+    await removeEndpoint('urgent');
+    await removeEndpoint('batch');
   });
 });

@@ -33,6 +33,8 @@ export interface GatewayOptions {
   startTimeoutMs?: number;
   /** Resolve with `url` '' when it exits before listening (a start meant to fail); default: reject. */
   mayExit?: boolean;
+  /** A command that runs `node … serve` (it execs it, keeping the pid), e.g. `['prlimit', '--nofile=1024:1024', '--']`. */
+  runThrough?: string[];
 }
 
 export interface ServeProcess {
@@ -122,7 +124,8 @@ function createLogReader(): { feed(text: string): void; output(): string; lines:
 export async function startGateway(options: GatewayOptions = {}): Promise<ServeProcess> {
   const adminKey = options.adminKey ?? `test-admin-${randomBytes(8).toString('hex')}`;
   const dataDir = options.dataDir ?? scratchDir('serve');
-  const proc = spawnOwned(process.execPath, [CLI, 'serve'], { env: gatewayEnv(adminKey, dataDir, options.env ?? {}), stdio: ['ignore', 'pipe', 'pipe'] });
+  const [command, ...args] = [...(options.runThrough ?? []), process.execPath, CLI, 'serve'];
+  const proc = spawnOwned(command!, args, { env: gatewayEnv(adminKey, dataDir, options.env ?? {}), stdio: ['ignore', 'pipe', 'pipe'] });
   const reader = createLogReader();
   proc.stdout?.setEncoding('utf8').on('data', reader.feed);
   proc.stderr?.setEncoding('utf8').on('data', reader.feed);

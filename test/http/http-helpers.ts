@@ -113,7 +113,8 @@ export type Worker = ReturnType<typeof workerFor>;
 
 export interface Receiver {
   url: string;
-  calls: { body: Json; raw: string; headers: IncomingMessage['headers'] }[];
+  /** Each call: its body, parsed and as sent, its headers and its path with the query. */
+  calls: { body: Json; raw: string; headers: IncomingMessage['headers']; path: string }[];
   close(): Promise<void>;
 }
 
@@ -131,7 +132,7 @@ export async function startReceiver(statuses: number[] = []): Promise<Receiver> 
       } catch {
         body = { _raw: text };
       }
-      calls.push({ body, raw: text, headers: req.headers });
+      calls.push({ body, raw: text, headers: req.headers, path: req.url ?? '' });
       res.writeHead(statuses.shift() ?? 200).end('ok');
     });
   });

@@ -30,6 +30,34 @@ describe('rate limiter', () => {
     expect(() => limiter.enter('ep', 'cancel')()).not.toThrow();
   });
 
+  it('shares a limit between keys: one key alone may use it all, then each is held to half, a key under its half let in', () => {
+    let now = 1_000_000;
+    const limiter = createRateLimiter(true, () => now);
+    const enter = (keyId: string, op = 'cancel') => limiter.enter('ep', op, { keyId });
+    // cancel: 100 per 10 s, 20 concurrent. A alone takes the whole window.
+    for (let i = 0; i < SPEC.cancel.per10s; i++) enter('A')();
+    expect(() => enter('A')).toThrow(expect.objectContaining({ code: 'RATE_LIMITED' }) as Error);
+    // B still gets its half (50) past the limit, then no more; A stays refused.
+    for (let i = 0; i < SPEC.cancel.per10s / 2; i++) enter('B')();
+    expect(() => enter('B')).toThrow(expect.objectContaining({ code: 'RATE_LIMITED' }) as Error);
+    expect(() => enter('C')).toThrow(expect.objectContaining({ code: 'RATE_LIMITED' }) as Error);
+    // A new window: both are counted again; with B seen, A is held to its half.
+    now += 10_000;
+    enter('B')();
+    for (let i = 0; i < SPEC.cancel.per10s / 2; i++) enter('A')();
+    expect(() => enter('A')).toThrow(expect.objectContaining({ code: 'RATE_LIMITED' }) as Error);
+    // Concurrency: A holds all 20 alone; B gets in; A, now sharing, is refused until it is under 10.
+    now += 10_000;
+    const heldByA = Array.from({ length: SPEC.cancel.concurrent }, () => enter('A'));
+    expect(() => enter('A')).toThrow(expect.objectContaining({ code: 'TOO_MANY_CONCURRENT' }) as Error);
+    const heldByB = enter('B');
+    for (let i = 0; i < 10; i++) heldByA[i]!();
+    expect(() => enter('A')).toThrow(expect.objectContaining({ code: 'TOO_MANY_CONCURRENT' }) as Error);
+    heldByA[10]!();
+    expect(() => enter('A')()).not.toThrow();
+    heldByB();
+  });
+
   it('limits concurrent requests until they leave', () => {
     const limiter = createRateLimiter(true, () => 0);
     const open = Array.from({ length: SPEC.requests.concurrent }, () => limiter.enter('ep', 'requests'));

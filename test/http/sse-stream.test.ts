@@ -61,7 +61,7 @@ describe.each(['sqlite', 'postgres'] as const)('/stream as server-sent events (%
     await w.streamChunk(jobId, 'a');
     const json = await c.stream(jobId);
     expect(json.headers.get('content-type')).toMatch(/^application\/json/);
-    expect(json.json).toEqual({ id: jobId, status: 'IN_PROGRESS', stream: [{ output: 'a' }] });
+    expect(json.json).toEqual({ id: jobId, status: 'IN_PROGRESS', attempt: 1, stream: [{ output: 'a' }] });
     await w.done(jobId, { output: 'a' });
     const again = await call(t.url, 'GET', `/v2/${id}/stream/${jobId}`, { key: runKey, headers: { accept: 'text/event-stream', 'last-event-id': 'end' } });
     expect(again.status).toBe(204);

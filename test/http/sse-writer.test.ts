@@ -142,7 +142,7 @@ describe('following a job over SSE with the real job service', () => {
     const body = bodyOf(await fetch(url));
     // Nobody takes the job: heartbeats keep the connection alive.
     const idle = await body.until((text) => text.split(': keep-alive\n\n').length > 3);
-    expect(idle.startsWith(`event: status\ndata: {"id":"${jobId}","status":"IN_QUEUE"}\n\n: keep-alive\n\n`)).toBe(true);
+    expect(idle.startsWith(`event: status\ndata: {"id":"${jobId}","status":"IN_QUEUE","attempt":0}\n\n: keep-alive\n\n`)).toBe(true);
     expect((await c.cancel(jobId)).status).toBe(200);
     const rest = await body.until(() => false);
     expect(rest).toMatch(new RegExp(`event: done\nid: end\ndata: \\{"id":"${jobId}","status":"CANCELLED"`));
@@ -215,7 +215,7 @@ describe('the follow loop', () => {
       pool: undefined as never,
       secrets: undefined as never,
     });
-    const read = await jobs.watchStream('ep', job.id, 'IN_PROGRESS', 0, 60_000, new AbortController().signal);
+    const read = await jobs.watchStream('ep', job.id, { status: 'IN_PROGRESS', run: 1 }, 0, 60_000, new AbortController().signal);
     expect(read?.chunks).toEqual(['"late"']);
     // The wait after the empty drain was ended by the chunk's wake-up, not by its timeout.
     expect(outcomes[0]).toBe(true);

@@ -1,7 +1,8 @@
 // Issue 9 item 6: held long-polls (status-sync, an empty stream) count against their own cap,
 // so a key that opens hundreds of them cannot lock other clients out of /status and /stream.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startTestGantry, type TestGantry } from '../helpers/gantry.js';
+import { eventually, parkedJobCalls, startTestGantry, type TestBackend, type TestGantry } from '../helpers/gantry.js';
+import { clientFor, uniqueId, workerFor } from '../http/http-helpers.js';
 
 describe('long-polls have a cap of their own', () => {
   let gantry: TestGantry;
@@ -39,4 +40,50 @@ describe('long-polls have a cap of their own', () => {
     aborts.abort();
     await Promise.all(heldCalls);
   }, 60_000);
+});
+
+// Issue 24, item 4: the long-poll cap is shared between keys (keyShare, docs/security.md).
+describe.each<TestBackend>(['sqlite', 'postgres'])('the long-poll cap is shared between keys (%s)', (backend) => {
+  let gantry: TestGantry;
+  const aborts = new AbortController();
+  afterAll(async () => {
+    aborts.abort();
+    await gantry?.close();
+  });
+
+  it("one key holding every long-poll slot it may still leaves another key's held status-sync working", async () => {
+    gantry = await startTestGantry({ rateLimits: true }, { backend });
+    const ep = uniqueId('lp-share');
+    const cap = 8;
+    await gantry.createEndpoint(ep, { rateLimits: { 'long-poll': { concurrent: cap } } });
+    const keyA = await gantry.createKey(['run', 'read'], [ep]);
+    const keyB = await gantry.createKey(['run', 'read'], [ep]);
+    const worker = workerFor(gantry, ep, await gantry.createKey(['worker'], [ep]));
+    const a = clientFor(gantry, ep, keyA);
+    const b = clientFor(gantry, ep, keyB);
+    const jobA = (await a.run({ input: { a: 1 } })).json.id as string;
+    // A alone may hold the whole cap: no worker takes its job, so each call is held until aborted.
+    const heldByA = Array.from({ length: cap }, () =>
+      fetch(`${gantry.url}/v2/${ep}/status-sync/${jobA}?wait=60000`, { headers: { authorization: `Bearer ${keyA}` }, signal: aborts.signal }).catch(() => undefined),
+    );
+    await parkedJobCalls(gantry.gantry, cap);
+    expect((await a.call('GET', `status-sync/${jobA}?wait=5000`)).json).toMatchObject({ code: 'TOO_MANY_CONCURRENT' });
+
+    // B's held status-sync is let in beside A's, and answers with B's result.
+    const jobB = (await b.run({ input: { b: 1 } })).json.id as string;
+    const heldByB = b.call('GET', `status-sync/${jobB}?wait=60000`);
+    await parkedJobCalls(gantry.gantry, cap + 1);
+    // Once B holds one, A is held to its half and refused.
+    expect((await a.call('GET', `status-sync/${jobA}?wait=5000`)).status).toBe(429);
+    const taken = await worker.takeJob(20_000);
+    expect(taken.id).toBe(jobA); // A's job was queued first
+    expect((await worker.done(jobA, { output: 'a' })).status).toBe(200);
+    expect((await worker.takeJob(20_000)).id).toBe(jobB);
+    expect((await worker.done(jobB, { output: 'b' })).status).toBe(200);
+    const answered = await heldByB;
+    expect(answered.status).toBe(200);
+    expect(answered.json).toMatchObject({ id: jobB, status: 'COMPLETED', output: 'b' });
+    aborts.abort();
+    await Promise.all(heldByA);
+  }, 90_000);
 });

@@ -152,6 +152,6 @@ describe('X-Request-ID and /readyz', () => {
   it('/readyz reports the store reachable and the migrations applied, without a key', async () => {
     const res = await call(t.url, 'GET', '/readyz');
     expect(res.status).toBe(200);
-    expect(res.json).toEqual({ ready: true, checks: { migrations: 'applied', store: 'reachable', shutdown: 'no' } } satisfies Json);
+    expect(res.json).toEqual({ ready: true, checks: { migrations: 'applied', store: 'reachable', disk: 'ok', shutdown: 'no' } } satisfies Json);
   });
 });

@@ -7,11 +7,11 @@ const NOW = 1_700_000_000_000;
 const endpoint: ScaleInput['endpoint'] = { workersMin: 0, workersMax: 3, idleTimeout: 5, scalerType: 'QUEUE_DELAY', scalerValue: 4 };
 
 function stats(overrides: Partial<QueueStats> = {}): QueueStats {
-  return { inQueue: 0, inQueueNormal: 0, oldestNormalQueuedAt: null, inProgress: 0, heldBy: new Map(), ...overrides };
+  return { inQueue: 0, inQueueBytes: 0, inQueueNormal: 0, oldestNormalQueuedAt: null, inProgress: 0, heldBy: new Map(), ...overrides };
 }
-const busy = (id: string): ActiveWorker => ({ id, starting: false, idleSince: null });
-const idle = (id: string, forMs: number): ActiveWorker => ({ id, starting: false, idleSince: NOW - forMs });
-const starting = (id: string): ActiveWorker => ({ id, starting: true, idleSince: null });
+const busy = (id: string): ActiveWorker => ({ id, starting: false, idleSince: null, busy: true, waiting: false });
+const idle = (id: string, forMs: number): ActiveWorker => ({ id, starting: false, idleSince: NOW - forMs, busy: false, waiting: false });
+const starting = (id: string): ActiveWorker => ({ id, starting: true, idleSince: null, busy: false, waiting: false });
 
 describe('planScale', () => {
   it('QUEUE_DELAY: a queued job with no worker starts one at once', () => {

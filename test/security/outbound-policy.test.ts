@@ -46,10 +46,44 @@ const REFUSED = [
   'http://0x7f.1/hook',
 ];
 
+/**
+ * Issue 22 item 7: 6to4 (2002::/16) and Teredo (2001::/32) addresses reach the IPv4 address
+ * inside them: loopback, metadata, private; Teredo's client address is stored inverted.
+ */
+const TUNNELED = [
+  'http://[2002:7f00:1::1]:9/hook',
+  'http://[2002:a9fe:a9fe::]/latest/meta-data/',
+  'http://[2002:c0a8:101::5]/hook',
+  'http://[2002:a00:1::]/hook',
+  'http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/hook',
+  'http://[2001:0:7f00:1::1]/hook',
+];
+
 describe('the outbound policy', () => {
   it('refuses every private, loopback, link-local, unspecified, ULA and mapped address', async () => {
     const policy = createOutboundPolicy([]);
     for (const url of REFUSED) await expect(checkOutboundUrl(policy, url, 'webhook'), url).rejects.toMatchObject({ status: 400, extra: { field: 'webhook' } });
+  });
+
+  it('says a webhook host that does not resolve does not resolve, not that the policy refused it', async () => {
+    const policy = createOutboundPolicy([]);
+    const unresolved = checkOutboundUrl(policy, 'https://no-such-host.invalid/hook', 'webhook');
+    await expect(unresolved).rejects.toMatchObject({ status: 400, extra: { field: 'webhook' } });
+    await expect(unresolved).rejects.toThrow(/does not resolve/);
+    await expect(checkOutboundUrl(policy, 'http://127.0.0.1:9/', 'webhook')).rejects.toThrow(/outbound policy/);
+  });
+
+  it('checks the IPv4 address inside 6to4 and Teredo addresses', () => {
+    const none = createOutboundPolicy([]);
+    for (const url of TUNNELED) {
+      const host = new URL(url).hostname.slice(1, -1);
+      expect(none.allows(host, host), url).toBe(false);
+    }
+    // Public inside (93.184.216.34; Teredo server 65.54.227.120, client 192.0.2.45 is no refused range): allowed.
+    expect(none.allows('2002:5db8:d822::1', 'x')).toBe(true);
+    expect(none.allows('2001:0:4136:e378:8000:63bf:3fff:fdd2', 'x')).toBe(true);
+    // The operator's allow list covers the embedded address too.
+    expect(createOutboundPolicy(['127.0.0.0/8']).allows('2002:7f00:1::1', 'x')).toBe(true);
   });
 
   it('allows public addresses, and what GANTRY_OUTBOUND_ALLOW names (CIDR, address, host)', async () => {
@@ -113,6 +147,16 @@ describe.each<TestBackend>(['sqlite', 'postgres'])('webhooks under the outbound 
       expect(r.status, webhook).toBe(400);
       expect(r.json).toMatchObject({ code: 'INVALID_PARAMETER', field: 'webhook' });
       expect(r.text).not.toMatch(/127\.0\.0\.1|::1/);
+    }
+    const health = await call(t.url, 'GET', `/v2/${echo}/health`, { key: run });
+    expect(health.json.jobs).toMatchObject({ inQueue: 0 });
+  });
+
+  it('refuses a webhook to a 6to4 or Teredo address carrying a refused IPv4 address: 400 naming webhook, no job', async () => {
+    for (const webhook of TUNNELED) {
+      const r = await call(t.url, 'POST', `/v2/${echo}/run`, { key: run, body: { input: {}, webhook } });
+      expect(r.status, webhook).toBe(400);
+      expect(r.json).toMatchObject({ code: 'INVALID_PARAMETER', field: 'webhook' });
     }
     const health = await call(t.url, 'GET', `/v2/${echo}/health`, { key: run });
     expect(health.json.jobs).toMatchObject({ inQueue: 0 });

@@ -119,6 +119,19 @@ function WebhookAttempts({ webhook }) {
         <td>${a.httpStatus !== null ? `HTTP ${a.httpStatus}` : a.error}${a.delivered ? ' — delivered' : ''}</td></tr>`)}</tbody></table>`}`;
 }
 
+/**
+ * An image named in a job's output. The gateway's own images (same origin, or data:) show at
+ * once; an image elsewhere is loaded only when asked, since loading it tells its host that this
+ * job was opened and when (a worker or a run key could plant a tracking pixel for an admin).
+ */
+function OutputImage({ src }) {
+  const [asked, setAsked] = useState(false);
+  const url = new URL(src, location.href);
+  if (url.protocol === 'data:' || url.origin === location.origin || asked) return html`<img class="result" src=${src} alt="Image in the job's output" />`;
+  return html`<p class="remote-image">An image at <code>${url.host}</code>, not served by this gateway: loading it tells that host you opened this job.
+    <button type="button" class="secondary" onClick=${() => setAsked(true)}>Load image from ${url.host}</button></p>`;
+}
+
 /** A job's fields as the status route answers them. */
 export function JobDetails({ job }) {
   const images = job.output === undefined ? [] : imagesIn(job.output);
@@ -128,6 +141,6 @@ export function JobDetails({ job }) {
       <dt>Worker</dt><dd>${job.workerId || '—'}</dd><dt>Retries</dt><dd>${job.retries ?? 0}</dd><dt>Attempts</dt><dd>${job.attempts ?? 0}</dd></dl>
     ${job.input !== undefined ? html`<h2>Input</h2><${JsonView} value=${job.input} label="Input" />` : ''}
     ${job.output !== undefined ? html`<h2>Output</h2><${JsonView} value=${job.output} label="Output" />` : ''}
-    ${images.map((src) => html`<img class="result" src=${src} alt="Image in the job's output" />`)}
+    ${images.map((src) => html`<${OutputImage} key=${src} src=${src} />`)}
     ${job.error !== undefined ? html`<h2>Error</h2><pre class="json error-text" tabindex="0">${typeof job.error === 'string' ? job.error : JSON.stringify(job.error, null, 2)}</pre>` : ''}`;
 }

@@ -31,7 +31,8 @@ function page(route) {
     case 'jobs':
       return html`<${JobsPage} endpointId=${a} />`;
     case 'job':
-      return html`<${JobPage} endpointId=${a} jobId=${b} />`;
+      // Keyed by the job: another job's page starts afresh (the previous job's state is not kept, nor shown under the new id).
+      return html`<${JobPage} key=${`${a}/${b}`} endpointId=${a} jobId=${b} />`;
     case 'editor':
       return html`<${EditorPage} />`;
     case 'workers':

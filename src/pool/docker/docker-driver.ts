@@ -4,11 +4,14 @@ import type { Logger } from 'pino';
 import type { DockerConfig, DockerHostConfig } from '../../config/docker-config.js';
 import type { Clock } from '../../util/clock.js';
 import type { PoolHostInfo } from '../../jobs/pool-view.js';
-import type { ContainerStartSpec, WorkerDriver, WorkerOutput } from '../driver.js';
+import type { RegistryLogin } from '../../security/registry-credentials.js';
+import type { ContainerStartSpec, StartProgress, WorkerDriver, WorkerOutput } from '../driver.js';
 import { containerCreateBody, LABELS } from './container-spec.js';
 import { ContainerWorker } from './container-worker.js';
 import { DockerHosts, type DockerHost, type Reservation } from './docker-hosts.js';
 import { EngineError } from './engine-client.js';
+import { HostImages } from './host-images.js';
+import type { HostLoad } from './placement.js';
 
 /** What the Docker driver is given. */
 export interface DockerDriverOptions {
@@ -19,6 +22,8 @@ export interface DockerDriverOptions {
   publicUrl: string | null;
   /** The gateway's own URL, known once it listens (for containers on a local engine). */
   localUrl(): string;
+  /** The login of a saved registry credential, for pulls (default: none is known). */
+  registryLogin?(id: string): Promise<RegistryLogin | undefined>;
   logger: Logger;
   clock: Clock;
 }
@@ -26,6 +31,7 @@ export interface DockerDriverOptions {
 /** The Docker driver: a WorkerDriver for container specs, with its hosts' view. */
 export interface DockerDriver extends WorkerDriver<ContainerStartSpec> {
   hosts(): PoolHostInfo[];
+  loads(): HostLoad[];
   close(): void;
 }
 
@@ -57,10 +63,11 @@ function onThisMachine(host: DockerHostConfig): boolean {
 
 /**
  * Runs workers as containers on Docker (or Podman) hosts, through the Engine API. Each start
- * places the worker (DockerHosts.reserve: a host with the GPUs it asks for), creates the
- * container (containerCreateBody: env, labels, limits, device request) and starts it; the
- * handle follows its logs into the worker's log ring and waits for its exit, then removes it.
- * Nothing is pulled: an image missing on the chosen host fails the start with that reason.
+ * places the worker (DockerHosts.reserve: a host with the GPUs it asks for, preferring one
+ * that holds the image), pulls the image there when the host lacks it (HostImages: with the
+ * endpoint's registry credential, progress told as `pulling 43%`), creates the container
+ * (containerCreateBody: env, labels, limits, device request) and starts it; the handle
+ * follows its logs into the worker's log ring and waits for its exit, then removes it.
  *
  * @example
  * const driver = createDockerDriver({ config: config.docker, instance: 'a1b2', publicUrl: null, localUrl: () => url, logger, clock });
@@ -83,27 +90,31 @@ class Driver implements DockerDriver {
   private readonly fleet: DockerHosts;
   private readonly gateway = `${hostname()} pid ${process.pid}`;
   private readonly logger: Logger;
+  /** Which images each host holds, and the pulls onto them. */
+  readonly images: HostImages;
 
   constructor(private readonly options: DockerDriverOptions) {
     const { config, logger } = options;
     this.logger = logger;
+    this.images = new HostImages({ registryLogin: options.registryLogin ?? (() => Promise.resolve(undefined)), logger });
     this.fleet = new DockerHosts({
       hosts: config.hosts,
       quiet: config.defaultHost,
       pingIntervalMs: config.pingIntervalMs,
       downAfterMs: config.downAfterMs,
       onRecovered: (host) => void this.removeLeftovers(host, 0).catch((err: unknown) => logger.error({ err, host: host.config.name }, 'removing the lost containers of a recovered Docker host failed')),
+      onUp: (host) => void this.images.learn(host).catch((err: unknown) => logger.warn({ err, host: host.config.name }, 'could not list the images of a Docker host')),
       logger,
       clock: options.clock,
     });
   }
 
-  async start(spec: ContainerStartSpec, output: WorkerOutput): Promise<ContainerWorker> {
+  async start(spec: ContainerStartSpec, output: WorkerOutput, progress?: StartProgress): Promise<ContainerWorker> {
     this.fleet.startMonitor();
     const gpus = spec.gpus ?? 0;
     const reservation = this.fleet.reserve(spec.workerId, typeof gpus === 'number' ? { count: gpus, types: spec.gpuTypes, image: spec.image } : { ids: gpus, image: spec.image });
     try {
-      return await this.createAndStart(spec, reservation, output);
+      return await this.createAndStart(spec, reservation, output, progress);
     } catch (err) {
       reservation.release();
       throw err;
@@ -124,6 +135,10 @@ class Driver implements DockerDriver {
 
   hosts(): PoolHostInfo[] {
     return this.fleet.views();
+  }
+
+  loads(): HostLoad[] {
+    return this.fleet.loads();
   }
 
   close(): void {
@@ -155,7 +170,7 @@ class Driver implements DockerDriver {
     }
   }
 
-  private async createAndStart(spec: ContainerStartSpec, reservation: Reservation, output: WorkerOutput): Promise<ContainerWorker> {
+  private async createAndStart(spec: ContainerStartSpec, reservation: Reservation, output: WorkerOutput, progress?: StartProgress): Promise<ContainerWorker> {
     const { host, deviceIds } = reservation;
     let engine: string;
     try {
@@ -168,6 +183,7 @@ class Driver implements DockerDriver {
       // Podman's Docker-compatible API (4.x) accepts DeviceRequests and silently drops them: refuse rather than run a GPU worker without its GPU.
       throw new Error(`Docker host ${host.config.name} runs ${engine}, whose Docker-compatible API ignores GPU requests: list it without gpus, or use Docker with the NVIDIA Container Toolkit there`);
     }
+    await this.images.ensure(host, { image: spec.image, ...(spec.registryCredentials ? { registryCredentials: spec.registryCredentials } : {}) }, progress);
     const target = gatewayUrlFor(host.config, this.options.publicUrl, this.options.localUrl(), podman);
     const body = containerCreateBody(spec, { host: host.config, deviceIds, gatewayUrl: target.url, hostGatewayAlias: target.alias, instance: this.options.instance, gateway: this.gateway });
     const name = `gantry-${spec.workerId}-${randomBytes(3).toString('hex')}`;
@@ -176,7 +192,8 @@ class Driver implements DockerDriver {
       id = ((await host.engine.call('POST', `/containers/create?name=${encodeURIComponent(name)}`, { body })) as { Id: string }).Id;
     } catch (err) {
       if (err instanceof EngineError && err.status === 404) {
-        throw new Error(`image ${spec.image} is not present on Docker host ${host.config.name}: pull it there (docker pull ${spec.image})`, { cause: err });
+        host.images.delete(spec.image);
+        throw new Error(`image ${spec.image} went from Docker host ${host.config.name} between its pull and the container's creation`, { cause: err });
       }
       throw new Error(`Docker host ${host.config.name}: creating the container failed: ${(err as Error).message}`, { cause: err });
     }

@@ -48,6 +48,8 @@ export interface DockerHostsOptions {
   downAfterMs: number;
   /** Called when a host that was down answers again (to remove what it still runs of ours). */
   onRecovered(host: DockerHost): void;
+  /** Called when a host answers for the first time, or again after it was down (to list its images). */
+  onUp?(host: DockerHost): void;
   logger: Logger;
   clock: Clock;
 }
@@ -141,6 +143,7 @@ export class DockerHosts {
       gpusInUse: new Set([...h.workers.values()].flatMap((w) => w.deviceIds)),
       workers: h.workers.size,
       images: h.images,
+      holders: new Map([...h.workers].map(([id, w]) => [id, w.deviceIds])),
     }));
   }
 
@@ -211,6 +214,7 @@ export class DockerHosts {
       this.options.logger.warn({ host: host.config.name }, 'Docker host answers again');
       this.options.onRecovered(host);
     } else if (was === 'unknown') this.options.logger.info({ host: host.config.name, engine: host.engineName }, 'Docker host up');
+    if (was !== 'up') this.options.onUp?.(host);
   }
 
   private failed(host: DockerHost, error: string): void {

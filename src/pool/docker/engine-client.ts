@@ -40,6 +40,8 @@ export interface CallOptions {
   timeoutMs?: number;
   /** Ends the call (its connection) when aborted. */
   signal?: AbortSignal;
+  /** Request headers besides the body's (a pull's `X-Registry-Auth`); never logged. */
+  headers?: Record<string, string>;
 }
 
 /** One Docker host's engine API. */
@@ -206,7 +208,7 @@ export function createEngineClient(host: DockerHostConfig): EngineClient {
       const req = transport.request({
         method,
         path: `${API}${path}`,
-        headers: { ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}) },
+        headers: { ...options.headers, ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}) },
       });
       const timer = timeoutMs > 0 ? setTimeout(() => req.destroy(new Error(`no answer from Docker host ${host.name} within ${timeoutMs} ms`)), timeoutMs) : undefined;
       timer?.unref();

@@ -28,6 +28,8 @@ export interface HostLoad {
   workers: number;
   /** The images it holds, as endpoints name them; absent: not known. */
   images?: ReadonlySet<string>;
+  /** Who holds the devices in use: worker id → device ids (the allocator's view); absent: not known. */
+  holders?: ReadonlyMap<string, readonly string[]>;
 }
 
 /** A worker's request in full: a count of one model (in order of preference) or exact ids, and its image. */
@@ -81,12 +83,27 @@ function freeByType(host: HostLoad): Map<string, string[]> {
   return free;
 }
 
-/** The devices a host can give `count` GPUs from: of `type`, or (type null) of the model with the fewest free that fits. */
-function pickCount(free: Map<string, string[]>, count: number, type: string | null): { ids: string[]; type: string } | null {
-  if (type !== null) {
-    const list = free.get(type);
-    return list && list.length >= count ? { ids: list.slice(0, count), type } : null;
+/** `count` free devices of `type` on a host, in device order, or null: one pass, nothing built for a host that has too few (the allocator asks this of thousands of hosts a decision). */
+function pickOfType(host: HostLoad, count: number, type: string): { ids: string[]; type: string } | null {
+  if (host.gpus.length - host.gpusInUse.size < count) return null;
+  let ids: string[] | null = null;
+  for (const [i, id] of host.gpus.entries()) {
+    if ((host.gpuTypes?.[i] ?? '') !== type || host.gpusInUse.has(id)) continue;
+    (ids ??= []).push(id);
+    if (ids.length === count) return { ids, type };
   }
+  return null;
+}
+
+/** The one model of all a host's devices, or null where it has several (most hosts have one). */
+function singleModel(host: HostLoad): string | null {
+  const first = host.gpuTypes?.[0] ?? '';
+  for (let i = 1; i < host.gpus.length; i++) if ((host.gpuTypes?.[i] ?? '') !== first) return null;
+  return first;
+}
+
+/** The devices a host can give `count` GPUs from: of the model with the fewest free that fits. */
+function pickCount(free: Map<string, string[]>, count: number): { ids: string[]; type: string } | null {
   let best: { ids: string[]; type: string; left: number } | null = null;
   for (const [t, list] of free) {
     if (list.length >= count && (best === null || list.length - count < best.left)) best = { ids: list.slice(0, count), type: t, left: list.length - count };
@@ -118,7 +135,10 @@ function fit(host: HostLoad, ask: GpuAsk, type: string | null | undefined): { id
     return free ? { ids: [...ask.ids], type: host.gpuTypes?.[host.gpus.indexOf(ask.ids[0] ?? '')] ?? '' } : null;
   }
   if (!ask.count) return { ids: [], type: '' };
-  return pickCount(freeByType(host), ask.count, type ?? null);
+  if (type !== null && type !== undefined) return pickOfType(host, ask.count, type);
+  if (host.gpus.length - host.gpusInUse.size < ask.count) return null;
+  const only = singleModel(host);
+  return only !== null ? pickOfType(host, ask.count, only) : pickCount(freeByType(host), ask.count);
 }
 
 /** The best host for the request with devices of `type` (null: any model; undefined: exact ids or none). */

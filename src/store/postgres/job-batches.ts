@@ -1,6 +1,6 @@
 import type { JobRecord } from '../../model/records.js';
 import { COL, JOB_COLUMN_COUNT, JOB_COLUMN_PG_TYPES, JOB_COLUMNS, jobColumnList, toJob } from '../job-columns.js';
-import { finishedColumns } from '../job-sql.js';
+import { fairPlace, finishedColumns } from '../job-sql.js';
 import type { JobStore } from '../store.js';
 import { createBatcher, type Batcher } from './batch.js';
 import type { PgConnection } from './connection.js';
@@ -24,10 +24,13 @@ const GET_JOBS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ANY($1::text[])
 
 /**
  * Every column of a batch of jobs, as given, one array a column. WITH ORDINALITY … ORDER BY
- * keeps the call order as the insertion order (seq), so queue order follows call order.
+ * keeps the call order as the insertion order (seq), so queue order follows call order. The
+ * queue place (fair_at, fairPlace) is read before the batch's rows exist: the n-th job of one
+ * key and endpoint in the batch goes n - 1 places past it.
  */
-const INSERT_JOBS_SQL = `INSERT INTO jobs (${JOB_COLUMNS})
-  SELECT ${JOB_COLUMNS}
+const INSERT_JOBS_SQL = `INSERT INTO jobs (${JOB_COLUMNS}, fair_at)
+  SELECT ${JOB_COLUMNS}, ${fairPlace('postgres', 'v.endpoint_id', 'v.key_id', 'v.queued_at')}
+      + row_number() OVER (PARTITION BY v.endpoint_id, COALESCE(v.key_id, '') ORDER BY ord) - 1
   FROM unnest(${JOB_COLUMN_PG_TYPES.map((type, i) => `$${i + 1}::${type}[]`).join(', ')})
     WITH ORDINALITY AS v(${JOB_COLUMNS}, ord)
   ORDER BY ord`;
@@ -74,6 +77,7 @@ export function jobColumnArrays(list: JobRecord[]): unknown[][] {
   c[COL.webhookAttempts] = list.map((j) => j.webhookAttempts);
   c[COL.webhookNextAt] = list.map((j) => j.webhookNextAt);
   c[COL.inputBytes] = list.map((j) => j.inputBytes);
+  c[COL.preemptions] = list.map((j) => j.preemptions);
   return c;
 }
 

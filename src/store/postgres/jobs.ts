@@ -2,34 +2,36 @@ import type { JobStatus } from '../../model/job-states.js';
 import type { JobCounts, JobRecord, QueueStats } from '../../model/records.js';
 import { COL, IDEMPOTENCY_COLUMNS, JOB_COLUMN_COUNT, JOB_COLUMNS, jobColumnList, toJob } from '../job-columns.js';
 import { tallyJobCounts, toQueueStats, type CountRow, type HeldRow, type QueuedRow } from '../job-counts.js';
-import { finishedColumns, LIVE_STATUS_LIST, requeuedColumns, RETRYABLE_STATUS_LIST, TERMINAL_STATUS_LIST } from '../job-sql.js';
+import { fairPlace, finishedColumns, LIVE_STATUS_LIST, requeuedColumns, RETRYABLE_STATUS_LIST, TERMINAL_STATUS_LIST } from '../job-sql.js';
 import { WEBHOOK_ATTEMPTS_KEPT, type IdempotentJob, type JobStore, type StreamChunk, type WebhookAttempt } from '../store.js';
 import type { PgConnection } from './connection.js';
 import { createJobBatches, jobColumnArrays, type FinishArgs, type JobBatches } from './job-batches.js';
 
 type Args<M extends keyof JobStore> = Parameters<JobStore[M]>[0];
 
-/** Where claimJobs' RETURNING puts seq, after the job columns. */
+/** Where claimJobs' RETURNING puts seq and the queue place (fair_at), after the job columns. */
 const SEQ = JOB_COLUMN_COUNT;
+const FAIR_AT = JOB_COLUMN_COUNT + 1;
 /** Where requeueJobs' rows carry their requeued flag, after the job columns. */
 const REQUEUED = JOB_COLUMN_COUNT;
 
 // `jobs j` in an UPDATE … FROM returns its columns qualified: the other relation has an id too.
 // $2 holds a worker id per job to claim, in taker order ($4 of them): the n-th job in queue
-// order goes to $2[n]. Window functions cannot sit beside FOR UPDATE, so rows are numbered
+// order (fair_at, then seq: fairPlace) goes to $2[n]. Window functions cannot sit beside FOR UPDATE, so rows are numbered
 // after they are locked.
 const CLAIM_JOBS_SQL = `WITH next AS (
-     SELECT id, queued_at, seq FROM jobs WHERE endpoint_id = $1 AND status = 'IN_QUEUE' AND deadline_at > $3
-     ORDER BY queued_at, seq LIMIT $4 FOR UPDATE SKIP LOCKED),
-   numbered AS (SELECT id, row_number() OVER (ORDER BY queued_at, seq) AS n FROM next)
+     SELECT id, fair_at, seq FROM jobs WHERE endpoint_id = $1 AND status = 'IN_QUEUE' AND deadline_at > $3
+     ORDER BY fair_at, seq LIMIT $4 FOR UPDATE SKIP LOCKED),
+   numbered AS (SELECT id, row_number() OVER (ORDER BY fair_at, seq) AS n FROM next)
    UPDATE jobs j SET status = 'IN_PROGRESS', worker_id = ($2::text[])[numbered.n], started_at = $3, attempts = attempts + 1,
      deadline_at = $3 + execution_timeout_ms, output_json = NULL, error = NULL
-   FROM numbered WHERE j.id = numbered.id RETURNING ${jobColumnList('j')}, j.seq`;
+   FROM numbered WHERE j.id = numbered.id RETURNING ${jobColumnList('j')}, j.seq, j.fair_at`;
 const FIND_IDEMPOTENT_SQL = `SELECT ${JOB_COLUMNS}, request_digest FROM jobs WHERE idempotency_key = $1`;
 // The unique index on idempotency_key decides between gateways: a second insert of one key
 // waits for the first's commit, then does nothing.
-const INSERT_JOB_ONCE_SQL = `INSERT INTO jobs (${JOB_COLUMNS}, ${IDEMPOTENCY_COLUMNS.join(', ')})
-   VALUES (${Array.from({ length: JOB_COLUMN_COUNT + 2 }, (_, i) => `$${i + 1}`).join(', ')})
+const INSERT_JOB_ONCE_SQL = `INSERT INTO jobs (${JOB_COLUMNS}, ${IDEMPOTENCY_COLUMNS.join(', ')}, fair_at)
+   VALUES (${Array.from({ length: JOB_COLUMN_COUNT + 2 }, (_, i) => `$${i + 1}`).join(', ')},
+     ${fairPlace('postgres', `$${COL.endpointId + 1}::text`, `$${COL.keyId + 1}::text`, `$${COL.queuedAt + 1}::bigint`)})
    ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING 1`;
 /** How often insertJobOnce tries again when the key's holder was deleted between its two statements. */
 const INSERT_ONCE_TRIES = 3;
@@ -42,7 +44,8 @@ const PURGE_QUEUE_SQL = `UPDATE jobs SET status = 'CANCELLED', ${finishedColumns
 const RETRY_JOB_SQL = `WITH j AS (
      UPDATE jobs SET status = 'IN_QUEUE', output_json = NULL, error = NULL, worker_id = NULL, started_at = NULL,
        finished_at = NULL, expires_at = NULL, webhook_attempts = 0, webhook_next_at = NULL, attempts = 0,
-       retries = retries + 1, queued_at = $2, deadline_at = $2 + ttl_ms, stream_bytes = 0, stream_cut = 0
+       retries = retries + 1, queued_at = $2, deadline_at = $2 + ttl_ms, stream_bytes = 0, stream_cut = 0,
+       fair_at = ${fairPlace('postgres', 'jobs.endpoint_id', 'jobs.key_id', '$2::bigint')}
      WHERE id = $1 AND status IN ${RETRYABLE_STATUS_LIST} AND expires_at > $2 RETURNING ${JOB_COLUMNS}),
    d AS (DELETE FROM job_stream WHERE job_id IN (SELECT id FROM j))
    SELECT ${JOB_COLUMNS} FROM j`;
@@ -51,14 +54,16 @@ const TIME_OUT_SQL = `WITH due AS (SELECT id FROM jobs WHERE status = $3 AND dea
    UPDATE jobs j SET status = 'TIMED_OUT', error = $4, ${finishedColumns('$1')}
    FROM due WHERE j.id = due.id AND j.status = $3 RETURNING ${jobColumnList('j')}`;
 // One statement: the counted hand-outs at maxAttempts end FAILED, the others are requeued (both
-// parts see the same snapshot, so the second leaves out what the first ends).
+// parts see the same snapshot, so the second leaves out what the first ends) and the abandoned
+// run's undelivered chunks of those go.
 const REQUEUE_WHERE = `status = 'IN_PROGRESS' AND worker_id = ANY($1::text[]) AND ($2::text[] IS NULL OR id = ANY($2::text[]))`;
 const REQUEUE_SQL = `WITH failed AS (
      UPDATE jobs SET status = 'FAILED', error = replace($4, '{attempts}', attempts::text), ${finishedColumns('$5')}
      WHERE ${REQUEUE_WHERE} AND $3 AND attempts >= max_attempts RETURNING ${JOB_COLUMNS}),
    requeued AS (
-     UPDATE jobs SET ${requeuedColumns('$3')}
-     WHERE ${REQUEUE_WHERE} AND NOT ($3 AND attempts >= max_attempts) RETURNING ${JOB_COLUMNS})
+     UPDATE jobs SET ${requeuedColumns('$3', '$6')}
+     WHERE ${REQUEUE_WHERE} AND NOT ($3 AND attempts >= max_attempts) RETURNING ${JOB_COLUMNS}),
+   gone AS (DELETE FROM job_stream WHERE job_id IN (SELECT id FROM requeued))
    SELECT ${JOB_COLUMNS}, false AS requeued FROM failed UNION ALL SELECT ${JOB_COLUMNS}, true AS requeued FROM requeued`;
 // Batches of `limit`, rows another gateway is deleting skipped: the queue table stays
 // small without one long transaction holding locks (docs/postgres.md).
@@ -73,22 +78,23 @@ const SHORTEN_RETENTION_SQL = `UPDATE jobs SET retention_ms = LEAST(retention_ms
 // (and the reverse), so once a reader sees the job terminal every chunk it will have is
 // committed; appends of one job are counted one after the other. `fits`: the chunks go in and
 // their bytes are counted; `cut`: the cap refuses a run not yet cut, which is cut with a marker
-// chunk ''. Identity seqs follow the insert order (ORDER BY ord).
+// chunk ''. Identity seqs follow the insert order (ORDER BY ord). Each chunk carries the run
+// that posted it (attempts + preemptions: the runs the job has begun, docs/api.md).
 const APPEND_STREAM_SQL = `WITH job AS (
-       SELECT id, attempts, stream_bytes, stream_cut FROM jobs WHERE id = $1 AND status = 'IN_PROGRESS' AND worker_id = $2
+       SELECT id, attempts, attempts + preemptions AS run, stream_bytes, stream_cut FROM jobs WHERE id = $1 AND status = 'IN_PROGRESS' AND worker_id = $2
          AND ($3::text IS NULL OR endpoint_id = $3) FOR UPDATE),
-     fits AS (SELECT id FROM job WHERE stream_cut < attempts AND stream_bytes + $5 <= $6),
-     cut AS (SELECT id, attempts FROM job WHERE stream_cut < attempts AND stream_bytes + $5 > $6),
+     fits AS (SELECT id, run FROM job WHERE stream_cut < attempts AND stream_bytes + $5 <= $6),
+     cut AS (SELECT id, attempts, run FROM job WHERE stream_cut < attempts AND stream_bytes + $5 > $6),
      counted AS (UPDATE jobs SET stream_bytes = jobs.stream_bytes + $5 FROM fits WHERE jobs.id = fits.id),
      marked AS (UPDATE jobs SET stream_cut = cut.attempts FROM cut WHERE jobs.id = cut.id),
-     ins AS (INSERT INTO job_stream (job_id, chunk)
-       SELECT fits.id, c.chunk FROM fits, unnest($4::text[]) WITH ORDINALITY AS c(chunk, ord) ORDER BY c.ord),
-     marker AS (INSERT INTO job_stream (job_id, chunk) SELECT id, '' FROM cut)
+     ins AS (INSERT INTO job_stream (job_id, chunk, attempt)
+       SELECT fits.id, c.chunk, fits.run FROM fits, unnest($4::text[]) WITH ORDINALITY AS c(chunk, ord) ORDER BY c.ord),
+     marker AS (INSERT INTO job_stream (job_id, chunk, attempt) SELECT id, '', run FROM cut)
    SELECT EXISTS (SELECT 1 FROM job) AS held, EXISTS (SELECT 1 FROM fits) AS appended`;
 // A page: as on SQLite, n counts the chunks looked at (up to $3 + 1): n > the page's length means more.
-const READ_STREAM_SQL = `SELECT seq, chunk, n FROM (
-     SELECT seq, chunk, SUM(octet_length(chunk)) OVER (ORDER BY seq) - octet_length(chunk) AS before, COUNT(*) OVER () AS n
-     FROM (SELECT seq, chunk FROM job_stream WHERE job_id = $1 AND seq > $2 ORDER BY seq LIMIT $3 + 1) AS head) AS page
+const READ_STREAM_SQL = `SELECT seq, chunk, attempt, n FROM (
+     SELECT seq, chunk, attempt, SUM(octet_length(chunk)) OVER (ORDER BY seq) - octet_length(chunk) AS before, COUNT(*) OVER () AS n
+     FROM (SELECT seq, chunk, attempt FROM job_stream WHERE job_id = $1 AND seq > $2 ORDER BY seq LIMIT $3 + 1) AS head) AS page
    WHERE before < $4 ORDER BY seq LIMIT $3`;
 // The delivered chunks go, and their bytes come off the job's count, in one statement.
 const DELETE_STREAM_SQL = `WITH gone AS (DELETE FROM job_stream WHERE job_id = $1 AND seq <= $2 RETURNING octet_length(chunk) AS bytes),
@@ -97,13 +103,13 @@ const DELETE_STREAM_SQL = `WITH gone AS (DELETE FROM job_stream WHERE job_id = $
    SELECT COUNT(*)::int AS n FROM gone`;
 const COUNT_JOBS_SQL = `SELECT status, COUNT(*) AS n, COUNT(*) FILTER (WHERE retries > 0) AS retried, COUNT(*) FILTER (WHERE attempts > 1) AS reattempted
    FROM jobs WHERE endpoint_id = $1 GROUP BY status`;
-const QUEUED_STATS_SQL = `SELECT COUNT(*) AS n, COUNT(*) FILTER (WHERE NOT low_priority) AS normal,
+const QUEUED_STATS_SQL = `SELECT COUNT(*) AS n, COUNT(*) FILTER (WHERE NOT low_priority) AS normal, COALESCE(SUM(input_bytes), 0) AS bytes,
      MIN(queued_at) FILTER (WHERE NOT low_priority) AS oldest
    FROM jobs WHERE endpoint_id = $1 AND status = 'IN_QUEUE' AND deadline_at > $2`;
 const HELD_STATS_SQL = `SELECT worker_id, COUNT(*) AS n FROM jobs WHERE endpoint_id = $1 AND status = 'IN_PROGRESS' GROUP BY worker_id`;
 const LIST_JOBS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE endpoint_id = $1 ORDER BY created_at DESC, seq DESC LIMIT $2`;
 const DUE_WEBHOOKS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE webhook_next_at <= $1 AND status IN ${TERMINAL_STATUS_LIST}
-   ORDER BY webhook_next_at, seq LIMIT $2`;
+   AND NOT (COALESCE(key_id, '') = ANY($3::text[])) ORDER BY webhook_next_at, seq LIMIT $2`;
 // The running total stops the read at maxChars, so a long stream of large chunks is not all read.
 // Markers ('') of a cut stream are not chunks: left out.
 const PEEK_STREAM_SQL = `SELECT chunk FROM (SELECT seq, chunk, SUM(length(chunk)) OVER (ORDER BY seq) - length(chunk) AS before
@@ -121,9 +127,9 @@ const RECORD_ATTEMPT_SQL = `WITH job AS (
 const LIST_ATTEMPTS_SQL = `SELECT retries, attempt, at, http_status AS "httpStatus", error FROM webhook_attempts
    WHERE job_id = $1 ORDER BY seq`;
 
-/** Restores queue order (queued_at, then seq) among claimed rows: RETURNING has no set order. */
+/** Restores queue order (fair_at, then seq) among claimed rows: RETURNING has no set order. */
 function byQueueOrder(a: unknown[], b: unknown[]): number {
-  return (a[COL.queuedAt] as number) - (b[COL.queuedAt] as number) || (a[SEQ] as number) - (b[SEQ] as number);
+  return Number(a[FAIR_AT]) - Number(b[FAIR_AT]) || Number(a[SEQ]) - Number(b[SEQ]);
 }
 
 /**
@@ -217,8 +223,8 @@ export class PgJobStore implements JobStore {
     return this.jobs(TIME_OUT_SQL, [now, limit, 'IN_QUEUE', 'ttl expired in queue']);
   }
 
-  async requeueJobs({ workerIds, ids, counted, error, now }: Args<'requeueJobs'>): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }> {
-    const rows = await this.db.queryArrays(REQUEUE_SQL, [workerIds, ids ?? null, counted, error, now]);
+  async requeueJobs({ workerIds, ids, counted, preempted, error, now }: Args<'requeueJobs'>): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }> {
+    const rows = await this.db.queryArrays(REQUEUE_SQL, [workerIds, ids ?? null, counted, error, now, preempted === true]);
     return {
       requeued: rows.filter((r) => r[REQUEUED] === true).map(toJob),
       failed: rows.filter((r) => r[REQUEUED] !== true).map(toJob),
@@ -240,8 +246,8 @@ export class PgJobStore implements JobStore {
   }
 
   async readStream({ id, after, limit, maxBytes }: Args<'readStream'>): Promise<{ chunks: StreamChunk[]; more: boolean }> {
-    const rows = await this.db.query<{ seq: string; chunk: string; n: string }>(READ_STREAM_SQL, [id, after, limit, maxBytes]);
-    return { chunks: rows.map((row) => ({ seq: Number(row.seq), chunk: row.chunk })), more: rows.length > 0 && Number(rows[0]!.n) > rows.length };
+    const rows = await this.db.query<{ seq: string; chunk: string; attempt: number; n: string }>(READ_STREAM_SQL, [id, after, limit, maxBytes]);
+    return { chunks: rows.map((row) => ({ seq: Number(row.seq), chunk: row.chunk, attempt: row.attempt })), more: rows.length > 0 && Number(rows[0]!.n) > rows.length };
   }
 
   async deleteStream({ id, through }: Args<'deleteStream'>): Promise<number> {
@@ -280,8 +286,8 @@ export class PgJobStore implements JobStore {
     return rows.map((row) => ({ id: row.id, status: row.status, workerId: row.worker_id }));
   }
 
-  dueWebhooks({ now, limit }: Args<'dueWebhooks'>): Promise<JobRecord[]> {
-    return this.jobs(DUE_WEBHOOKS_SQL, [now, limit]);
+  dueWebhooks({ now, limit, skipKeys }: Args<'dueWebhooks'>): Promise<JobRecord[]> {
+    return this.jobs(DUE_WEBHOOKS_SQL, [now, limit, skipKeys ?? []]);
   }
 
   async markWebhook({ id, attempts, nextAt, attempt }: Args<'markWebhook'>): Promise<void> {

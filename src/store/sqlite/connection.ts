@@ -1,9 +1,12 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, statfsSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Database as Db, Statement } from 'better-sqlite3';
+import type { Logger } from 'pino';
+import type { Clock } from '../../util/clock.js';
 import { checkLedger, listMigrations, migrationsDir } from '../migrations.js';
 import { DEFAULT_WAL_LIMIT_BYTES, startCheckpointer, type CheckpointStep } from './checkpointer.js';
+import { startFreePageReclaimer, type FreePageReclaimer } from './free-pages.js';
 
 /**
  * One better-sqlite3 connection with the group commit of docs/architecture.md "The hot path": all writes issued in one
@@ -28,10 +31,14 @@ export interface SqliteConnection {
   migrate(): void;
   /** Commits what is pending and closes; a second call does nothing. */
   close(): void;
-  /** Resolves once the background checkpointer (if any) has stopped; call before close(). */
+  /** Resolves once the background checkpointer and free-page reclaimer (if any) have stopped; call before close(). */
   stopCheckpointer(): Promise<void>;
   /** One step of the background checkpointer now (undefined without one): tests and tools. */
   checkpointNow(): Promise<CheckpointStep | undefined>;
+  /** Rows were deleted: the free-page reclaimer (if any) looks at the file soon. */
+  pagesFreed(): void;
+  /** Gives the free pages past FREE_PAGES_KEPT back now (0 without a reclaimer); the pages given back. Tests and tools. */
+  reclaimNow(): Promise<number>;
 }
 
 /** How a connection is opened. */
@@ -42,6 +49,11 @@ export interface SqliteOpenOptions {
   checkpointIntervalMs?: number;
   /** WAL size past which the background checkpointer truncates it (also journal_size_limit). */
   walLimitBytes?: number;
+  /**
+   * The gateway's upkeep of the file: free pages given back in the background (free-pages.ts),
+   * and the one-time conversion to incremental auto-vacuum at migrate said in the log.
+   */
+  upkeep?: { logger: Pick<Logger, 'info' | 'warn' | 'error' | 'debug'>; clock: Clock };
 }
 
 /**
@@ -154,10 +166,36 @@ function migrateSqlite(db: Db, file: string): void {
   }
 }
 
+/**
+ * A file made before incremental auto-vacuum (auto_vacuum NONE) is converted once: the mode can
+ * change only by a VACUUM, which rewrites the live rows into a new file (time and a WAL about
+ * the size of the live data; the free pages cost nothing). Skipped, with a warning, while the
+ * disk has less free space than twice the live data; the next start tries again.
+ */
+function convertToIncrementalVacuum(db: Db, file: string, logger: Pick<Logger, 'info' | 'warn'> | undefined): void {
+  if ((db.pragma('auto_vacuum', { simple: true }) as number) === 2) return;
+  const bytes = statSync(file).size;
+  const pages = (db.pragma('page_count', { simple: true }) as number) - (db.pragma('freelist_count', { simple: true }) as number);
+  const live = pages * (db.pragma('page_size', { simple: true }) as number);
+  const fs = statfsSync(dirname(file));
+  const free = fs.bavail * fs.bsize;
+  // The VACUUM writes the live pages twice: into a temporary copy, then into the WAL.
+  if (free < 2 * live) {
+    logger?.warn({ file, bytes, liveBytes: live, freeBytes: free }, 'SQLite file not converted to incremental auto-vacuum (too little free disk for its one VACUUM): free pages are not given back');
+    return;
+  }
+  const began = Date.now();
+  db.pragma('auto_vacuum = INCREMENTAL');
+  db.exec('VACUUM');
+  logger?.info({ file, bytesBefore: bytes, bytesAfter: statSync(file).size, ms: Date.now() - began }, 'SQLite file converted to incremental auto-vacuum (once): free pages are given back from now on');
+}
+
 /** Opens `file` (creating it and its folder when missing) with the settings of a busy queue. */
 function openDatabase(file: string): Db {
   mkdirSync(dirname(file), { recursive: true });
   const db = new Database(file);
+  // Takes effect in a new file (set before its first table); older files are converted at migrate.
+  db.pragma('auto_vacuum = INCREMENTAL');
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
@@ -186,6 +224,7 @@ export function openSqlite(file: string, options: SqliteOpenOptions = {}): Sqlit
   const commits = createGroupCommit(db);
   const statements = new Map<string, Statement>();
   let closed = false;
+  let reclaimer: FreePageReclaimer | undefined;
 
   const q = (sql: string): Statement => {
     let statement = statements.get(sql);
@@ -209,6 +248,8 @@ export function openSqlite(file: string, options: SqliteOpenOptions = {}): Sqlit
     if (closed) throw new Error('store is closed');
     commits.commitNow();
     migrateSqlite(db, file);
+    convertToIncrementalVacuum(db, file, options.upkeep?.logger);
+    if (options.upkeep && !reclaimer) reclaimer = startFreePageReclaimer({ db, write: commits.write }, options.upkeep.logger, options.upkeep.clock);
   };
 
   const close = (): void => {
@@ -226,7 +267,12 @@ export function openSqlite(file: string, options: SqliteOpenOptions = {}): Sqlit
     read,
     migrate,
     close,
-    stopCheckpointer: async () => checkpointer?.stop(),
+    stopCheckpointer: async () => {
+      await reclaimer?.stop();
+      await checkpointer?.stop();
+    },
     checkpointNow: async () => checkpointer?.runNow(),
+    pagesFreed: () => reclaimer?.kick(),
+    reclaimNow: async () => (reclaimer ? reclaimer.runNow() : 0),
   };
 }

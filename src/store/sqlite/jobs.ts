@@ -2,7 +2,7 @@ import type { JobStatus } from '../../model/job-states.js';
 import type { JobCounts, JobRecord, QueueStats } from '../../model/records.js';
 import { COL, IDEMPOTENCY_COLUMNS, JOB_COLUMN_COUNT, JOB_COLUMNS, toJob } from '../job-columns.js';
 import { tallyJobCounts, toQueueStats, type CountRow, type HeldRow, type QueuedRow } from '../job-counts.js';
-import { finishedColumns, LIVE_STATUS_LIST, requeuedColumns, RETRYABLE_STATUS_LIST, TERMINAL_STATUS_LIST } from '../job-sql.js';
+import { fairPlace, finishedColumns, LIVE_STATUS_LIST, requeuedColumns, RETRYABLE_STATUS_LIST, TERMINAL_STATUS_LIST } from '../job-sql.js';
 import { WEBHOOK_ATTEMPTS_KEPT, type IdempotentJob, type JobStore, type StreamChunk, type WebhookAttempt } from '../store.js';
 import { placeholders, type SqliteConnection } from './connection.js';
 
@@ -10,24 +10,29 @@ type Args<M extends keyof JobStore> = Parameters<JobStore[M]>[0];
 
 /** The columns a job gets when it reaches a terminal state (bind `now`). */
 const FINISH = finishedColumns('@now');
-/** Where claimJobs' RETURNING puts the rowid, after the job columns. */
+/** Where claimJobs' RETURNING puts the rowid and the queue place (fair_at), after the job columns. */
 const ROWID = JOB_COLUMN_COUNT;
+const FAIR_AT = JOB_COLUMN_COUNT + 1;
+/** The queue place of an inserted job: fairParams bound after its columns. */
+const INSERT_FAIR_AT = fairPlace('sqlite', '?', '?', '?');
 
 // Every statement is built once, here: a template literal is a new string at every call, and
 // the statement cache then hashes its whole text again (~1 µs of a ~7 µs read).
 
 /** Every column from the record: the job's state is decided by the caller (src/jobs/transitions.ts). */
-const INSERT_JOB_SQL = `INSERT INTO jobs (${JOB_COLUMNS}) VALUES (${placeholders(JOB_COLUMN_COUNT)})`;
+const INSERT_JOB_SQL = `INSERT INTO jobs (${JOB_COLUMNS}, fair_at) VALUES (${placeholders(JOB_COLUMN_COUNT)}, ${INSERT_FAIR_AT})`;
 const GET_JOB_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ?`;
 const FIND_IDEMPOTENT_SQL = `SELECT ${JOB_COLUMNS}, request_digest FROM jobs WHERE idempotency_key = ?`;
-const INSERT_JOB_ONCE_SQL = `INSERT INTO jobs (${JOB_COLUMNS}, ${IDEMPOTENCY_COLUMNS.join(', ')}) VALUES (${placeholders(JOB_COLUMN_COUNT + 2)})
+const INSERT_JOB_ONCE_SQL = `INSERT INTO jobs (${JOB_COLUMNS}, ${IDEMPOTENCY_COLUMNS.join(', ')}, fair_at)
+   VALUES (${placeholders(JOB_COLUMN_COUNT + 2)}, ${INSERT_FAIR_AT})
    ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`;
-// The unary + keeps the planner on jobs_claim (queue order) instead of jobs_deadline.
+// Queue order is fair_at (fairPlace), then insertion. The unary + keeps the planner on
+// jobs_claim (queue order) instead of jobs_deadline.
 const CLAIM_JOBS_SQL = `UPDATE jobs SET status = 'IN_PROGRESS', worker_id = @workerId, started_at = @now,
              attempts = attempts + 1, deadline_at = @now + execution_timeout_ms, output_json = NULL, error = NULL
            WHERE id IN (SELECT id FROM jobs WHERE endpoint_id = @endpointId AND status = 'IN_QUEUE'
-             AND +deadline_at > @now ORDER BY queued_at, rowid LIMIT @limit)
-           RETURNING ${JOB_COLUMNS}, rowid`;
+             AND +deadline_at > @now ORDER BY fair_at, rowid LIMIT @limit)
+           RETURNING ${JOB_COLUMNS}, rowid, fair_at`;
 const FINISH_JOB_SQL = `UPDATE jobs SET status = @status, output_json = @outputJson, error = @error, ${FINISH}
    WHERE id = @id AND status = 'IN_PROGRESS' AND worker_id = @workerId
      AND (@endpointId IS NULL OR endpoint_id = @endpointId) RETURNING ${JOB_COLUMNS}`;
@@ -36,12 +41,21 @@ const SET_PROGRESS_SQL = `UPDATE jobs SET output_json = @outputJson
      AND (@endpointId IS NULL OR endpoint_id = @endpointId)`;
 const CANCEL_JOB_SQL = `UPDATE jobs SET status = 'CANCELLED', ${FINISH}
    WHERE id = @id AND status IN ${LIVE_STATUS_LIST} RETURNING ${JOB_COLUMNS}`;
+// SQLite rewrites a whole row, its input too, when any column changes: a purge of one statement
+// wrote every queued input to the WAL again in one transaction (27 MB for 105 inputs of 256 KB,
+// which a nearly full disk refused). So it goes in batches of at most PURGE_BATCH_BYTES of input
+// (at least one job), each its own commit followed by a checkpoint step; jobs queued after the
+// purge began are left alone, so a steady stream of submissions cannot keep it going.
 const PURGE_QUEUE_SQL = `UPDATE jobs SET status = 'CANCELLED', ${FINISH}
-   WHERE endpoint_id = @endpointId AND status = 'IN_QUEUE' RETURNING id`;
+   WHERE id IN (SELECT id FROM (SELECT id, SUM(input_bytes) OVER (ORDER BY queued_at, rowid) - input_bytes AS before
+       FROM jobs WHERE endpoint_id = @endpointId AND status = 'IN_QUEUE' AND queued_at <= @now) WHERE before < @maxBytes)
+   RETURNING id`;
+/** Input bytes rewritten per purge batch (see PURGE_QUEUE_SQL). */
+const PURGE_BATCH_BYTES = 8_000_000;
 const RETRY_JOB_SQL = `UPDATE jobs SET status = 'IN_QUEUE', output_json = NULL, error = NULL, worker_id = NULL,
      started_at = NULL, finished_at = NULL, expires_at = NULL, webhook_attempts = 0,
      webhook_next_at = NULL, attempts = 0, retries = retries + 1, queued_at = @now, stream_bytes = 0, stream_cut = 0,
-     deadline_at = @now + ttl_ms
+     deadline_at = @now + ttl_ms, fair_at = ${fairPlace('sqlite', 'jobs.endpoint_id', 'jobs.key_id', '@now')}
    WHERE id = @id AND status IN ${RETRYABLE_STATUS_LIST} AND expires_at > @now RETURNING ${JOB_COLUMNS}`;
 const TIME_OUT_SQL = `UPDATE jobs SET status = 'TIMED_OUT', error = @error, ${FINISH}
    WHERE id IN (SELECT id FROM jobs WHERE status = @from AND deadline_at <= @now
@@ -52,7 +66,9 @@ const REQUEUE_WHERE = `status = 'IN_PROGRESS' AND worker_id IN (SELECT value FRO
 // Run first: a counted hand-out at maxAttempts ends the job instead of requeueing it.
 const REQUEUE_FAILED_SQL = `UPDATE jobs SET status = 'FAILED', error = REPLACE(@error, '{attempts}', attempts), ${FINISH}
    WHERE ${REQUEUE_WHERE} AND @counted = 1 AND attempts >= max_attempts RETURNING ${JOB_COLUMNS}`;
-const REQUEUE_SQL = `UPDATE jobs SET ${requeuedColumns('@counted = 1')} WHERE ${REQUEUE_WHERE} RETURNING ${JOB_COLUMNS}`;
+const REQUEUE_SQL = `UPDATE jobs SET ${requeuedColumns('@counted = 1', '@preempted = 1')} WHERE ${REQUEUE_WHERE} RETURNING ${JOB_COLUMNS}`;
+// The abandoned run's undelivered chunks of the requeued jobs (@ids: their ids as JSON).
+const DROP_RUN_STREAM_SQL = 'DELETE FROM job_stream WHERE job_id IN (SELECT value FROM json_each(?))';
 const DELETE_EXPIRED_SQL = `DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE expires_at <= @now
      AND webhook_next_at IS NULL AND status IN ${TERMINAL_STATUS_LIST} ORDER BY expires_at LIMIT @limit)`;
 const SHORTEN_RETENTION_SQL = `UPDATE jobs SET retention_ms = MIN(retention_ms, @ttlMs),
@@ -62,26 +78,29 @@ const SHORTEN_RETENTION_SQL = `UPDATE jobs SET retention_ms = MIN(retention_ms, 
    WHERE id = @id`;
 // The job a worker posts for: IN_PROGRESS, held by it, of its endpoint.
 const HELD_WHERE = `id = @id AND status = 'IN_PROGRESS' AND worker_id = @workerId AND (@endpointId IS NULL OR endpoint_id = @endpointId)`;
+// The run a chunk belongs to: the runs the job has begun, attempts + preemptions (docs/api.md).
+const RUN = 'attempts + preemptions AS run';
 // Counts the chunks in (bytes, seqs) when they fit under the cap and the run's stream is not cut.
 const APPEND_COUNT_SQL = `UPDATE jobs SET stream_bytes = stream_bytes + @bytes, stream_seq = stream_seq + @n
-   WHERE ${HELD_WHERE} AND stream_cut < attempts AND stream_bytes + @bytes <= @maxBytes RETURNING stream_seq`;
+   WHERE ${HELD_WHERE} AND stream_cut < attempts AND stream_bytes + @bytes <= @maxBytes RETURNING stream_seq, ${RUN}`;
 // The cap refused a post of a run not yet cut: cut it, with a marker chunk at the next seq.
 const CUT_STREAM_SQL = `UPDATE jobs SET stream_cut = attempts, stream_seq = stream_seq + 1
-   WHERE ${HELD_WHERE} AND stream_cut < attempts RETURNING stream_seq`;
+   WHERE ${HELD_WHERE} AND stream_cut < attempts RETURNING stream_seq, ${RUN}`;
 const HELD_SQL = `SELECT 1 FROM jobs WHERE ${HELD_WHERE}`;
-const INSERT_CHUNK_SQL = 'INSERT INTO job_stream (job_id, seq, chunk) VALUES (?, ?, ?)';
+// Each chunk carries the run that posted it (RUN).
+const INSERT_CHUNK_SQL = 'INSERT INTO job_stream (job_id, seq, chunk, attempt) VALUES (?, ?, ?, ?)';
 // A page: at most @limit chunks after @after, none once @maxBytes are read (the first always
 // comes); n counts the chunks looked at (up to @limit + 1), so n > the page's length means more.
-const READ_STREAM_SQL = `SELECT seq, chunk, n FROM (
-     SELECT seq, chunk, SUM(octet_length(chunk)) OVER (ORDER BY seq) - octet_length(chunk) AS before, COUNT(*) OVER () AS n
-     FROM (SELECT seq, chunk FROM job_stream WHERE job_id = @id AND seq > @after ORDER BY seq LIMIT @limit + 1))
+const READ_STREAM_SQL = `SELECT seq, chunk, attempt, n FROM (
+     SELECT seq, chunk, attempt, SUM(octet_length(chunk)) OVER (ORDER BY seq) - octet_length(chunk) AS before, COUNT(*) OVER () AS n
+     FROM (SELECT seq, chunk, attempt FROM job_stream WHERE job_id = @id AND seq > @after ORDER BY seq LIMIT @limit + 1))
    WHERE before < @maxBytes ORDER BY seq LIMIT @limit`;
 const DELETE_STREAM_SQL = 'DELETE FROM job_stream WHERE job_id = ? AND seq <= ? RETURNING octet_length(chunk) AS bytes';
 const UNCOUNT_STREAM_SQL = 'UPDATE jobs SET stream_bytes = MAX(0, stream_bytes - ?) WHERE id = ?';
 const COUNT_JOBS_SQL = `SELECT status, COUNT(*) AS n, SUM(retries > 0) AS retried, SUM(attempts > 1) AS reattempted
    FROM jobs WHERE endpoint_id = ? GROUP BY status`;
 // The unary + keeps the planner on jobs_claim, as in claimJobs.
-const QUEUED_STATS_SQL = `SELECT COUNT(*) AS n, COALESCE(SUM(low_priority = 0), 0) AS normal,
+const QUEUED_STATS_SQL = `SELECT COUNT(*) AS n, COALESCE(SUM(low_priority = 0), 0) AS normal, COALESCE(SUM(input_bytes), 0) AS bytes,
      MIN(CASE WHEN low_priority = 0 THEN queued_at END) AS oldest
    FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' AND +deadline_at > ?`;
 const HELD_STATS_SQL = `SELECT worker_id, COUNT(*) AS n FROM jobs
@@ -89,6 +108,8 @@ const HELD_STATS_SQL = `SELECT worker_id, COUNT(*) AS n FROM jobs
 const LIST_JOBS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE endpoint_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?`;
 const DUE_WEBHOOKS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE webhook_next_at <= ? AND status IN ${TERMINAL_STATUS_LIST}
    ORDER BY webhook_next_at, rowid LIMIT ?`;
+const DUE_WEBHOOKS_SKIPPING_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE webhook_next_at <= ? AND status IN ${TERMINAL_STATUS_LIST}
+   AND COALESCE(key_id, '') NOT IN (SELECT value FROM json_each(?)) ORDER BY webhook_next_at, rowid LIMIT ?`;
 // The running total stops the read at maxChars, so a long stream of large chunks is not all read.
 // Markers ('') of a cut stream are not chunks: left out.
 const PEEK_STREAM_SQL = `SELECT chunk FROM (SELECT seq, chunk, SUM(length(chunk)) OVER (ORDER BY seq) - length(chunk) AS before
@@ -102,6 +123,12 @@ const PRUNE_ATTEMPTS_SQL = `DELETE FROM webhook_attempts WHERE job_id = @id AND 
      (SELECT seq FROM webhook_attempts WHERE job_id = @id ORDER BY seq DESC LIMIT 1 OFFSET @kept), 0)`;
 const LIST_ATTEMPTS_SQL = `SELECT retries, attempt, at, http_status AS httpStatus, error FROM webhook_attempts
    WHERE job_id = ? ORDER BY seq`;
+
+/** What counting an append (or a cut) returns: the stream's last seq and the run posting. */
+interface StreamCount {
+  stream_seq: number;
+  run: number;
+}
 
 /**
  * A job's parameters in column order (INSERT_JOB_SQL), booleans as 0/1: every field, as given.
@@ -136,12 +163,18 @@ function jobParams(job: JobRecord): unknown[] {
   v[COL.webhookAttempts] = job.webhookAttempts;
   v[COL.webhookNextAt] = job.webhookNextAt;
   v[COL.inputBytes] = job.inputBytes;
+  v[COL.preemptions] = job.preemptions;
   return v;
 }
 
-/** Restores queue order (queued_at, then rowid) among claimed rows: RETURNING has no set order. */
+/** The parameters of INSERT_FAIR_AT, in the order of its placeholders. */
+function fairParams(job: JobRecord): unknown[] {
+  return [job.endpointId, job.keyId, job.endpointId, job.queuedAt, job.queuedAt];
+}
+
+/** Restores queue order (fair_at, then rowid) among claimed rows: RETURNING has no set order. */
 function byQueueOrder(a: unknown[], b: unknown[]): number {
-  return (a[COL.queuedAt] as number) - (b[COL.queuedAt] as number) || (a[ROWID] as number) - (b[ROWID] as number);
+  return (a[FAIR_AT] as number) - (b[FAIR_AT] as number) || (a[ROWID] as number) - (b[ROWID] as number);
 }
 
 /**
@@ -169,7 +202,7 @@ export class SqliteJobStore implements JobStore {
   insertJob(job: JobRecord): Promise<void> {
     return this.c.write(() => {
       // Positional, filled by name (no object): binding 26 named parameters took ~2 µs more a job.
-      this.c.q(INSERT_JOB_SQL).run(...jobParams(job));
+      this.c.q(INSERT_JOB_SQL).run(...jobParams(job), ...fairParams(job));
     });
   }
 
@@ -186,7 +219,7 @@ export class SqliteJobStore implements JobStore {
     return this.c.write(() => {
       const held = this.idempotentJob(keyDigest);
       if (held) return { created: false, existing: held };
-      this.c.q(INSERT_JOB_ONCE_SQL).run(...jobParams(job), keyDigest, requestDigest);
+      this.c.q(INSERT_JOB_ONCE_SQL).run(...jobParams(job), keyDigest, requestDigest, ...fairParams(job));
       return { created: true };
     });
   }
@@ -230,8 +263,21 @@ export class SqliteJobStore implements JobStore {
     return this.c.write(() => this.oneJob(CANCEL_JOB_SQL, { id, now }));
   }
 
-  purgeQueue({ endpointId, now }: Args<'purgeQueue'>): Promise<string[]> {
-    return this.c.write(() => (this.c.q(PURGE_QUEUE_SQL).all({ endpointId, now }) as { id: string }[]).map((row) => row.id));
+  async purgeQueue({ endpointId, now }: Args<'purgeQueue'>): Promise<string[]> {
+    const ids: string[] = [];
+    for (;;) {
+      const batch = await this.c.write(() => this.c.q(PURGE_QUEUE_SQL).all({ endpointId, now, maxBytes: PURGE_BATCH_BYTES }) as { id: string }[]);
+      if (batch.length === 0) return ids;
+      for (const row of batch) ids.push(row.id);
+      // The WAL starts over only once the checkpointer has copied it: one step before the next batch.
+      await this.c.checkpointNow();
+    }
+  }
+
+  /** Passes the count of deleted rows through, telling the free-page reclaimer when rows went (a large input leaves many free pages). */
+  private freed(deleted: number): number {
+    if (deleted > 0) this.c.pagesFreed();
+    return deleted;
   }
 
   retryJob({ id, now }: Args<'retryJob'>): Promise<JobRecord | undefined> {
@@ -257,19 +303,20 @@ export class SqliteJobStore implements JobStore {
     return this.jobs(TIME_OUT_SQL, { from, error, now, limit });
   }
 
-  requeueJobs({ workerIds, ids, counted, error, now }: Args<'requeueJobs'>): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }> {
+  requeueJobs({ workerIds, ids, counted, preempted, error, now }: Args<'requeueJobs'>): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }> {
     return this.c.write(
       this.c.db.transaction(() => {
-        const params = { workers: JSON.stringify(workerIds), ids: ids === undefined ? null : JSON.stringify(ids), counted: counted ? 1 : 0, error, now };
+        const params = { workers: JSON.stringify(workerIds), ids: ids === undefined ? null : JSON.stringify(ids), counted: counted ? 1 : 0, preempted: preempted === true ? 1 : 0, error, now };
         const failed = this.jobs(REQUEUE_FAILED_SQL, params);
         const requeued = this.jobs(REQUEUE_SQL, params);
+        if (requeued.length > 0) this.c.q(DROP_RUN_STREAM_SQL).run(JSON.stringify(requeued.map((job) => job.id)));
         return { requeued, failed };
       }),
     );
   }
 
   deleteExpired({ now, limit }: Args<'deleteExpired'>): Promise<number> {
-    return this.c.write(() => this.c.q(DELETE_EXPIRED_SQL).run({ now, limit }).changes);
+    return this.c.write(() => this.freed(this.c.q(DELETE_EXPIRED_SQL).run({ now, limit }).changes));
   }
 
   shortenRetention({ id, ttlMs }: Args<'shortenRetention'>): Promise<void> {
@@ -282,16 +329,16 @@ export class SqliteJobStore implements JobStore {
     return this.c.write(
       this.c.db.transaction(() => {
         const held = { id, workerId, endpointId: endpointId ?? null };
-        const counted = this.c.q(APPEND_COUNT_SQL).get({ ...held, bytes, n: chunks.length, maxBytes }) as { stream_seq: number } | undefined;
+        const counted = this.c.q(APPEND_COUNT_SQL).get({ ...held, bytes, n: chunks.length, maxBytes }) as StreamCount | undefined;
         const insert = this.c.q(INSERT_CHUNK_SQL);
         if (counted) {
           let seq = counted.stream_seq - chunks.length;
-          for (const chunk of chunks) insert.run(id, ++seq, chunk);
+          for (const chunk of chunks) insert.run(id, ++seq, chunk, counted.run);
           return 'appended';
         }
         if (this.c.q(HELD_SQL).get(held) === undefined) return 'not-held';
-        const cut = this.c.q(CUT_STREAM_SQL).get(held) as { stream_seq: number } | undefined;
-        if (cut) insert.run(id, cut.stream_seq, '');
+        const cut = this.c.q(CUT_STREAM_SQL).get(held) as StreamCount | undefined;
+        if (cut) insert.run(id, cut.stream_seq, '', cut.run);
         return 'full';
       }),
     );
@@ -299,8 +346,8 @@ export class SqliteJobStore implements JobStore {
 
   readStream({ id, after, limit, maxBytes }: Args<'readStream'>): Promise<{ chunks: StreamChunk[]; more: boolean }> {
     return this.c.read(() => {
-      const rows = this.c.q(READ_STREAM_SQL).all({ id, after, limit, maxBytes }) as { seq: number; chunk: string; n: number }[];
-      return { chunks: rows.map((row) => ({ seq: row.seq, chunk: row.chunk })), more: rows.length > 0 && rows[0]!.n > rows.length };
+      const rows = this.c.q(READ_STREAM_SQL).all({ id, after, limit, maxBytes }) as (StreamChunk & { n: number })[];
+      return { chunks: rows.map((row) => ({ seq: row.seq, chunk: row.chunk, attempt: row.attempt })), more: rows.length > 0 && rows[0]!.n > rows.length };
     });
   }
 
@@ -311,7 +358,7 @@ export class SqliteJobStore implements JobStore {
         let bytes = 0;
         for (const row of deleted) bytes += row.bytes;
         if (bytes > 0) this.c.q(UNCOUNT_STREAM_SQL).run(bytes, id);
-        return deleted.length;
+        return this.freed(deleted.length);
       }),
     );
   }
@@ -354,8 +401,12 @@ export class SqliteJobStore implements JobStore {
     );
   }
 
-  dueWebhooks({ now, limit }: Args<'dueWebhooks'>): Promise<JobRecord[]> {
-    return this.c.read(() => this.jobs(DUE_WEBHOOKS_SQL, now, limit));
+  dueWebhooks({ now, limit, skipKeys }: Args<'dueWebhooks'>): Promise<JobRecord[]> {
+    return this.c.read(() =>
+      skipKeys === undefined || skipKeys.length === 0
+        ? this.jobs(DUE_WEBHOOKS_SQL, now, limit)
+        : this.jobs(DUE_WEBHOOKS_SKIPPING_SQL, now, JSON.stringify(skipKeys), limit),
+    );
   }
 
   markWebhook({ id, attempts, nextAt, attempt }: Args<'markWebhook'>): Promise<void> {

@@ -1,3 +1,5 @@
+import type { Logger } from 'pino';
+import type { Clock } from '../../util/clock.js';
 import { composeStore } from '../compose-store.js';
 import { createLocalNotifier } from '../local-notifier.js';
 import { createSoleLeader } from '../sole-leader.js';
@@ -20,6 +22,8 @@ export interface SqliteStoreOptions {
   backgroundCheckpoint?: boolean;
   /** WAL size past which the background checkpointer truncates it (default 32 MB, checkpointer.ts). */
   walLimitBytes?: number;
+  /** The gateway's upkeep of the file: free pages given back in the background (free-pages.ts), said in this log. */
+  upkeep?: { logger: Logger; clock: Clock };
 }
 
 /**
@@ -36,6 +40,7 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
   const connection = openSqlite(options.file, {
     backgroundCheckpoint: options.backgroundCheckpoint ?? false,
     ...(options.walLimitBytes === undefined ? {} : { walLimitBytes: options.walLimitBytes }),
+    ...(options.upkeep ? { upkeep: options.upkeep } : {}),
   });
   return composeStore({
     kind: 'sqlite',

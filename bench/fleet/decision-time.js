@@ -1,0 +1,89 @@
+/**
+ * Times one allocator decision (allocate() from dist/) on a large synthetic fleet: hosts of 8
+ * GPUs of three models, 95% of the GPUs held by workers of the endpoints (a third of them
+ * busy, a fifth of the endpoints preemptible), a third of the endpoints wanting 1–4 more
+ * workers (contention: most must wait, reclaim or preempt). CPU time is process.cpuUsage
+ * around allocate() alone, after a few warm-up decisions.
+ */
+import { allocate } from '../../dist/src/services/allocator.js';
+
+function rng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const TYPES = ['L4', 'A100-80GB', 'H100'];
+
+function buildInput(gpus, endpointCount, r) {
+  const hosts = [];
+  for (let i = 0; i < gpus / 8; i++) {
+    const type = TYPES[i % TYPES.length];
+    hosts.push({ name: `h${i}`, up: true, gpus: Array.from({ length: 8 }, (_, k) => String(k)), gpuTypes: Array(8).fill(type), gpusInUse: new Set(), workers: 0, holders: new Map() });
+  }
+  const endpoints = Array.from({ length: endpointCount }, (_, i) => ({
+    id: `ep-${i}`,
+    priority: [10, 50, 50, 90][i % 4],
+    shareWeight: 1 + (i % 3),
+    preemptible: i % 5 === 0,
+    workersMin: i % 10 === 0 ? 1 : 0,
+    gpus: 1,
+    ...(i % 2 === 0 ? { gpuTypes: [TYPES[i % 3], TYPES[(i + 1) % 3]] } : {}),
+    workers: [],
+    want: 0,
+    waitingSince: null,
+  }));
+  let held = 0;
+  let n = 0;
+  for (const host of hosts) {
+    for (const id of host.gpus) {
+      if (r() > 0.95) continue;
+      const ep = endpoints[Math.floor(r() * endpoints.length)];
+      const wid = `${ep.id}-w${++n}`;
+      host.gpusInUse.add(id);
+      host.holders.set(wid, [id]);
+      host.workers++;
+      ep.workers.push({ id: wid, busy: r() < 0.33, starting: false });
+      held++;
+    }
+  }
+  for (const ep of endpoints) {
+    if (r() < 0.33) {
+      ep.want = 1 + Math.floor(r() * 4);
+      ep.waitingSince = 1_000_000 - Math.floor(r() * 300_000);
+    }
+  }
+  return { now: 1_000_000, hosts, endpoints, workers: held, wanting: endpoints.filter((e) => e.want > 0).length };
+}
+
+/** Times `runs` decisions on fresh synthetic fleets of `gpus` GPUs and `endpoints` endpoints. */
+export function timeDecisions({ gpus, endpoints, runs = 30 }) {
+  const r = rng(42);
+  const times = [];
+  let last;
+  for (let i = 0; i < runs + 5; i++) {
+    const input = buildInput(gpus, endpoints, r);
+    last = input;
+    const before = process.cpuUsage();
+    allocate({ now: input.now, hosts: input.hosts, endpoints: input.endpoints });
+    const used = process.cpuUsage(before);
+    if (i >= 5) times.push((used.user + used.system) / 1000);
+  }
+  times.sort((a, b) => a - b);
+  return {
+    gpus,
+    hosts: gpus / 8,
+    endpoints,
+    workers: last.workers,
+    wanting: last.wanting,
+    runs,
+    meanMs: times.reduce((a, b) => a + b, 0) / times.length,
+    p95Ms: times[Math.floor(0.95 * (times.length - 1))],
+    maxMs: times[times.length - 1],
+  };
+}

@@ -1,0 +1,163 @@
+import { Worker } from 'node:worker_threads';
+import { jsonKind, nestedDeeperThan, RawJson, type JsonKind } from '../model/json.js';
+
+/** Why a body could not be used as JSON: not JSON at all, or nested deeper than allowed. */
+export type JsonRefusal = { refused: 'invalid'; message: string } | { refused: 'too-deep' };
+
+/** A parsed body, or why it was refused. */
+export type JsonParse = { value: unknown } | JsonRefusal;
+
+/**
+ * A few worker threads that parse large JSON bodies off the event loop. The body's bytes are
+ * moved to a thread (transferred, not copied); the thread decodes, parses and checks the
+ * depth; the fields named in `raw` (top level of an object body) are serialised there again
+ * and come back as RawJson text, the rest as a structured clone. A 19 MB job input thus costs
+ * the event loop one copy of its text and no parse (docs/scaling.md, "Big bodies").
+ */
+export interface JsonThreads {
+  /** Parses `bytes` (which it takes over: the caller must not use them after) on a thread. */
+  parse(bytes: Buffer, raw: readonly string[], maxDepth: number): Promise<JsonParse>;
+  /** Bodies waiting for or in a thread. */
+  pending(): number;
+  /** Bodies the threads have parsed (or refused) since the start. */
+  parsed(): number;
+  /** Ends the threads; parses still pending reject. A second call does nothing. */
+  close(): Promise<void>;
+}
+
+/** The thread's code, run with `eval`: the depth walk is the gateway's own function, not a copy of it. */
+const THREAD_SOURCE = `
+const { parentPort } = require('node:worker_threads');
+const nestedDeeperThan = ${nestedDeeperThan.toString()};
+const jsonKind = ${jsonKind.toString()};
+parentPort.on('message', ({ id, bytes, raw, maxDepth }) => {
+  let value;
+  try {
+    const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+    if (text.trim() === '') return parentPort.postMessage({ id, value: {}, raw: [] });
+    value = JSON.parse(text);
+  } catch (err) {
+    return parentPort.postMessage({ id, refused: 'invalid', message: String(err && err.message) });
+  }
+  if (nestedDeeperThan(value, maxDepth)) return parentPort.postMessage({ id, refused: 'too-deep' });
+  const texts = [];
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    for (const name of raw) {
+      if (!Object.prototype.hasOwnProperty.call(value, name)) continue;
+      texts.push([name, JSON.stringify(value[name]), jsonKind(value[name])]);
+      delete value[name];
+    }
+  }
+  parentPort.postMessage({ id, value, raw: texts });
+});
+`;
+
+interface Reply {
+  id: number;
+  value?: unknown;
+  raw?: [string, string, JsonKind][];
+  refused?: 'invalid' | 'too-deep';
+  message?: string;
+}
+
+interface Pending {
+  resolve(result: JsonParse): void;
+  reject(err: Error): void;
+}
+
+interface Thread {
+  worker: Worker;
+  busy: number;
+}
+
+/**
+ * Starts `threads` parse threads (each started on its first use).
+ *
+ * @example const json = createJsonThreads(2); const r = await json.parse(Buffer.from('{"input":{}}'), ['input'], 1000);
+ */
+export function createJsonThreads(threads: number): JsonThreads {
+  const pool: (Thread | undefined)[] = Array.from({ length: Math.max(1, threads) }, () => undefined);
+  const waiting = new Map<number, Pending & { thread: Thread }>();
+  let nextId = 0;
+  let answered = 0;
+  let closed = false;
+
+  const start = (slot: number): Thread => (pool[slot] = startThread(waiting, () => (pool[slot] = undefined), () => answered++));
+
+  const leastBusy = (): Thread => {
+    let best: Thread | undefined;
+    for (let i = 0; i < pool.length; i++) {
+      const thread = pool[i] ?? start(i);
+      if (!best || thread.busy < best.busy) best = thread;
+    }
+    return best!;
+  };
+
+  return {
+    parse(bytes, raw, maxDepth) {
+      if (closed) return Promise.reject(new Error('JSON threads are closed'));
+      const thread = leastBusy();
+      const id = ++nextId;
+      // Moved, not copied, when the Buffer owns its memory whole; a slice of a shared pool is copied out first.
+      const owned = bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.byteLength ? bytes : ownCopy(bytes);
+      return new Promise<JsonParse>((resolve, reject) => {
+        waiting.set(id, { resolve, reject, thread });
+        thread.busy++;
+        thread.worker.ref();
+        thread.worker.postMessage({ id, bytes: owned, raw, maxDepth }, [owned.buffer as ArrayBuffer]);
+      }).finally(() => {
+        if (thread.busy === 0) thread.worker.unref();
+      });
+    },
+    pending: () => waiting.size,
+    parsed: () => answered,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await Promise.all(pool.map((thread) => thread?.worker.terminate()));
+    },
+  };
+}
+
+/** A copy of `bytes` in memory of its own (allocUnsafeSlow never takes from the shared pool), so it can be transferred. */
+function ownCopy(bytes: Buffer): Buffer {
+  const copy = Buffer.allocUnsafeSlow(bytes.length);
+  bytes.copy(copy);
+  return copy;
+}
+
+/** Starts one thread: its answers settle their parses in `waiting`; when it dies, `gone` runs and its pending parses reject. */
+function startThread(waiting: Map<number, Pending & { thread: Thread }>, gone: () => void, answered: () => void): Thread {
+  const worker = new Worker(THREAD_SOURCE, { eval: true });
+  const thread: Thread = { worker, busy: 0 };
+  // Idle threads do not keep the process alive; a parse in progress holds its own promise.
+  worker.unref();
+  worker.on('message', (reply: Reply) => {
+    const entry = waiting.get(reply.id);
+    if (!entry) return;
+    waiting.delete(reply.id);
+    thread.busy--;
+    answered();
+    entry.resolve(resultOf(reply));
+  });
+  // A thread that dies (out of memory on a hostile body) fails its pending parses and is started again on the next use.
+  const fail = (err: Error): void => {
+    gone();
+    for (const [id, entry] of waiting) {
+      if (entry.thread !== thread) continue;
+      waiting.delete(id);
+      entry.reject(err);
+    }
+  };
+  worker.on('error', fail);
+  worker.on('exit', (code) => fail(new Error(`JSON thread exited with code ${code}`)));
+  return thread;
+}
+
+function resultOf(reply: Reply): JsonParse {
+  if (reply.refused === 'too-deep') return { refused: 'too-deep' };
+  if (reply.refused === 'invalid') return { refused: 'invalid', message: reply.message ?? 'not JSON' };
+  const value = reply.value as Record<string, unknown>;
+  for (const [name, text, kind] of reply.raw ?? []) value[name] = new RawJson(text, kind);
+  return { value };
+}
