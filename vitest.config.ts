@@ -12,6 +12,7 @@ const BOTH_STORES = [
   'test/e2e/autoscaler.test.ts',
   'test/sdk/worker.test.ts',
   'test/e2e/gateway-restart.test.ts',
+  'test/http/usage-meters.test.ts',
 ];
 
 export default defineConfig({

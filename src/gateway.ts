@@ -19,6 +19,7 @@ import { createJobService, type JobService } from './jobs/job-service.js';
 import type { PoolView } from './jobs/pool-view.js';
 import { QueueGauge, type SpaceCheck } from './jobs/queue-gauge.js';
 import { createMeterOf } from './jobs/job-meters.js';
+import { createKeyQuotas } from './jobs/key-quotas.js';
 import { createJobTransitions, type JobTransitions } from './jobs/transitions.js';
 import { createWorkerService, type WorkerService } from './jobs/worker-service.js';
 import type { Notifier } from './model/events.js';
@@ -30,6 +31,7 @@ import type { WorkerDriver } from './pool/driver.js';
 import { createKeyService, type KeyService } from './security/keys.js';
 import { createRegistryCredentials, type RegistryCredentials } from './security/registry-credentials.js';
 import type { SecretBox } from './security/secret-box.js';
+import { createWorkerMeters } from './pool/worker-meters.js';
 import { createAutoscaler, type Autoscaler } from './services/autoscaler.js';
 import { createImagePrepuller, type ImagePrepuller } from './services/image-prepuller.js';
 import { createReaper, type Reaper } from './services/reaper.js';
@@ -115,21 +117,22 @@ export function createGateway(options: GatewayOptions): Gateway {
   const takeQueue = workerTakeQueue(transitions, liveness, logger, now);
   const builtIns = new Map<string, WorkerSettings>();
   const driver = options.driver ?? createDrivers(options, clock, registry);
-  const autoscaler = createAutoscaler({ store, endpoints, keys, transitions, notifier, driver, builtIns, baseUrl: options.baseUrl, config, logger, clock });
+  // meters: the pools' worker seconds (docs/api.md, "Usage").
+  const autoscaler = createAutoscaler({ store, endpoints, keys, transitions, notifier, driver, builtIns, baseUrl: options.baseUrl, config, logger, clock, meters: createWorkerMeters({ store, clock, logger }) });
   const pool: PoolView = autoscaler.view;
   const prepuller = createImagePrepuller({ endpoints, driver, notifier, everyMs: Math.max(config.autoscalerIntervalMs, 1_000), logger, clock });
   const waiters = createJobWaiters();
   const stopSignals = createStopSignals();
   const gauge = new QueueGauge({ store, factor: config.queueLimitFactor, maxInputBytes: config.queueMaxInputBytes, ...(options.disk ? { space: options.disk } : {}), logger, now });
   const outbound = createOutboundPolicy(config.outboundAllow);
-  const jobs = createJobService({ store, transitions, endpoints, gauge, waiters, pool, secrets, config, outbound, now });
+  const quotas = createKeyQuotas({ store, now }); // budgets and job caps per key, checked at each submit
+  const jobs = createJobService({ store, transitions, endpoints, gauge, waiters, pool, secrets, config, outbound, quotas, now });
   const workers = createWorkerService({ store, transitions, takeQueue, stopSignals, liveness, notifier, secrets, config, logger, now });
   const rateLimiter = createRateLimiter(config.rateLimits, now);
   const reaper = createReaper({ transitions, workers, store, config, logger, clock });
-  const webhookFetch = options.observers?.webhookFetch;
-  const webhooks = createWebhookSender({ store, endpoints, secrets, notifier, config, logger, clock, outbound, ...(webhookFetch ? { fetch: webhookFetch } : {}) });
+  const webhooks = createWebhookSender({ store, endpoints, secrets, notifier, config, logger, clock, outbound, ...(options.observers?.webhookFetch ? { fetch: options.observers.webhookFetch } : {}) });
   const unsubscribe = subscribeDispatch(notifier, { takeQueue, waiters, stopSignals, endpoints, liveness });
-  const http: HttpServices = { jobs, workers, endpoints, keys, registry, rateLimiter, pool, workerRows: store, usage: store, config, logger, now, clientAddress: createClientAddress(config.trustedProxies), ...(options.fileLinks ? { fileLinks: options.fileLinks } : {}) };
+  const http: HttpServices = { jobs, workers, endpoints, keys, quotas, registry, rateLimiter, pool, workerRows: store, usage: store, config, logger, now, clientAddress: createClientAddress(config.trustedProxies), ...(options.fileLinks ? { fileLinks: options.fileLinks } : {}) };
   const routes = coreRoutes(http);
   return {
     keys,

@@ -26,6 +26,7 @@ const ENDPOINT_OPTIONS = {
   ...WORKER_OPTIONS,
   'webhook-secret': { type: 'string' },
   'rate-limits': { type: 'string' },
+  'price-per-second': { type: 'string' },
 } as const;
 
 const ENDPOINT_UPDATE_OPTIONS = { ...ENDPOINT_OPTIONS, 'no-worker': { type: 'boolean' } } as const;
@@ -51,7 +52,9 @@ ${WORKER_HELP}
   --webhook-secret SECRET        whsec_… secret that signs webhook calls (Standard Webhooks);
                                  "none" removes it
   --rate-limits LIMITS           this endpoint's rate limits: "off", "default", or JSON such as
-                                 '{"run":{"per10s":5000,"concurrent":500},"status":"off"}'`;
+                                 '{"run":{"per10s":5000,"concurrent":500},"status":"off"}'
+  --price-per-second USD         USD per second of execution (at most 10 decimals), billed to
+                                 the submitting key in 'gantry usage'; "none" removes it`;
 
 const endpointSubcommands: Record<string, Subcommand> = {
   create: { summary: 'create an endpoint', usage: `usage: gantry endpoints create ID [settings] [options]\n\n${SETTINGS_HELP}\n\n${ADMIN_CONNECTION_HELP}`, run: endpointsCreate },
@@ -220,6 +223,11 @@ function endpointSettings(values: EndpointFlags): EndpointSettings {
   const secret = values['webhook-secret'];
   if (secret !== undefined) settings.webhookSecret = secret === 'none' ? null : secret;
   if (values['rate-limits'] !== undefined) settings.rateLimits = parseRateLimitsFlag(values['rate-limits']);
+  const price = values['price-per-second'];
+  if (price !== undefined) {
+    if (price !== 'none' && !/^\d+(\.\d{1,10})?$/.test(price)) throw new UsageError(`--price-per-second must be USD with at most 10 decimals, or none, got '${price}'`);
+    settings.pricePerSecond = price === 'none' ? null : price;
+  }
   return settings;
 }
 

@@ -8,13 +8,16 @@ import { AppError } from '../model/errors.js';
 import { isTerminal } from '../model/job-states.js';
 import type { JobRecord } from '../model/records.js';
 import type { KeyService } from '../security/keys.js';
-import type { WebhookAttempt } from '../store/store.js';
+import type { UsageStore, WebhookAttempt } from '../store/store.js';
+import { formatUsd } from '../model/money.js';
 
 /** What the job page route uses: the job service's read-only inspection, endpoints, the session's key check. */
 export interface JobPageDeps {
   jobs: Pick<JobService, 'inspect'>;
   endpoints: Pick<EndpointService, 'get'>;
   keys: Pick<KeyService, 'authorize'>;
+  /** The job's meters: what each run of it cost (docs/api.md, "Usage"). */
+  usage: Pick<UsageStore, 'listJobMeters'>;
 }
 
 /**
@@ -95,6 +98,13 @@ function originOf(url: string): string {
   }
 }
 
+/** What the job's runs cost: each metered run (status, execution seconds, USD) and the sum; no run: costUsd "0". */
+async function costOf(deps: JobPageDeps, jobId: string): Promise<{ costUsd: string; runs: { run: number; status: string; executionSeconds: number; costUsd: string }[] }> {
+  const meters = await deps.usage.listJobMeters(jobId);
+  const runs = meters.map((m) => ({ run: m.run, status: m.status, executionSeconds: m.executionMs / 1000, costUsd: formatUsd(m.costUnits) }));
+  return { costUsd: formatUsd(meters.reduce((sum, m) => sum + m.costUnits, 0n)), runs };
+}
+
 /**
  * `GET /console/api/jobs/{endpoint}/{job}?chunks=N` (docs/console.md, "Job page"): what the
  * job page shows beside `/status`: the job's input, also once it ended (`/status` shows it only
@@ -102,7 +112,8 @@ function originOf(url: string): string {
  * JOB_PAGE_INPUT_MAX_CHARS long, with `inputChars`, its length; the job's buffered stream chunks, read without draining them
  * (a client reading the stream still gets every one), at most N (1-500, default 100) and
  * about 1 MB, with `total`, how many are buffered; and its webhook delivery: the receiver's origin, the outcome,
- * the next attempt's time and the recorded attempts (status or error class, never a body).
+ * the next attempt's time and the recorded attempts (status or error class, never a body); and
+ * `cost`: what each metered run of the job cost and the sum (`costUsd`).
  */
 export async function sendJobPage(deps: JobPageDeps, req: IncomingMessage, res: ServerResponse, endpointId: string, jobId: string, query: URLSearchParams): Promise<void> {
   const limit = queryInteger('chunks', query.get('chunks'), JOB_PAGE_CHUNKS.fallback, 1, JOB_PAGE_CHUNKS.max);
@@ -117,6 +128,6 @@ export async function sendJobPage(deps: JobPageDeps, req: IncomingMessage, res: 
   const text =
     `{"id":${JSON.stringify(job.id)},"status":"${job.status}",${input}"inputChars":${job.inputJson.length},` +
     `"stream":{"chunks":[${chunks.join(',')}],"total":${totalChunks}},` +
-    `"webhook":${JSON.stringify(webhookSummary(job, webhookAttempts))}}`;
+    `"webhook":${JSON.stringify(webhookSummary(job, webhookAttempts))},"cost":${JSON.stringify(await costOf(deps, job.id))}}`;
   sendJsonText(res, 200, text);
 }

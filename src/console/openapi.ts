@@ -1,7 +1,8 @@
 import { DEFAULT_STREAM_WAIT_MS, DEFAULT_SYNC_WAIT_MS } from '../http/client-routes.js';
 import { DEFAULT_LOG_LINES, MAX_LOG_LINES } from '../http/pool-routes.js';
 import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../http/idempotency.js';
-import { BOOLEAN_FIELDS, ENDPOINT_DEFAULTS, INTEGER_FIELDS, MAX_RATE, RATE_LIMITED_OPERATIONS } from '../jobs/endpoint-settings.js';
+import { MAX_BUDGET_USD, MAX_CONCURRENT_JOBS } from '../http/admin-routes.js';
+import { BOOLEAN_FIELDS, ENDPOINT_DEFAULTS, INTEGER_FIELDS, MAX_PRICE_PER_SECOND_USD, MAX_RATE, RATE_LIMITED_OPERATIONS } from '../jobs/endpoint-settings.js';
 import { POLICY_LIMITS } from '../jobs/policy.js';
 import { SCOPES } from '../security/keys.js';
 import { REGISTRY_CREDENTIAL_LIMITS } from '../security/registry-credentials.js';
@@ -33,6 +34,20 @@ function rateLimitsSchema(): Schema {
   };
 }
 
+/** `pricePerSecond` of an endpoint (endpoint-settings.ts). */
+const PRICE_PER_SECOND: Schema = {
+  oneOf: [{ type: 'number', minimum: 0, maximum: MAX_PRICE_PER_SECOND_USD }, { type: 'string', pattern: '^\\d+(\\.\\d{1,10})?$' }],
+  nullable: true,
+  description: 'USD per second of execution (at most 10 decimals); null: metered, not priced',
+};
+
+/** The budget and job cap of PATCH /admin/v1/keys/{key} (admin-routes.ts). */
+const KEY_LIMITS: Record<string, Schema> = {
+  budgetUsd: { oneOf: [{ type: 'number', minimum: 0, maximum: MAX_BUDGET_USD }, { type: 'string' }], nullable: true, description: 'USD per budgetPeriod; null: no budget' },
+  budgetPeriod: { type: 'string', enum: ['day', 'month'], nullable: true, description: 'UTC calendar day or month' },
+  maxConcurrentJobs: { type: 'integer', minimum: 1, maximum: MAX_CONCURRENT_JOBS, nullable: true, description: 'queued + running jobs at once; null: no cap' },
+};
+
 /** EndpointSettings (what a create or update may send) and Endpoint (what the admin API answers), with RateLimits. */
 function endpointSchemas(integerSettings: Record<string, Schema>, worker: Schema): Record<string, Schema> {
   const booleanSettings = Object.fromEntries(BOOLEAN_FIELDS.map((field) => [field, { type: 'boolean', default: (ENDPOINT_DEFAULTS as Record<string, unknown>)[field] }]));
@@ -48,6 +63,7 @@ function endpointSchemas(integerSettings: Record<string, Schema>, worker: Schema
         webhookSecret: { type: 'string', nullable: true, description: 'Standard Webhooks secret (whsec_…); null removes it' },
         worker,
         rateLimits: ref('RateLimits'),
+        pricePerSecond: PRICE_PER_SECOND,
         ...integerSettings,
         ...booleanSettings,
       },
@@ -61,6 +77,7 @@ function endpointSchemas(integerSettings: Record<string, Schema>, worker: Schema
         webhookSigning: { type: 'boolean', description: 'Whether a webhook secret is set (the secret is never shown)' },
         worker,
         rateLimits: ref('RateLimits'),
+        pricePerSecond: PRICE_PER_SECOND,
         createdAt: { type: 'string', format: 'date-time' },
         updatedAt: { type: 'string', format: 'date-time' },
         ...integerSettings,
@@ -111,7 +128,8 @@ function schemas(): Record<string, Schema> {
     },
     RegistryCredential: { type: 'object', properties: { id: { type: 'string', description: 'rc_…: what worker.registryCredentials names' }, name: { type: 'string' }, username: { type: 'string' }, createdAt: { type: 'string', format: 'date-time' } } },
     KeySpec: { type: 'object', additionalProperties: false, required: ['name', 'scopes'], properties: { name: { type: 'string', minLength: 1, maxLength: 128 }, scopes: { type: 'array', minItems: 1, items: { type: 'string', enum: [...SCOPES] } }, endpoints: { type: 'array', items: { type: 'string' }, nullable: true } } },
-    Key: { type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' }, scopes: { type: 'array', items: { type: 'string', enum: [...SCOPES] } }, endpoints: { type: 'array', items: { type: 'string' }, nullable: true }, createdAt: { type: 'string', format: 'date-time' }, key: { type: 'string', description: 'Only in the answer that created it' } } },
+    Key: { type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' }, scopes: { type: 'array', items: { type: 'string', enum: [...SCOPES] } }, endpoints: { type: 'array', items: { type: 'string' }, nullable: true }, createdAt: { type: 'string', format: 'date-time' }, key: { type: 'string', description: 'Only in the answer that created it' }, ...KEY_LIMITS, budget: { type: 'object', nullable: true, description: 'spend in the current period: budgetUsd, budgetPeriod, spentUsd, resetsAt' } } },
+    KeyLimits: { type: 'object', additionalProperties: false, properties: KEY_LIMITS },
   };
 }
 
@@ -245,7 +263,7 @@ function adminPaths(): Record<string, Record<string, Operation>> {
   const time = (name: string) => ({ name, in: 'query', required: false, description: 'Epoch ms or ISO 8601', schema: { type: 'string' } });
   return {
     '/admin/v1/keys': { get: op('List API keys', [], { type: 'object', properties: { keys: { type: 'array', items: ref('Key') } } }), post: op('Create an API key (the key is in this answer only)', [], ref('Key'), ref('KeySpec')) },
-    '/admin/v1/keys/{key}': { delete: op('Revoke an API key', [key], deleted) },
+    '/admin/v1/keys/{key}': { patch: op('Set an API key\'s budget and job cap', [key], ref('Key'), ref('KeyLimits')), delete: op('Revoke an API key', [key], deleted) },
     '/admin/v1/registry-credentials': {
       get: op('List registry credentials (never their passwords)', [], { type: 'object', properties: { registryCredentials: { type: 'array', items: ref('RegistryCredential') } } }),
       post: op('Save a registry login endpoints pull their images with', [], { type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' } } }, ref('RegistryCredentialSpec')),
@@ -256,7 +274,16 @@ function adminPaths(): Record<string, Record<string, Operation>> {
     '/admin/v1/endpoints/{endpoint}/workers': { get: op('The endpoint\'s workers and Docker hosts', [id], { type: 'object' }) },
     '/admin/v1/endpoints/{endpoint}/workers/{worker}/logs': { get: op('The last lines of a pool worker\'s output', [id, pathParam('worker', 'Worker id'), intQuery('lines', 'How many lines', 1, MAX_LOG_LINES, DEFAULT_LOG_LINES)], { type: 'object' }) },
     '/admin/v1/usage': {
-      get: op('Usage summed by key or endpoint over [from, to)', [time('from'), time('to'), { name: 'groupBy', in: 'query', required: false, schema: { type: 'string', enum: ['endpoint', 'key'], default: 'endpoint' } }], { type: 'object' }),
+      get: op(
+        'Job meters and pool worker time over [from, to), grouped by key, endpoint and/or day (JSON or CSV)',
+        [
+          time('from'),
+          time('to'),
+          { name: 'groupBy', in: 'query', required: false, description: 'key, endpoint, day, or several comma-separated (key,day)', schema: { type: 'string', default: 'endpoint' } },
+          { name: 'format', in: 'query', required: false, schema: { type: 'string', enum: ['json', 'csv'], default: 'json' } },
+        ],
+        { type: 'object' },
+      ),
     },
   };
 }

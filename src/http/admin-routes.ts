@@ -3,7 +3,9 @@ import { renderEndpoint } from '../jobs/endpoint-settings.js';
 import { AppError, endpointNotFound, invalidBody, invalidParameter } from '../model/errors.js';
 import { isObject } from '../model/json.js';
 import type { EndpointRecord, Scope } from '../model/records.js';
-import { SCOPES, keySpecRefusal, type KeyService, type KeySpec } from '../security/keys.js';
+import { SCOPES, keySpecRefusal, renderKey, type KeyLimitsChange, type KeyService, type KeySpec, type KeyView } from '../security/keys.js';
+import type { BudgetStatus, KeyQuotas } from '../jobs/key-quotas.js';
+import { usdToUnits } from '../model/money.js';
 import type { RegistryCredentials } from '../security/registry-credentials.js';
 import { MB } from './body.js';
 import { sendPoolWorkers, sendWorkerLog, type PoolRouteDeps } from './pool-routes.js';
@@ -17,6 +19,45 @@ export interface AdminRouteDeps extends PoolRouteDeps, UsageRouteDeps {
   endpoints: EndpointService;
   /** Registry logins endpoints pull their images with (never answered with the password). */
   registry: RegistryCredentials;
+  /** Each budgeted key's spend in its period; forgets a key's cached limits when they change. */
+  quotas: Pick<KeyQuotas, 'budgetStatus' | 'forget'>;
+}
+
+/** The largest budgetUsd (its units stay exact in a double) and maxConcurrentJobs. */
+export const MAX_BUDGET_USD = 900_000;
+export const MAX_CONCURRENT_JOBS = 1_000_000;
+
+/**
+ * Validates `{budgetUsd?, budgetPeriod?, maxConcurrentJobs?}` of PATCH /admin/v1/keys/{id}
+ * against the key's current limits: a field left out keeps its value, null clears it.
+ */
+export function parseKeyLimits(body: unknown, current: KeyLimitsChange): KeyLimitsChange {
+  if (!isObject(body)) throw invalidBody('a JSON object');
+  for (const k of Object.keys(body)) {
+    if (!['budgetUsd', 'budgetPeriod', 'maxConcurrentJobs'].includes(k)) throw invalidParameter(k, 'is not a known field (expected budgetUsd, budgetPeriod, maxConcurrentJobs)');
+  }
+  const next = { ...current };
+  if (body.budgetUsd !== undefined) {
+    const units = body.budgetUsd === null ? null : usdToUnits(body.budgetUsd);
+    if (body.budgetUsd !== null && (units === null || units > MAX_BUDGET_USD * 1e10)) {
+      throw invalidParameter('budgetUsd', `must be USD from 0 to ${MAX_BUDGET_USD} with at most 10 decimals (a number or decimal text), or null for no budget`);
+    }
+    next.budgetUnits = units;
+  }
+  if (body.budgetPeriod !== undefined) {
+    if (body.budgetPeriod !== null && body.budgetPeriod !== 'day' && body.budgetPeriod !== 'month') throw invalidParameter('budgetPeriod', 'must be day or month (UTC), or null');
+    next.budgetPeriod = body.budgetPeriod;
+  }
+  if (next.budgetUnits === null) next.budgetPeriod = null;
+  else if (next.budgetPeriod === null) throw invalidParameter('budgetPeriod', 'is required with budgetUsd (day or month)');
+  if (body.maxConcurrentJobs !== undefined) {
+    const n = body.maxConcurrentJobs;
+    if (n !== null && (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_CONCURRENT_JOBS)) {
+      throw invalidParameter('maxConcurrentJobs', `must be an integer from 1 to ${MAX_CONCURRENT_JOBS}, or null for no cap`);
+    }
+    next.maxConcurrentJobs = n;
+  }
+  return next;
 }
 
 /**
@@ -73,7 +114,16 @@ export function adminRoutes(deps: AdminRouteDeps): Route[] {
   });
   const { keys, endpoints, registry } = deps;
   return [
-    route('GET', '/keys', async ({ res }) => sendJson(res, 200, { keys: await keys.list() })),
+    route('GET', '/keys', async ({ res }) => sendJson(res, 200, { keys: await Promise.all((await keys.list()).map((k) => withBudget(deps, k))) })),
+    route('PATCH', '/keys/{key}', async ({ res, params, body }) => {
+      const id = params.key!;
+      const key = await keys.get(id);
+      if (!key) throw new AppError('KEY_NOT_FOUND', `API key ${id} not found`, { id });
+      const updated = await keys.setLimits(id, parseKeyLimits(body, key));
+      if (!updated) throw new AppError('KEY_NOT_FOUND', `API key ${id} not found`, { id });
+      deps.quotas.forget(id);
+      sendJson(res, 200, await withBudget(deps, renderKey(updated)));
+    }, MB),
     route('POST', '/keys', async ({ res, body }) => sendJson(res, 200, await keys.create(parseKeyBody(body))), MB),
     route('DELETE', '/keys/{key}', async ({ res, params }) => {
       const id = params.key!;
@@ -109,6 +159,13 @@ export function adminRoutes(deps: AdminRouteDeps): Route[] {
     route('GET', '/endpoints/{endpoint}/workers/{worker}/logs', (call) => sendWorkerLog(deps, call)),
     route('GET', '/usage', (call) => sendUsage(deps, call)),
   ];
+}
+
+/** A key as listed, with its spend in the current budget period when it has a budget (`budget`: null otherwise). */
+async function withBudget(deps: AdminRouteDeps, key: KeyView): Promise<KeyView & { budget: BudgetStatus | null }> {
+  const budgetUnits = key.budgetUsd === null ? null : usdToUnits(key.budgetUsd);
+  const budget = await deps.quotas.budgetStatus({ id: key.id, name: key.name, budgetUnits, budgetPeriod: key.budgetPeriod, maxConcurrentJobs: key.maxConcurrentJobs });
+  return { ...key, budget };
 }
 
 /** An endpoint settings body with its free-text `name` checked (the other fields are checked by endpoint-settings.ts). */

@@ -30,7 +30,7 @@ function parseGroups(raw: string | null): UsageGroup[] {
 
 /** What the usage route reads. */
 export interface UsageRouteDeps {
-  usage: Pick<UsageStore, 'sumUsage' | 'listWorkerMeters'>;
+  usage: Pick<UsageStore, 'sumUsage' | 'listWorkerMeters' | 'listJobMeters'>;
   keys: Pick<KeyService, 'list'>;
   now(): number;
 }

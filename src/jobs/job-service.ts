@@ -11,6 +11,7 @@ import type { IdempotencyKey } from './idempotency.js';
 import { uuidv7 } from './job-ids.js';
 import type { SubmitRequest } from './policy.js';
 import type { QueueGauge } from './queue-gauge.js';
+import type { KeyQuotas } from './key-quotas.js';
 import { runOf, StreamReads, type StreamRead } from './stream-reads.js';
 import { initialJob, type JobTransitions } from './transitions.js';
 
@@ -117,6 +118,8 @@ export interface JobServiceDeps {
   config: Pick<GantryConfig, 'syncRetentionMs' | 'asyncRetentionMs' | 'workerLostMs'>;
   /** Where a webhook may point (security/outbound.ts); checked when the job is submitted. */
   outbound?: OutboundPolicy;
+  /** The submitting key's budget and job cap (key-quotas.ts); checked when the job is submitted. */
+  quotas?: Pick<KeyQuotas, 'admit'>;
   now(): number;
 }
 
@@ -141,6 +144,8 @@ class Jobs implements JobService {
     const inputBytes = Buffer.byteLength(request.inputJson);
     const checking = this.admit(endpoint, request, inputBytes);
     if (checking) await checking;
+    const quota = this.deps.quotas?.admit(opts.keyId);
+    if (quota) await quota;
     const job = this.newJob(endpoint, request, opts, inputBytes);
     await this.deps.transitions.submit(job);
     return job;
@@ -151,6 +156,7 @@ class Jobs implements JobService {
     if (held) return replayOf(held, opts.key);
     const inputBytes = Buffer.byteLength(request.inputJson);
     await this.admit(endpoint, request, inputBytes);
+    await this.deps.quotas?.admit(opts.keyId);
     const job = this.newJob(endpoint, request, opts, inputBytes);
     const written = await this.deps.transitions.submitOnce(job, opts.key);
     // Another call with the key got there between the read and the write.

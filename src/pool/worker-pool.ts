@@ -10,6 +10,7 @@ import { createStoppedWorkers, STOPPED_WORKER_DEFAULTS, type StoppedWorkerLimits
 import { describeExit, describeStart, infoOf, moveTo, reportedState, type Slot, type SlotState } from './slot.js';
 import { runpodWorkerEnv } from './worker-env.js';
 import { createWorkerLog } from './worker-log.js';
+import { gpusOf, type WorkerMeters } from './worker-meters.js';
 
 /**
  * The name of a pool worker's key (each worker has its own): `worker pool <endpoint>
@@ -61,6 +62,8 @@ export interface WorkerPoolOptions {
    * close), before its SIGTERM: the gateways answer its parked takes and hand it nothing more.
    */
   onStopping?(workerId: string): void;
+  /** Meters each worker process from its start to its exit (worker-meters.ts). */
+  meters?: Pick<WorkerMeters, 'started' | 'stopped'>;
 }
 
 /** The pool's view of a worker for the scaling rules. */
@@ -379,7 +382,13 @@ class Pool implements WorkerPool {
       if (slot.state === 'launching') moveTo(slot, 'starting', 'its process runs');
       slot.log.note(`started: ${describeStart(handle, this.settings)}`);
       this.log.info({ workerId: slot.id, pid: handle.pid, host: handle.host, container: handle.container }, 'pool worker started');
-      slot.finished = handle.exited.then((exit) => this.exited(slot, handle, exit));
+      const startedAt = slot.startedAt ?? this.options.now();
+      const metered = this.options.meters?.started({ workerId: slot.id, endpointId: this.endpointId, startedAt, gpus: gpusOf(this.settings) });
+      slot.finished = handle.exited.then(async (exit) => {
+        await metered;
+        await this.options.meters?.stopped(slot.id, startedAt);
+        await this.exited(slot, handle, exit);
+      });
       if (isDraining(slot)) void handle.stop(this.options.graceMs); // stopped while it was starting
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);

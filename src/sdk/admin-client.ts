@@ -22,6 +22,30 @@ export interface ApiKeyInfo {
   endpoints: string[] | null;
   /** Epoch milliseconds (or an ISO string, as the server sends it). */
   createdAt: number | string;
+  /** USD the key may spend per budgetPeriod; null: no budget. */
+  budgetUsd?: number | null;
+  budgetPeriod?: 'day' | 'month' | null;
+  /** Queued + running jobs the key may have at once; null: no cap. */
+  maxConcurrentJobs?: number | null;
+  /** The spend in the current budget period (listing and PATCH answers), null without a budget. */
+  budget?: KeyBudget | null;
+}
+
+/** A key's spend against its budget in the current period (decimal USD text). */
+export interface KeyBudget {
+  budgetUsd: string;
+  budgetPeriod: 'day' | 'month';
+  spentUsd: string;
+  /** ISO 8601: when the period ends and the spend starts again from 0. */
+  resetsAt: string;
+}
+
+/** The body of PATCH /admin/v1/keys/{id}: a field left out keeps its value, null clears it. */
+export interface KeyLimits {
+  /** USD (a number or decimal text, at most 10 decimals) per budgetPeriod. */
+  budgetUsd?: number | string | null;
+  budgetPeriod?: 'day' | 'month' | null;
+  maxConcurrentJobs?: number | null;
 }
 
 /** A freshly created key: the only time `key` is shown. */
@@ -101,6 +125,8 @@ export interface EndpointSettings {
   webhookSecret?: string | null;
   /** This endpoint's rate limits: "off", limits per operation over the defaults, or null for the defaults. */
   rateLimits?: EndpointRateLimits | null;
+  /** USD per second of execution (at most 10 decimals; a number or decimal text); null: metered, not priced. */
+  pricePerSecond?: number | string | null;
 }
 
 /** Per-operation limits of one endpoint (`run`, `runsync`, `status`, `long-poll`, `cancel`, `purge-queue`, `requests`, `openai`), or "off". */
@@ -127,6 +153,8 @@ export interface Endpoint {
   webhookSigning?: boolean;
   /** The endpoint's own rate limits; null: the gateway's defaults. */
   rateLimits?: EndpointRateLimits | null;
+  /** USD per second of execution; null when not priced by time. */
+  pricePerSecond?: number | null;
   createdAt: number | string;
   updatedAt: number | string;
 }
@@ -196,12 +224,20 @@ export interface WorkerLogLine {
   line: string;
 }
 
-/** One group of a usage report: a key's or an endpoint's completed jobs of priced endpoints, and their cost. */
+/** One row of a usage report: its groups (those asked for) and what was used and spent. */
 export interface UsageLine {
-  /** The key id (groupBy key) or endpoint id (groupBy endpoint); null for jobs without a key. */
+  /** UTC day (YYYY-MM-DD), when grouped by day. */
+  day?: string;
+  /** The key id, when grouped by key; null for jobs without a key. */
   key?: string | null;
-  endpoint?: string | null;
+  /** The key's name; null for jobs without a key or a deleted key. */
+  keyName?: string | null;
+  endpoint?: string;
   jobs: number;
+  executionSeconds: number;
+  /** Pool worker seconds (start to stop); null in rows grouped by key. */
+  workerSeconds: number | null;
+  gpuSeconds: number | null;
   megapixels: number;
   /** USD as a JSON number that prints as the exact decimal. */
   cost: number;
@@ -213,16 +249,20 @@ export interface UsageLine {
 export interface UsageReport {
   from: string;
   to: string;
-  groupBy: 'key' | 'endpoint';
+  /** The groups, comma-separated (`endpoint`, `day,key`, ...). */
+  groupBy: string;
   usage: UsageLine[];
-  total: Omit<UsageLine, 'key' | 'endpoint'>;
+  total: Omit<UsageLine, 'day' | 'key' | 'keyName' | 'endpoint'> & { workerSeconds: number; gpuSeconds: number };
 }
 
-/** Which usage to sum: a time range (epoch ms or ISO 8601) and the grouping. */
+/** What usage may be grouped by. */
+export type UsageGroup = 'key' | 'endpoint' | 'day';
+
+/** Which usage to sum: a time range (epoch ms or ISO 8601) and the grouping (one group or several). */
 export interface UsageQuery {
   from?: number | string;
   to?: number | string;
-  groupBy?: 'key' | 'endpoint';
+  groupBy?: UsageGroup | UsageGroup[];
 }
 
 /**
@@ -257,6 +297,8 @@ export interface AdminClient {
   createKey(request: CreateKeyRequest): Promise<CreatedApiKey>;
   listKeys(): Promise<ApiKeyInfo[]>;
   deleteKey(id: string): Promise<{ id: string; deleted: boolean }>;
+  /** Sets a key's budget and job cap (a field left out keeps its value, null clears it). */
+  setKeyLimits(id: string, limits: KeyLimits): Promise<ApiKeyInfo>;
   /** Saves a registry login; answers its id and name only. */
   createRegistryCredential(request: CreateRegistryCredentialRequest): Promise<{ id: string; name: string }>;
   listRegistryCredentials(): Promise<RegistryCredentialInfo[]>;
@@ -271,8 +313,10 @@ export interface AdminClient {
   /** The workers with the Docker hosts they run on (state, engine, GPUs in use). */
   workerListing(endpointId: string): Promise<WorkerListing>;
   workerLogs(endpointId: string, workerId: string, lines?: number): Promise<WorkerLogLine[]>;
-  /** Cost and megapixels of completed jobs of priced endpoints, by key or endpoint. */
+  /** Execution, worker and GPU seconds, megapixels and cost, by key, endpoint and/or day. */
   usage(query?: UsageQuery): Promise<UsageReport>;
+  /** The same report as CSV text. */
+  usageCsv(query?: UsageQuery): Promise<string>;
 }
 
 /**
@@ -323,6 +367,7 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     createKey: (body) => request<CreatedApiKey>('POST', '/admin/v1/keys', body),
     listKeys: async () => (await request<{ keys: ApiKeyInfo[] }>('GET', '/admin/v1/keys')).keys,
     deleteKey: (id) => request<{ id: string; deleted: boolean }>('DELETE', keyPath(id)),
+    setKeyLimits: (id, limits) => request<ApiKeyInfo>('PATCH', keyPath(id), limits),
     createRegistryCredential: (body) => request<{ id: string; name: string }>('POST', '/admin/v1/registry-credentials', body),
     listRegistryCredentials: async () => (await request<{ registryCredentials: RegistryCredentialInfo[] }>('GET', '/admin/v1/registry-credentials')).registryCredentials,
     deleteRegistryCredential: (id) => request<{ id: string; deleted: boolean }>('DELETE', `/admin/v1/registry-credentials/${encodeURIComponent(id)}`),
@@ -340,16 +385,37 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
           `${endpointPath(id)}/workers/${encodeURIComponent(workerId)}/logs${lines === undefined ? '' : `?lines=${lines}`}`,
         )
       ).lines,
-    usage: (query = {}) => request<UsageReport>('GET', usagePath(query)),
+    usage: (query = {}) => request<UsageReport>('GET', `/admin/v1/usage${usageSearch(query, 'json')}`),
+    usageCsv: (query = {}) => getText({ doFetch, base, adminKey: options.adminKey, timeoutMs }, `/admin/v1/usage${usageSearch(query, 'csv')}`),
   };
 }
 
-/** `/admin/v1/usage` with the query's set fields. */
-function usagePath(query: UsageQuery): string {
+/** GET of a route that answers text (the usage CSV); a non-2xx answer throws as `request` does. */
+async function getText(c: { doFetch: typeof fetch; base: string; adminKey: string; timeoutMs: number }, path: string): Promise<string> {
+  let response: Response;
+  try {
+    response = await c.doFetch(`${c.base}${path}`, { headers: { authorization: `Bearer ${c.adminKey}` }, signal: AbortSignal.timeout(c.timeoutMs) });
+  } catch (err) {
+    throw new AdminApiError(`cannot reach gantry at ${c.base}: ${describeFetchError(err)}`, 0, 'UNREACHABLE');
+  }
+  const text = await response.text();
+  if (!response.ok) {
+    const error = parseJson(text);
+    const message = isRecord(error) && typeof error.error === 'string' ? error.error : `HTTP ${response.status}`;
+    throw new AdminApiError(message, response.status, isRecord(error) && typeof error.code === 'string' ? error.code : `HTTP_${response.status}`);
+  }
+  return text;
+}
+
+/** `?from=&to=&groupBy=a,b&format=` of a usage query. */
+function usageSearch(query: UsageQuery, format: 'json' | 'csv'): string {
   const params = new URLSearchParams();
-  for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, String(value));
+  if (query.from !== undefined) params.set('from', String(query.from));
+  if (query.to !== undefined) params.set('to', String(query.to));
+  if (query.groupBy !== undefined) params.set('groupBy', Array.isArray(query.groupBy) ? query.groupBy.join(',') : query.groupBy);
+  if (format === 'csv') params.set('format', 'csv');
   const search = params.toString();
-  return `/admin/v1/usage${search ? `?${search}` : ''}`;
+  return search ? `?${search}` : '';
 }
 
 function parseJson(text: string): unknown {

@@ -1,6 +1,7 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { invalidParameter } from '../model/errors.js';
-import type { KeyRecord, Scope } from '../model/records.js';
+import { usdNumber } from '../model/money.js';
+import type { BudgetPeriod, KeyRecord, Scope } from '../model/records.js';
 import type { KeyStore } from '../store/store.js';
 import { TtlCache } from '../util/ttl-cache.js';
 
@@ -47,7 +48,15 @@ export interface KeyView {
   scopes: Scope[];
   endpoints: string[] | null;
   createdAt: string;
+  /** USD the key may spend per budgetPeriod (docs/api.md, "Budgets and quotas"); null: no budget. */
+  budgetUsd: number | null;
+  budgetPeriod: BudgetPeriod | null;
+  /** Queued + running jobs the key may have at once; null: no cap. */
+  maxConcurrentJobs: number | null;
 }
+
+/** A key's budget and job cap as set through the admin API (units of 1e-10 USD). */
+export type KeyLimitsChange = Pick<KeyRecord, 'budgetUnits' | 'budgetPeriod' | 'maxConcurrentJobs'>;
 
 /** API keys: made here, stored as SHA-256 digests, looked up and checked for every request. */
 export interface KeyService {
@@ -62,6 +71,10 @@ export interface KeyService {
   /** True when a key with exactly this text exists. */
   exists(key: string): Promise<boolean>;
   list(): Promise<KeyView[]>;
+  /** The key as stored now; undefined when there is none. */
+  get(id: string): Promise<KeyRecord | undefined>;
+  /** Sets a key's budget and job cap; the key as stored now, or undefined when there is none. */
+  setLimits(id: string, limits: KeyLimitsChange): Promise<KeyRecord | undefined>;
   /** Deletes a key; false when there is none with that id. Takes effect at once on this gateway. */
   revoke(id: string): Promise<boolean>;
   /** Deletes every key whose name matches (keys a killed gateway left behind); returns how many. */
@@ -100,7 +113,16 @@ export function generateApiKey(): string {
 
 /** The key as the admin API shows it (never its hash or text). */
 export function renderKey(key: KeyRecord): KeyView {
-  return { id: key.id, name: key.name, scopes: key.scopes, endpoints: key.endpoints, createdAt: new Date(key.createdAt).toISOString() };
+  return {
+    id: key.id,
+    name: key.name,
+    scopes: key.scopes,
+    endpoints: key.endpoints,
+    createdAt: new Date(key.createdAt).toISOString(),
+    budgetUsd: key.budgetUnits === null ? null : usdNumber(BigInt(key.budgetUnits)),
+    budgetPeriod: key.budgetPeriod,
+    maxConcurrentJobs: key.maxConcurrentJobs,
+  };
 }
 
 /**
@@ -185,6 +207,15 @@ class Keys implements KeyService {
 
   async list(): Promise<KeyView[]> {
     return (await this.store.listKeys()).map(renderKey);
+  }
+
+  get(id: string): Promise<KeyRecord | undefined> {
+    return this.store.getKey(id);
+  }
+
+  async setLimits(id: string, limits: KeyLimitsChange): Promise<KeyRecord | undefined> {
+    // The checks read limits through KeyQuotas (its own cache), not through this key cache.
+    return this.store.updateKeyLimits({ id, ...limits });
   }
 
   async revoke(id: string): Promise<boolean> {

@@ -15,6 +15,7 @@ import type { EndpointRecord } from '../model/records.js';
 import { isContainerWorker } from '../jobs/endpoint-settings.js';
 import { allocate, type EndpointAllocation, type EndpointDemand } from './allocator.js';
 import { PoolSet } from './pool-set.js';
+import type { WorkerMeters } from '../pool/worker-meters.js';
 import { planScale } from './scale-policy.js';
 
 /** One endpoint's part of a pass: its pool, what its scaler wants, and what the allocator is asked. */
@@ -46,6 +47,8 @@ export interface AutoscalerDeps {
   logLines?: number;
   logger: Logger;
   clock: Clock;
+  /** Meters each pool worker from start to stop (worker seconds, docs/api.md "Usage"). */
+  meters?: WorkerMeters;
 }
 
 /**
@@ -126,6 +129,7 @@ class Scaler implements Autoscaler {
       }
     });
     this.loop.start();
+    this.deps.meters?.start();
   }
 
   stop(): Promise<void> {
@@ -135,6 +139,7 @@ class Scaler implements Autoscaler {
       this.unsubscribe?.();
       await this.loop.stop();
       await this.pools.closeAll('the autoscaler is stopping (gateway shutdown or leadership lost)');
+      await this.deps.meters?.stop();
       this.deps.driver.close?.();
     })();
     return this.stopping;
@@ -172,6 +177,7 @@ class Scaler implements Autoscaler {
       now: this.deps.clock.now,
       onChange: () => this.loop.kick(),
       onStopping: (workerId) => this.deps.notifier.publish({ type: 'worker-stopping', workerId, endpointId }),
+      ...(this.deps.meters ? { meters: this.deps.meters } : {}),
     });
   }
 

@@ -96,6 +96,7 @@ function usageMethods(usage: UsageStore): UsageStore {
     recordJobMeter: (meter) => usage.recordJobMeter(meter),
     sumUsage: (args) => usage.sumUsage(args),
     keySpend: (args) => usage.keySpend(args),
+    listJobMeters: (jobId) => usage.listJobMeters(jobId),
     countLiveJobs: (keyId) => usage.countLiveJobs(keyId),
     openWorkerMeter: (meter) => usage.openWorkerMeter(meter),
     advanceWorkerMeters: (args) => usage.advanceWorkerMeters(args),

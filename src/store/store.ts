@@ -317,6 +317,8 @@ export interface UsageStore {
   recordJobMeter(meter: JobMeter): Promise<void>;
   /** Sums the job meters written in [from, to), grouped by the named columns (none: one total), largest cost first. */
   sumUsage(args: { from: number; to: number; groupBy: readonly UsageGroup[] }): Promise<UsageSum[]>;
+  /** The meters of one job, a row per run, oldest first (the job page's cost). */
+  listJobMeters(jobId: string): Promise<JobMeter[]>;
   /** What the key's job meters written since `from` cost, in units of 1e-10 USD (its budget's spend). */
   keySpend(args: { keyId: string; from: number }): Promise<bigint>;
   /** The key's jobs IN_QUEUE or IN_PROGRESS (maxConcurrentJobs). */

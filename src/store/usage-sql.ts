@@ -1,3 +1,5 @@
+import type { JobStatus } from '../model/job-states.js';
+import type { JobMeter } from '../model/records.js';
 import type { UsageGroup, UsageSum } from './store.js';
 
 /** One UTC day in ms: the day of a meter is created_at rounded down to it. */
@@ -23,6 +25,34 @@ export function usageGrouping(groups: readonly UsageGroup[]): { select: string; 
     select: used.map((g) => `${GROUP_COLUMNS[g].sql} AS ${GROUP_COLUMNS[g].as}, `).join(''),
     groupBy: `GROUP BY ${used.map((g) => GROUP_COLUMNS[g].as).join(', ')}`,
     order: used.includes('day') ? 'grp_day, ' : '',
+  };
+}
+
+/** A job_meters row as both drivers return it (BIGINT columns as numbers; cost as text or BigInt). */
+export interface JobMeterRow {
+  job_id: string;
+  run: number;
+  key_id: string | null;
+  endpoint_id: string;
+  status: string;
+  execution_ms: number;
+  pixels: number;
+  cost: string | bigint;
+  created_at: number;
+}
+
+/** A job_meters row → JobMeter. */
+export function toJobMeter(r: JobMeterRow): JobMeter {
+  return {
+    jobId: r.job_id,
+    run: Number(r.run),
+    keyId: r.key_id,
+    endpointId: r.endpoint_id,
+    status: r.status as JobStatus,
+    executionMs: Number(r.execution_ms),
+    pixels: Number(r.pixels),
+    costUnits: BigInt(r.cost),
+    createdAt: Number(r.created_at),
   };
 }
 

@@ -101,7 +101,7 @@ describe('gantry runsync / run / status', () => {
       [['status', echo], /missing JOB_ID/],
       [['cancel', echo, 'a', 'b'], /unexpected argument 'b'/],
       [['run', echo, '--bogus'], /unknown option '--bogus'/],
-      [['usage', '--group-by', 'day'], /--group-by must be key or endpoint/],
+      [['usage', '--group-by', 'model'], /--group-by must be key, endpoint, day or several of them/],
       [['health', echo], /no API key/],
     ];
     const results = await Promise.all(cases.map(([args], i) => cli(args, i === cases.length - 1 ? { GANTRY_API_KEY: '', GANTRY_ADMIN_KEY: '' } : { GANTRY_URL: 'http://127.0.0.1:9' })));
@@ -153,11 +153,13 @@ describe('gantry stream / cancel / retry / purge / health / usage', () => {
 
   it('usage sums cost by endpoint or key (admin key)', async () => {
     const report = json<{ groupBy: string; usage: unknown[]; total: { jobs: number; costUsd: string } }>(await cli(['usage', '--group-by', 'key', '--from', '2020-01-01', '--json']));
-    expect(report).toMatchObject({ groupBy: 'key', total: { jobs: 0, costUsd: '0' } });
-    const human = await cli(['usage']);
+    expect(report).toMatchObject({ groupBy: 'key', total: { costUsd: '0' } });
+    const human = await cli(['usage', '--group-by', 'day,endpoint']);
     expect(human.code).toBe(0);
-    expect(human.stdout).toMatch(/^ENDPOINT\s+JOBS\s+MEGAPIXELS\s+COST \(USD\)$/m);
-    expect(human.stdout).toMatch(/^total\s+0\s+0\.000000\s+0$/m);
+    expect(human.stdout).toMatch(/^DAY\s+ENDPOINT\s+JOBS\s+EXEC \(S\)\s+WORKER \(S\)\s+GPU \(S\)\s+MEGAPIXELS\s+COST \(USD\)$/m);
+    expect(human.stdout).toMatch(/^total\s+\d+\s+[\d.]+\s+[\d.]+\s+0\.000\s+0\.000000\s+0$/m);
+    const csv = await cli(['usage', '--group-by', 'key', '--csv']);
+    expect(csv.stdout.split('\r\n')[0]).toBe('key,keyName,jobs,executionSeconds,workerSeconds,gpuSeconds,megapixels,costUsd');
     expect((await cli(['usage'], { GANTRY_ADMIN_KEY: runKey })).code).toBe(1);
   });
 });

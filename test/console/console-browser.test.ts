@@ -182,7 +182,8 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the console in headle
     await shot('test-editor-image');
   }, 90_000);
 
-  it('cancels a running job from its page', async () => {
+  it('cancels a running job from its page, which then shows what its run cost', async () => {
+    expect(await adminApi('PATCH', `/admin/v1/endpoints/${EP}`, { pricePerSecond: 0.01 })).toMatchObject({ pricePerSecond: 0.01 });
     const { id } = (await adminApi('POST', `/v2/${EP}/run`, { input: { delayMs: 120_000 } })) as { id: string };
     await eventually(async () => ((await adminApi('GET', `/v2/${EP}/status/${id}`)).status === 'IN_PROGRESS' ? true : undefined), 20_000, 'the job to run');
     await page.goto(`${consoleUrl()}/console/#/job/${EP}/${id}`);
@@ -193,6 +194,10 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the console in headle
     expect((await adminApi('GET', `/v2/${EP}/status/${id}`)).status).toBe('CANCELLED');
     // The input is still shown once the job ended (/status no longer has it; the job route does).
     expect(JSON.parse((await page.getByLabel('Input', { exact: true }).textContent()) ?? '')).toEqual({ delayMs: 120_000 });
+    // A cancelled run of a per-second endpoint costs the seconds it ran.
+    await page.getByRole('heading', { name: 'Cost' }).waitFor();
+    expect(await page.locator('#h-cost + p strong').textContent()).toMatch(/^0\.0\d*[1-9]\d* USD$/);
+    await adminApi('PATCH', `/admin/v1/endpoints/${EP}`, { pricePerSecond: null });
     await shot('job');
   }, 60_000);
 
@@ -252,11 +257,19 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the console in headle
     await shot('workers');
   });
 
-  it('shows usage', async () => {
+  it('shows usage: a chart over time by key name, and the table by key or endpoint', async () => {
     await nav('Usage').click();
-    await page.getByRole('row', { name: /Total/ }).waitFor();
+    await page.getByRole('row', { name: /Total/ }).waitFor({ timeout: 8_000 });
+    // By key (the default): the jobs sent with the admin key (the session signed in with it), by the key's name, charted per day.
+    await page.getByRole('figure', { name: 'Cost (USD) per day, by key' }).locator('canvas').waitFor({ timeout: 8_000 });
+    expect(await page.getByRole('figure', { name: 'Cost (USD) per day, by key' }).textContent()).toContain('admin (GANTRY_ADMIN_KEY)');
+    const table = page.locator('table:not(.u-legend)');
+    await table.getByRole('row', { name: /admin \(GANTRY_ADMIN_KEY\)/ }).waitFor({ timeout: 8_000 });
+    await page.getByRole('combobox', { name: 'By' }).selectOption('endpoint', { timeout: 8_000 });
+    await page.getByRole('figure', { name: 'Cost (USD) per day, by endpoint' }).waitFor({ timeout: 8_000 });
     // The image sent from the test editor with the session is billed like any other request.
-    expect(await page.getByRole('row', { name: /image-fast/ }).getByRole('cell').nth(1).textContent()).toBe('1');
+    await table.getByRole('row', { name: /image-fast/ }).waitFor({ timeout: 8_000 });
+    expect(await table.getByRole('row', { name: /image-fast/ }).getByRole('cell').nth(1).textContent()).toBe('1');
     await shot('usage');
   });
 

@@ -176,7 +176,10 @@ describe('public image endpoints', () => {
     const keys = (await t.gantry.gateway.keys.list()).filter((k) => k.scopes.includes('run'));
     const billedId = keys.at(-1)!.id;
     const byKey = await usage('groupBy=key');
-    expect(byKey.usage.find((u) => u.key === billedId)).toEqual({ key: billedId, jobs: 3, megapixels: 0.720896, cost: 0.0132644864, costUsd: '0.0132644864' });
+    // Four runs metered (the failed one too: its execution seconds), three billed by the megapixel.
+    const row = byKey.usage.find((u) => u.key === billedId);
+    expect(row).toMatchObject({ key: billedId, keyName: keys.at(-1)!.name, jobs: 4, megapixels: 0.720896, cost: 0.0132644864, costUsd: '0.0132644864', workerSeconds: null });
+    expect(row!.executionSeconds as number).toBeGreaterThan(0);
     const byEndpoint = await usage(`groupBy=endpoint&from=${new Date(Date.now() - 3_600_000).toISOString()}`);
     expect(byEndpoint.usage.map((u) => u.endpoint).sort()).toEqual([F, Q]);
     const none = await usage(`groupBy=key&from=${Date.now() + 60_000}&to=${Date.now() + 120_000}`);

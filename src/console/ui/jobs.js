@@ -72,8 +72,17 @@ export function JobPage({ endpointId, jobId }) {
       ${extras && extras.input === undefined && job.input === undefined ? html`<p class="muted">Input of ${extras.inputChars.toLocaleString()} characters: too long to show here.</p>` : ''}
       <div class="row"><button onClick=${() => act('cancel')} disabled=${!LIVE.has(job.status)}>Cancel job</button>
         <button class="secondary" onClick=${() => act('retry')} disabled=${job.status !== 'FAILED' && job.status !== 'TIMED_OUT'}>Retry job</button></div>` : html`<p>Loading…</p>`}
+    ${extras && extras.cost ? html`<${JobCost} cost=${extras.cost} />` : ''}
     ${extras ? html`<${StreamChunks} stream=${extras.stream} /><${WebhookAttempts} webhook=${extras.webhook} />` : ''}
   </section>`;
+}
+
+/** What the job cost: each metered run (a retry is a new run) and the sum; nothing until a run ends. */
+function JobCost({ cost }) {
+  return html`<h2 id="h-cost">Cost</h2>
+    <p><strong>${cost.costUsd} USD</strong>${cost.runs.length === 0 ? ' (no run has ended: a job that never ran costs nothing)' : ''}</p>
+    ${cost.runs.length > 1 ? html`<table aria-labelledby="h-cost"><thead><tr><th scope="col">Run</th><th scope="col">Ended</th><th scope="col">Execution (s)</th><th scope="col">Cost (USD)</th></tr></thead>
+      <tbody>${cost.runs.map((r) => html`<tr key=${r.run}><td>${r.run + 1}</td><td>${r.status}</td><td>${r.executionSeconds}</td><td>${r.costUsd}</td></tr>`)}</tbody></table>` : ''}`;
 }
 
 /** The job as /status answers it, with the input the job route gave (when /status left it out: the job ended). */

@@ -41,7 +41,39 @@ function KeyForm({ onCreated }) {
     <${ErrorBox} error=${error} /><button type="submit">Create key</button></form>`;
 }
 
-/** API keys: create (shown once), list, revoke. */
+/** A key's budget and job cap: shown, and changed in place (PATCH /admin/v1/keys/{id}). */
+function KeyLimits({ k, onSaved }) {
+  const [editing, setEditing] = useState(false);
+  const [error, setError] = useState(null);
+  const save = async (event) => {
+    event.preventDefault();
+    const form = event.currentTarget;
+    const budget = form.budget.value.trim();
+    const cap = form.cap.value.trim();
+    try {
+      await api(`admin/keys/${seg(k.id)}`, {
+        method: 'PATCH',
+        body: { budgetUsd: budget === '' ? null : budget, budgetPeriod: budget === '' ? null : form.period.value, maxConcurrentJobs: cap === '' ? null : Number(cap) },
+      });
+      setEditing(false);
+      onSaved();
+    } catch (err) {
+      setError(err);
+    }
+  };
+  if (!editing) {
+    return html`<span>${k.budget ? `${k.budget.spentUsd} of ${k.budget.budgetUsd} USD this ${k.budget.budgetPeriod}` : 'no budget'}; ${k.maxConcurrentJobs ? `at most ${k.maxConcurrentJobs} jobs` : 'no job cap'}</span>
+      <button class="secondary" aria-label=${`Limits of ${k.name}`} onClick=${() => setEditing(true)}>Edit</button>`;
+  }
+  return html`<form class="row" onSubmit=${save} aria-label=${`Limits of ${k.name}`}>
+    <label>Budget (USD) <input name="budget" inputmode="decimal" value=${k.budgetUsd ?? ''} size="8" /></label>
+    <label>per <select name="period" value=${k.budgetPeriod || 'month'}><option value="day">day</option><option value="month">month</option></select></label>
+    <label>Max jobs <input name="cap" inputmode="numeric" value=${k.maxConcurrentJobs ?? ''} size="6" /></label>
+    <button type="submit">Save</button><button type="button" class="secondary" onClick=${() => setEditing(false)}>Cancel</button>
+    <${ErrorBox} error=${error} /></form>`;
+}
+
+/** API keys: create (shown once), list, limit, revoke. */
 export function KeysPage() {
   const [keys, setKeys] = useState(null);
   const [created, setCreated] = useState(null);
@@ -64,9 +96,9 @@ export function KeysPage() {
     ${created ? html`<${NewKey} created=${created} onClose=${() => setCreated(null)} />` : ''}
     <${KeyForm} onCreated=${(c) => (setCreated(c), load())} />
     <${ErrorBox} error=${error} />
-    <table><thead><tr><th scope="col">Name</th><th scope="col">Id</th><th scope="col">Scopes</th><th scope="col">Endpoints</th><th scope="col">Created</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+    <table><thead><tr><th scope="col">Name</th><th scope="col">Id</th><th scope="col">Scopes</th><th scope="col">Endpoints</th><th scope="col">Budget and job cap</th><th scope="col">Created</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
       <tbody>${(keys || []).map((k) => html`<tr key=${k.id}><td>${k.name}</td><td><code>${k.id}</code></td><td>${(k.scopes || []).join(', ')}</td>
-        <td>${k.endpoints ? k.endpoints.join(', ') : 'all'}</td><td>${when(k.createdAt)}</td>
+        <td>${k.endpoints ? k.endpoints.join(', ') : 'all'}</td><td><${KeyLimits} k=${k} onSaved=${load} /></td><td>${when(k.createdAt)}</td>
         <td>${confirming === k.id ? html`<button class="danger" onClick=${() => revoke(k.id)}>Confirm revoke</button>`
           : html`<button class="secondary" aria-label=${`Revoke ${k.name}`} onClick=${() => setConfirming(k.id)}>Revoke</button>`}</td></tr>`)}</tbody></table>
   </section>`;

@@ -1,6 +1,6 @@
 import type { JobMeter, WorkerMeter } from '../../model/records.js';
 import type { UsageStore, UsageSum } from '../store.js';
-import { toUsageSum, usageGrouping, type UsageSumRow } from '../usage-sql.js';
+import { toJobMeter, toUsageSum, usageGrouping, type JobMeterRow, type UsageSumRow } from '../usage-sql.js';
 import type { PgConnection } from './connection.js';
 
 interface WorkerMeterRow {
@@ -43,6 +43,14 @@ export class PgUsageStore implements UsageStore {
       [from, to],
     );
     return rows.map((row) => toUsageSum(row, groupBy));
+  }
+
+  async listJobMeters(jobId: string): Promise<JobMeter[]> {
+    const rows = await this.db.query<JobMeterRow>(
+      'SELECT job_id, run, key_id, endpoint_id, status, execution_ms, pixels, cost_units::text AS cost, created_at FROM job_meters WHERE job_id = $1 ORDER BY run',
+      [jobId],
+    );
+    return rows.map(toJobMeter);
   }
 
   async keySpend({ keyId, from }: { keyId: string; from: number }): Promise<bigint> {

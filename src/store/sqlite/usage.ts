@@ -1,6 +1,6 @@
 import type { JobMeter, WorkerMeter } from '../../model/records.js';
 import type { UsageStore, UsageSum } from '../store.js';
-import { toUsageSum, usageGrouping, type UsageSumRow } from '../usage-sql.js';
+import { toJobMeter, toUsageSum, usageGrouping, type JobMeterRow, type UsageSumRow } from '../usage-sql.js';
 import type { SqliteConnection } from './connection.js';
 
 interface WorkerMeterRow {
@@ -46,6 +46,17 @@ export class SqliteUsageStore implements UsageStore {
         .all(BigInt(from), BigInt(to)) as UsageSumRow[];
       return rows.map((row) => toUsageSum(row, groupBy));
     });
+  }
+
+  listJobMeters(jobId: string): Promise<JobMeter[]> {
+    return this.c.read(() =>
+      (
+        this.c
+          .q('SELECT job_id, run, key_id, endpoint_id, status, execution_ms, pixels, cost_units AS cost, created_at FROM job_meters WHERE job_id = ? ORDER BY run')
+          .safeIntegers(true)
+          .all(jobId) as JobMeterRow[]
+      ).map(toJobMeter),
+    );
   }
 
   keySpend({ keyId, from }: { keyId: string; from: number }): Promise<bigint> {
