@@ -4,6 +4,7 @@ import { createJobWaiters, type JobWaiters } from './dispatch/job-waiters.js';
 import { createStopSignals, type StopSignals } from './dispatch/stop-signals.js';
 import { createTakeQueue, type TakeQueue } from './dispatch/take-queue.js';
 import { createWorkerLiveness, type WorkerLiveness } from './dispatch/worker-liveness.js';
+import { createClientAddress } from './http/client-address.js';
 import { createRateLimiter } from './http/rate-limit.js';
 import { adminRoutes } from './http/admin-routes.js';
 import { clientRoutes } from './http/client-routes.js';
@@ -32,6 +33,7 @@ import { createRegistryCredentials, type RegistryCredentials } from './security/
 import type { SecretBox } from './security/secret-box.js';
 import { createWorkerMeters } from './pool/worker-meters.js';
 import { createAutoscaler, type Autoscaler } from './services/autoscaler.js';
+import { createImagePrepuller, type ImagePrepuller } from './services/image-prepuller.js';
 import { createReaper, type Reaper } from './services/reaper.js';
 import { createOutboundPolicy } from './security/outbound.js';
 import { createWebhookSender, type WebhookSender } from './services/webhook-sender.js';
@@ -82,6 +84,8 @@ export interface Gateway {
   readonly autoscaler: Autoscaler;
   readonly reaper: Reaper;
   readonly webhooks: WebhookSender;
+  /** Pulls the images of endpoints with `worker.prepull` onto the hosts ahead of need. */
+  readonly prepuller: ImagePrepuller;
   /** Worker settings features provide for their endpoints (the image workers). */
   readonly builtIns: Map<string, WorkerSettings>;
   /** The one route table: the client, worker and admin routes, and those features add (/files, OpenAI, …). */
@@ -110,21 +114,13 @@ export function createGateway(options: GatewayOptions): Gateway {
   const transitions = jobObserver ? observeTransitions(plainTransitions, jobObserver) : plainTransitions;
   // Which workers may still be handed jobs: not those the pool is stopping, nor silent ones (docs/worker-protocol.md).
   const liveness = createWorkerLiveness({ now, defaultPingIntervalMs: workerPingIntervalMs(config) });
-  const takeQueue = createTakeQueue({
-    liveness,
-    now,
-    claim: (endpointId, takers) => transitions.claim(endpointId, takers),
-    unclaim: async (endpointId, workerId, jobs) => {
-      const returned = await transitions.returnUntaken(endpointId, workerId, jobs.map((j) => j.id));
-      logger.debug({ workerId, jobs: returned }, 'worker went away during a take; jobs returned to the queue');
-    },
-    onError: (err) => logger.error({ err }, 'dispatch failed'),
-  });
+  const takeQueue = workerTakeQueue(transitions, liveness, logger, now);
   const builtIns = new Map<string, WorkerSettings>();
   const driver = options.driver ?? createDrivers(options, clock, registry);
   // meters: the pools' worker seconds (docs/api.md, "Usage").
   const autoscaler = createAutoscaler({ store, endpoints, keys, transitions, notifier, driver, builtIns, baseUrl: options.baseUrl, config, logger, clock, meters: createWorkerMeters({ store, clock, logger }) });
   const pool: PoolView = autoscaler.view;
+  const prepuller = createImagePrepuller({ endpoints, driver, notifier, everyMs: Math.max(config.autoscalerIntervalMs, 1_000), logger, clock });
   const waiters = createJobWaiters();
   const stopSignals = createStopSignals();
   const gauge = new QueueGauge({ store, factor: config.queueLimitFactor, maxInputBytes: config.queueMaxInputBytes, ...(options.disk ? { space: options.disk } : {}), logger, now });
@@ -136,7 +132,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const reaper = createReaper({ transitions, workers, store, config, logger, clock });
   const webhooks = createWebhookSender({ store, endpoints, secrets, notifier, config, logger, clock, outbound, ...(options.observers?.webhookFetch ? { fetch: options.observers.webhookFetch } : {}) });
   const unsubscribe = subscribeDispatch(notifier, { takeQueue, waiters, stopSignals, endpoints, liveness });
-  const http: HttpServices = { jobs, workers, endpoints, keys, quotas, registry, rateLimiter, pool, workerRows: store, usage: store, config, logger, now, ...(options.fileLinks ? { fileLinks: options.fileLinks } : {}) };
+  const http: HttpServices = { jobs, workers, endpoints, keys, quotas, registry, rateLimiter, pool, workerRows: store, usage: store, config, logger, now, clientAddress: createClientAddress(config.trustedProxies), ...(options.fileLinks ? { fileLinks: options.fileLinks } : {}) };
   const routes = coreRoutes(http);
   return {
     keys,
@@ -149,6 +145,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     autoscaler,
     reaper,
     webhooks,
+    prepuller,
     builtIns,
     routes,
     http,
@@ -159,6 +156,20 @@ export function createGateway(options: GatewayOptions): Gateway {
       waiters.closeAll();
     },
   };
+}
+
+/** The queue of workers' takes: claims jobs for them, and returns those a worker gone mid-take did not get. */
+function workerTakeQueue(transitions: JobTransitions, liveness: WorkerLiveness, logger: Logger, now: () => number): TakeQueue {
+  return createTakeQueue({
+    liveness,
+    now,
+    claim: (endpointId, takers) => transitions.claim(endpointId, takers),
+    unclaim: async (endpointId, workerId, jobs) => {
+      const returned = await transitions.returnUntaken(endpointId, workerId, jobs.map((j) => j.id));
+      logger.debug({ workerId, jobs: returned }, 'worker went away during a take; jobs returned to the queue');
+    },
+    onError: (err) => logger.error({ err }, 'dispatch failed'),
+  });
 }
 
 /** The route table with the client, worker and admin routes; features add theirs later. */

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { isAddressOrBlock } from '../util/address-blocks.js';
 import { DOCKER_DEFAULTS, dockerInstance, loadDockerConfig, type DockerConfig } from './docker-config.js';
 import { IMAGE_DEFAULTS, loadImageConfig, type ImageConfig } from './image-config.js';
 
@@ -48,6 +49,8 @@ export interface GantryConfig {
   webhookTimeoutMs: number;
   /** CIDRs, addresses and host names that webhooks and job S3 endpoints may reach despite the outbound policy (GANTRY_OUTBOUND_ALLOW, comma-separated; docs/security.md). */
   outboundAllow: string[];
+  /** Addresses or CIDR blocks of the reverse proxies whose X-Forwarded-For is believed (GANTRY_TRUSTED_PROXIES). */
+  trustedProxies: string[];
   /** Connections each gateway keeps to PostgreSQL (GANTRY_PG_POOL_SIZE); unused on SQLite. */
   pgPoolSize: number;
   /** SQLite: the WAL size in MB past which the checkpointer truncates it (GANTRY_SQLITE_WAL_LIMIT_MB). */
@@ -104,6 +107,7 @@ export const DEFAULTS: GantryConfig = {
   webhookRetryMs: 10_000,
   webhookTimeoutMs: 10_000,
   outboundAllow: [],
+  trustedProxies: [],
   pgPoolSize: 10,
   sqliteWalLimitMb: 32,
   autoscalerIntervalMs: 500,
@@ -179,6 +183,14 @@ function loadConsolePassword(env: NodeJS.ProcessEnv): string | null {
   return password;
 }
 
+/** GANTRY_TRUSTED_PROXIES: addresses or CIDR blocks, comma-separated; throws naming a bad entry. */
+function loadTrustedProxies(raw: string): string[] {
+  const entries = raw.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  const bad = entries.find((e) => !isAddressOrBlock(e));
+  if (bad !== undefined) throw new Error(`Invalid GANTRY_TRUSTED_PROXIES: ${JSON.stringify(bad)} is not an IP address or CIDR block (e.g. 127.0.0.1, 10.0.0.0/8)`);
+  return entries;
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /** Reads the configuration from an environment; throws naming the variable on a bad value. */
@@ -195,6 +207,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   }
   if (env.GANTRY_HOST) config.host = env.GANTRY_HOST;
   if (env.GANTRY_OUTBOUND_ALLOW) config.outboundAllow = env.GANTRY_OUTBOUND_ALLOW.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  if (env.GANTRY_TRUSTED_PROXIES) config.trustedProxies = loadTrustedProxies(env.GANTRY_TRUSTED_PROXIES);
   if (env.GANTRY_DATA_DIR) config.dataDir = env.GANTRY_DATA_DIR;
   if (env.GANTRY_ADMIN_KEY) {
     if (env.GANTRY_ADMIN_KEY.length < 16) throw new Error('Invalid GANTRY_ADMIN_KEY: use at least 16 characters');

@@ -129,7 +129,7 @@ async function signIn(deps: ConsoleApiDeps, req: IncomingMessage, res: ServerRes
     throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Sign in with a JSON body: Content-Type: application/json');
   }
   const body = await readJsonBody(req, MB / 100);
-  const key = await deps.signIns.verify(req.socket.remoteAddress ?? 'unknown', body, deps.now());
+  const key = await deps.signIns.verify(deps.http.clientAddress(req), body, deps.now());
   // A new sign-in from this browser ends its previous session (no session outlives its cookie).
   deps.sessions.close(cookieOf(req, SESSION_COOKIE));
   const { id, session } = deps.sessions.open(key, deps.now());

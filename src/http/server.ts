@@ -1,3 +1,4 @@
+import type { ClientAddress } from './client-address.js';
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
@@ -14,6 +15,8 @@ import type { WorkerRouteDeps } from './worker-routes.js';
 /** Everything the HTTP layer calls: the services of one gateway, each as narrow as its routes need. */
 export interface HttpServices extends ClientRouteDeps, WorkerRouteDeps, AdminRouteDeps {
   logger: Logger;
+  /** The client's address (X-Forwarded-For from GANTRY_TRUSTED_PROXIES only): the console's sign-in limit, the access log. */
+  clientAddress: ClientAddress;
 }
 
 /**
@@ -106,7 +109,7 @@ export type GatewayListener = RequestListener & {
  *
  * @example createServer(createRequestListener(services, routes)).listen(8080);
  */
-export function createRequestListener(services: DispatchDeps & { logger: Logger }, routes: RouteTable, options: ListenerOptions = {}): GatewayListener {
+export function createRequestListener(services: DispatchDeps & { logger: Logger; clientAddress?: ClientAddress }, routes: RouteTable, options: ListenerOptions = {}): GatewayListener {
   const { observer, bodies } = options;
   const logger = services.logger;
   const state: ListenerState = { closing: false, inFlight: 0, polls: new Set() };
@@ -131,7 +134,7 @@ export function createRequestListener(services: DispatchDeps & { logger: Logger 
     void done.then(() => {
       const status = res.headersSent ? res.statusCode : 499;
       observer?.answered(info.route, status);
-      if (accessLog) logger.debug({ requestId: info.id, method: req.method, route: info.route, status, ms: Math.round(performance.now() - started) }, 'request');
+      if (accessLog) logger.debug({ requestId: info.id, method: req.method, route: info.route, client: services.clientAddress?.(req) ?? req.socket.remoteAddress, status, ms: Math.round(performance.now() - started) }, 'request');
     });
   };
   return Object.assign(listener, {
