@@ -76,7 +76,7 @@ describe('gantry keys', () => {
     expect(listed.map((k) => k.id)).toContain(created.id);
     const table = await cli(['keys', 'list']);
     expect(table.code).toBe(0);
-    expect(table.stdout).toMatch(/^ID\s+NAME\s+SCOPES\s+ENDPOINTS\s+CREATED/);
+    expect(table.stdout).toMatch(/^ID\s+NAME\s+SCOPES\s+ENDPOINTS\s+BUDGET \(USD\)\s+MAX JOBS\s+CREATED/);
     expect(table.stdout).toContain(created.id);
     expect(table.stdout).toContain('run,read');
     expect(table.stdout).not.toContain(created.key);

@@ -40,7 +40,8 @@ describe('the job page route', () => {
 
     const first = await jobPage(`${ep}/${id}`);
     expect(first.status).toBe(200);
-    expect(first.json).toEqual({ id, status: 'IN_PROGRESS', input: {}, inputChars: 2, stream: { chunks: ['one', { two: 2 }, [3]], total: 3 }, webhook: null });
+    // A running job has no meter yet: its cost is nothing so far (metered when the run ends).
+    expect(first.json).toEqual({ id, status: 'IN_PROGRESS', input: {}, inputChars: 2, stream: { chunks: ['one', { two: 2 }, [3]], total: 3 }, webhook: null, cost: { costUsd: '0', runs: [] } });
     // Read twice: still all there.
     expect((await jobPage(`${ep}/${id}`)).json.stream).toEqual({ chunks: ['one', { two: 2 }, [3]], total: 3 });
     expect((await jobPage(`${ep}/${id}?chunks=2`)).json.stream).toEqual({ chunks: ['one', { two: 2 }], total: 3 });

@@ -68,7 +68,8 @@ describe.skipIf(!enginesFor(engines, 2))('worker containers over two Docker host
     await eventually(async () => ((await health('gpu')).idle === 3 && (await health('gpu')).throttled === 1 ? true : undefined), 60_000, 'three GPU workers and one throttled');
     const { workers, hosts } = await listing('gpu');
     const waiting = workers.find((w) => w.state === 'throttled');
-    expect(waiting?.reason).toBe('waiting for room: no Docker host has 1 free GPU (a: 0 of 2 GPUs free; b: 0 of 1 GPUs free)');
+    // The allocator names what holds the GPUs (here the endpoint's own three workers).
+    expect(waiting?.reason).toBe('waiting for room: no Docker host has 1 free GPU (a: 0 of 2 GPUs free; b: 0 of 1 GPUs free); 3 GPU held by `gpu` at priority 50');
     expect(waiting?.restarts).toBe(0);
     expect(hosts.map((h) => [h.name, h.state, h.gpus, h.gpusInUse, h.endpointWorkers])).toEqual([
       ['a', 'up', 2, 2, 2],

@@ -158,18 +158,22 @@ describe('OpenAI routes under the rate limits (2000 per 10 s, 400 concurrent)', 
     ep = uniqueId('llm-limited');
     await limited.createEndpoint(ep);
     limitedWorker = spawnWorker(TOY_WORKER, { ...limited.workerEnv(ep), LLM_TOY_HOLD_FILE: holdFile });
+    runKey = await limited.admin.createKey({ name: 'openai limits', scopes: ['run', 'read'] });
   });
   afterAll(async () => {
     await limitedWorker?.stop();
     await limited?.close();
   });
 
-  const limitedClient = (): OpenAI => new OpenAI({ apiKey: limited.adminKey, baseURL: `${limited.url}/v2/${ep}/openai/v1`, maxRetries: 0 });
+  // One key holds every slot the tests fill: limits are shared between keys (keyShare), so the
+  // slots taken below are that key's, as its own requests' are.
+  let runKey: { id: string; key: string };
+  const limitedClient = (): OpenAI => new OpenAI({ apiKey: runKey.key, baseURL: `${limited.url}/v2/${ep}/openai/v1`, maxRetries: 0 });
 
   it('counts open streams among the concurrent requests and answers 429 in OpenAI error shape', async () => {
     const limiter = limited.gantry.gateway.http.rateLimiter;
     // 399 requests of this endpoint in flight elsewhere; an open stream takes the last slot.
-    const others = Array.from({ length: 399 }, () => limiter.enter(ep, 'openai'));
+    const others = Array.from({ length: 399 }, () => limiter.enter(ep, 'openai', { keyId: runKey.id }));
     writeFileSync(holdFile, '');
     const stream = await limitedClient().chat.completions.create({ model: MODEL, messages, stream: true });
     const iterator = stream[Symbol.asyncIterator]();
@@ -192,7 +196,7 @@ describe('OpenAI routes under the rate limits (2000 per 10 s, 400 concurrent)', 
     try {
       let spent = 0;
       while (spent < 2000) {
-        limiter.enter(ep, 'openai')();
+        limiter.enter(ep, 'openai', { keyId: runKey.id })();
         spent++;
       }
       const refused = await limitedClient().chat.completions.create({ model: MODEL, messages }).catch((e: unknown) => e);
