@@ -31,6 +31,7 @@ import { createKeyService, type KeyService } from './security/keys.js';
 import { createRegistryCredentials, type RegistryCredentials } from './security/registry-credentials.js';
 import type { SecretBox } from './security/secret-box.js';
 import { createAutoscaler, type Autoscaler } from './services/autoscaler.js';
+import { createImagePrepuller, type ImagePrepuller } from './services/image-prepuller.js';
 import { createReaper, type Reaper } from './services/reaper.js';
 import { createOutboundPolicy } from './security/outbound.js';
 import { createWebhookSender, type WebhookSender } from './services/webhook-sender.js';
@@ -81,6 +82,8 @@ export interface Gateway {
   readonly autoscaler: Autoscaler;
   readonly reaper: Reaper;
   readonly webhooks: WebhookSender;
+  /** Pulls the images of endpoints with `worker.prepull` onto the hosts ahead of need. */
+  readonly prepuller: ImagePrepuller;
   /** Worker settings features provide for their endpoints (the image workers). */
   readonly builtIns: Map<string, WorkerSettings>;
   /** The one route table: the client, worker and admin routes, and those features add (/files, OpenAI, …). */
@@ -109,20 +112,12 @@ export function createGateway(options: GatewayOptions): Gateway {
   const transitions = jobObserver ? observeTransitions(plainTransitions, jobObserver) : plainTransitions;
   // Which workers may still be handed jobs: not those the pool is stopping, nor silent ones (docs/worker-protocol.md).
   const liveness = createWorkerLiveness({ now, defaultPingIntervalMs: workerPingIntervalMs(config) });
-  const takeQueue = createTakeQueue({
-    liveness,
-    now,
-    claim: (endpointId, takers) => transitions.claim(endpointId, takers),
-    unclaim: async (endpointId, workerId, jobs) => {
-      const returned = await transitions.returnUntaken(endpointId, workerId, jobs.map((j) => j.id));
-      logger.debug({ workerId, jobs: returned }, 'worker went away during a take; jobs returned to the queue');
-    },
-    onError: (err) => logger.error({ err }, 'dispatch failed'),
-  });
+  const takeQueue = workerTakeQueue(transitions, liveness, logger, now);
   const builtIns = new Map<string, WorkerSettings>();
   const driver = options.driver ?? createDrivers(options, clock, registry);
   const autoscaler = createAutoscaler({ store, endpoints, keys, transitions, notifier, driver, builtIns, baseUrl: options.baseUrl, config, logger, clock });
   const pool: PoolView = autoscaler.view;
+  const prepuller = createImagePrepuller({ endpoints, driver, notifier, everyMs: Math.max(config.autoscalerIntervalMs, 1_000), logger, clock });
   const waiters = createJobWaiters();
   const stopSignals = createStopSignals();
   const gauge = new QueueGauge({ store, factor: config.queueLimitFactor, maxInputBytes: config.queueMaxInputBytes, ...(options.disk ? { space: options.disk } : {}), logger, now });
@@ -147,6 +142,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     autoscaler,
     reaper,
     webhooks,
+    prepuller,
     builtIns,
     routes,
     http,
@@ -157,6 +153,20 @@ export function createGateway(options: GatewayOptions): Gateway {
       waiters.closeAll();
     },
   };
+}
+
+/** The queue of workers' takes: claims jobs for them, and returns those a worker gone mid-take did not get. */
+function workerTakeQueue(transitions: JobTransitions, liveness: WorkerLiveness, logger: Logger, now: () => number): TakeQueue {
+  return createTakeQueue({
+    liveness,
+    now,
+    claim: (endpointId, takers) => transitions.claim(endpointId, takers),
+    unclaim: async (endpointId, workerId, jobs) => {
+      const returned = await transitions.returnUntaken(endpointId, workerId, jobs.map((j) => j.id));
+      logger.debug({ workerId, jobs: returned }, 'worker went away during a take; jobs returned to the queue');
+    },
+    onError: (err) => logger.error({ err }, 'dispatch failed'),
+  });
 }
 
 /** The route table with the client, worker and admin routes; features add theirs later. */

@@ -54,6 +54,8 @@ export interface Gantry {
   adminKey: string | null;
   /** Whether this gateway runs the singletons (always on SQLite; one gateway at a time on PostgreSQL). */
   leader: LeaderLock;
+  /** The bytes of request bodies being read now, in all and per key (http/body.ts). */
+  bodies: Pick<BodyBudget, 'inFlight' | 'byKey'>;
   /** The threads that parse large request bodies; undefined with GANTRY_JSON_THREADS=0. */
   jsonThreads: JsonThreads | undefined;
   close(): Promise<void>;
@@ -135,7 +137,7 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   let closing: Promise<void> | undefined;
   const stopGraceMs = poolStopGraceMs(config);
   const close = (): Promise<void> => shutDown({ logger, readiness, listener, gateway, singletons, poller, images, openai, minutes, server, notifier, store, storeHealth, disk, stopGraceMs, jsonThreads });
-  return { gateway, server, url, port, adminKey, leader, jsonThreads, close: () => (closing ??= close()) };
+  return { gateway, server, url, port, adminKey, leader, bodies, jsonThreads, close: () => (closing ??= close()) };
 }
 
 /**
@@ -257,11 +259,11 @@ function listen(server: Server, config: GantryConfig): Promise<number> {
 }
 
 /**
- * Runs the singletons (autoscaler, reaper, webhook sender) while this gateway holds the leader
+ * Runs the singletons (autoscaler, reaper, webhook sender, image prepuller) while this gateway holds the leader
  * lock (always on SQLite; docs/postgres.md). `stop` gives the lock up and waits for them.
  */
 function runOnLeader(leader: LeaderLock, gateway: Gateway, logger: Logger): { stop(): Promise<void> } {
-  const singletons = [gateway.autoscaler, gateway.reaper, gateway.webhooks];
+  const singletons = [gateway.autoscaler, gateway.reaper, gateway.webhooks, gateway.prepuller];
   let transition = Promise.resolve();
   leader.onChange((isLeader) => {
     transition = transition

@@ -183,7 +183,7 @@ export function formatWorkerListing(listing: Pick<WorkerListing, 'workers' | 'ho
 
 function workerRow(w: EndpointWorker): string[] {
   const started = w.managed ? formatTime(w.startedAt) : formatTime(w.lastSeenAt);
-  return [w.id, w.state, w.managed ? 'pool' : 'by hand', String(w.pid ?? '-'), w.host ?? '-', w.container ?? '-', String(w.jobs), String(w.restarts ?? '-'), started, w.reason ?? ''];
+  return [w.id, w.state, w.managed ? 'pool' : 'by hand', String(w.pid ?? '-'), w.host ?? '-', w.container ?? '-', String(w.jobs), String(w.restarts ?? '-'), started, [w.progress, w.reason].filter(Boolean).join('; ')];
 }
 
 /** A Docker host's row: WORKERS counts the gateway's containers there, of every endpoint. */

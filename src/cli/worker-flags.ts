@@ -16,6 +16,8 @@ export const WORKER_OPTIONS = {
   'worker-gpus': { type: 'string' },
   'worker-memory-mb': { type: 'string' },
   'worker-volume': { type: 'string', multiple: true },
+  'worker-registry-credentials': { type: 'string' },
+  'worker-prepull': { type: 'string' },
 } as const;
 
 /** The flags' values as `parseFlags` gives them. */
@@ -27,6 +29,8 @@ export interface WorkerFlags {
   'worker-gpus'?: string;
   'worker-memory-mb'?: string;
   'worker-volume'?: string[];
+  'worker-registry-credentials'?: string;
+  'worker-prepull'?: string;
 }
 
 /** The server's bounds (jobs/endpoint-settings.ts). */
@@ -34,7 +38,7 @@ const MEMORY_MB: [number, number] = [6, 4_194_304];
 const MAX_GPUS = 64;
 
 /** Flags that only a container worker takes. */
-const CONTAINER_ONLY = ['worker-gpus', 'worker-memory-mb', 'worker-volume'] as const;
+const CONTAINER_ONLY = ['worker-gpus', 'worker-memory-mb', 'worker-volume', 'worker-registry-credentials', 'worker-prepull'] as const;
 
 /** The help lines of the flags. */
 export const WORKER_HELP = `  --worker-command CMD           command the autoscaler starts as a worker (with
@@ -44,7 +48,11 @@ export const WORKER_HELP = `  --worker-command CMD           command the autosca
   --worker-image IMAGE           run workers as containers of IMAGE on the Docker hosts
   --worker-gpus N|device=ID,..   GPUs per container: a count (0–${MAX_GPUS}) or device ids
   --worker-memory-mb N           memory limit per container, MiB (${MEMORY_MB[0]}–${MEMORY_MB[1]})
-  --worker-volume SRC:DST[:ro]   a bind or named volume of the container (repeatable)`;
+  --worker-volume SRC:DST[:ro]   a bind or named volume of the container (repeatable)
+  --worker-registry-credentials ID
+                                 pull the image with this saved registry login (rc_…,
+                                 'gantry registry-credentials create'); 'none' removes it
+  --worker-prepull true|false    pull the image onto every host that could run it, ahead of need`;
 
 /** Whether any `--worker-*` flag was given. */
 export function workerFlagsGiven(values: WorkerFlags): boolean {
@@ -108,7 +116,19 @@ function containerSpec(image: string, values: WorkerFlags, current: ContainerWor
   if (memory !== undefined) worker.memoryMb = memory;
   const volumes = values['worker-volume'] ?? base?.volumes;
   if (volumes !== undefined) worker.volumes = volumes;
+  // The models asked for stay with a count of GPUs (device ids name their devices themselves).
+  if (base?.gpuTypes !== undefined && typeof worker.gpus === 'number') worker.gpuTypes = base.gpuTypes;
+  const credentials = values['worker-registry-credentials']?.trim() ?? base?.registryCredentials;
+  if (credentials === '') throw new UsageError("--worker-registry-credentials must be a credential id, or 'none'");
+  if (credentials !== undefined && credentials !== 'none') worker.registryCredentials = credentials;
+  const prepull = values['worker-prepull'] !== undefined ? parseBoolean('--worker-prepull', values['worker-prepull']) : base?.prepull;
+  if (prepull !== undefined) worker.prepull = prepull;
   return worker;
+}
+
+function parseBoolean(flag: string, value: string): boolean {
+  if (value === 'true' || value === 'false') return value === 'true';
+  throw new UsageError(`${flag} must be true or false, got '${value}'`);
 }
 
 /** A count (`2`) or device ids as Docker writes them (`device=0,1`, `device=GPU-3f…`). */

@@ -21,19 +21,32 @@ export interface BodyPolicy {
   offload?: { threads: JsonThreads; minBytes: number };
 }
 
-/** Counts the bytes of bodies being read under one policy. */
+/**
+ * Counts the bytes of bodies being read under one policy, in all and per API key: one key's
+ * bodies may hold at most half of `bytesInFlight` (docs/security.md, "Shared limits"), so the
+ * other half stays for the other keys whatever one key sends.
+ */
 export interface BodyBudget {
   readonly policy: BodyPolicy;
   /** Bytes of bodies being read now. */
   inFlight: number;
+  /** Bytes of bodies being read now per key id ('' for requests without a key); a key leaves at 0. */
+  readonly byKey: Map<string, number>;
 }
 
 /** @example const budget = createBodyBudget({ readTimeoutMs: 30_000, bytesInFlight: 512 * MB }); */
 export function createBodyBudget(policy: BodyPolicy): BodyBudget {
-  return { policy, inFlight: 0 };
+  return { policy, inFlight: 0, byKey: new Map() };
+}
+
+/** The most bytes of bodies one key may have in flight under `policy`: half the budget. */
+export function keyBodyShare(policy: BodyPolicy): number {
+  return Math.floor(policy.bytesInFlight / 2);
 }
 
 const BUDGET = Symbol('gantry.bodyBudget');
+/** What one body read has counted into the budget, and under which key. */
+type BodyCounter = { counted: number; keyId: string };
 type WithBudget = IncomingMessage & { [BUDGET]?: BodyBudget };
 
 /** Makes `budget` govern every body read of `req` (the request listener calls this per request). */
@@ -53,7 +66,7 @@ export function governBody(req: IncomingMessage, budget: BodyBudget): void {
  * top-level fields named in `raw` come back as RawJson text (model/json.ts); a smaller body is
  * parsed here and its fields are plain values. Callers read such fields with `jsonText`.
  */
-export async function readJsonBody(req: IncomingMessage, limit: number, raw: readonly string[] = NO_RAW): Promise<unknown> {
+export async function readJsonBody(req: IncomingMessage, limit: number, raw: readonly string[] = NO_RAW, keyId = ''): Promise<unknown> {
   const budget = (req as WithBudget)[BUDGET];
   const declared = Number(req.headers['content-length']);
   const withinMs = budget?.policy.readTimeoutMs;
@@ -61,7 +74,7 @@ export async function readJsonBody(req: IncomingMessage, limit: number, raw: rea
     await drain(req, declared <= DRAIN_LIMIT ? withinMs : 0);
     throw tooLarge(limit);
   }
-  const counter = { counted: 0 };
+  const counter = { counted: 0, keyId };
   try {
     if (budget && declared > 0) {
       const refused = reserve(budget, counter, declared);
@@ -75,20 +88,28 @@ export async function readJsonBody(req: IncomingMessage, limit: number, raw: rea
     if (offload && bytes.length >= offload.minBytes) return await parseOffLoop(offload.threads, bytes, raw);
     return parse(bytes);
   } finally {
-    if (budget) budget.inFlight -= counter.counted;
+    if (budget && counter.counted > 0) {
+      budget.inFlight -= counter.counted;
+      const left = (budget.byKey.get(keyId) ?? 0) - counter.counted;
+      if (left > 0) budget.byKey.set(keyId, left);
+      else budget.byKey.delete(keyId);
+    }
   }
 }
 
 /** Counts `bytes` more in; returns the 503 to answer instead when the gateway's bodies in flight would pass the cap. */
-function reserve(budget: BodyBudget, counter: { counted: number }, bytes: number): AppError | undefined {
+function reserve(budget: BodyBudget, counter: BodyCounter, bytes: number): AppError | undefined {
+  const mb = (n: number): number => Math.round(n / MB);
+  const refuse = (message: string): AppError => new AppError('BODIES_IN_FLIGHT', message, undefined, { 'retry-after': '1', connection: 'close' });
   if (budget.inFlight + bytes > budget.policy.bytesInFlight) {
-    const mb = (n: number): number => Math.round(n / MB);
-    return new AppError('BODIES_IN_FLIGHT', `The gateway is reading ${mb(budget.inFlight)} MB of request bodies (limit ${mb(budget.policy.bytesInFlight)} MB): retry later`, undefined, {
-      'retry-after': '1',
-      connection: 'close',
-    });
+    return refuse(`The gateway is reading ${mb(budget.inFlight)} MB of request bodies (limit ${mb(budget.policy.bytesInFlight)} MB): retry later`);
+  }
+  const own = budget.byKey.get(counter.keyId) ?? 0;
+  if (own + bytes > keyBodyShare(budget.policy)) {
+    return refuse(`The gateway is reading ${mb(own)} MB of request bodies of this key (limit ${mb(keyBodyShare(budget.policy))} MB a key, half the gateway's): retry later`);
   }
   budget.inFlight += bytes;
+  budget.byKey.set(counter.keyId, own + bytes);
   counter.counted += bytes;
   return undefined;
 }
@@ -103,7 +124,7 @@ const ONE_BUFFER_MIN = 64 * 1024;
  * declared length the bytes go straight into one buffer of that size (one copy of the body,
  * not chunks and then their concatenation).
  */
-function receive(req: IncomingMessage, limit: number, budget: BodyBudget | undefined, counter: { counted: number }, declared: number): Promise<Buffer> {
+function receive(req: IncomingMessage, limit: number, budget: BodyBudget | undefined, counter: BodyCounter, declared: number): Promise<Buffer> {
   return new Promise<Buffer>((resolve, reject) => {
     const whole = declared >= ONE_BUFFER_MIN ? Buffer.allocUnsafeSlow(declared) : undefined;
     const chunks: Buffer[] = [];

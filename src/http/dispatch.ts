@@ -81,7 +81,7 @@ export async function dispatch(d: Dispatching, segments: readonly string[], only
   };
   if (route.needsEndpoint) return runEndpointRoute(d.deps, route, call);
   if (route.auth !== 'public' && route.auth !== 'own') call.principal = await authorize(d.deps.keys, req, route.auth);
-  if (route.bodyLimit !== undefined) call.body = await readJsonBody(req, route.bodyLimit, route.rawFields);
+  if (route.bodyLimit !== undefined) call.body = await readJsonBody(req, route.bodyLimit, route.rawFields, call.principal?.keyId);
   return route.handle(call);
 }
 
@@ -105,7 +105,7 @@ async function runEndpointRoute(deps: DispatchDeps, route: EndpointRoute, base: 
 /** The body of an endpoint route; a refusal is told to the route first when it asks (job-done). */
 async function readBody(route: EndpointRoute, call: EndpointCall): Promise<unknown> {
   try {
-    return await readJsonBody(call.req, route.bodyLimit!, route.rawFields);
+    return await readJsonBody(call.req, route.bodyLimit!, route.rawFields, call.principal.keyId);
   } catch (err) {
     if (route.bodyRefused) await route.bodyRefused(call, err);
     throw err;

@@ -23,6 +23,7 @@ export function createDriverSet(drivers: { process: WorkerDriver<WorkerStartSpec
       return counts.reduce((a, b) => a + b, 0);
     },
     hosts: () => all.flatMap((d) => d.hosts?.() ?? []),
+    prepullTargets: (spec) => drivers.container.prepullTargets?.(spec) ?? [],
     loads: () => all.flatMap((d) => d.loads?.() ?? []),
     close() {
       for (const d of all) d.close?.();

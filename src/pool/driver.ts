@@ -53,6 +53,20 @@ export interface ContainerStartSpec {
   volumes?: string[];
 }
 
+/** An image to put on hosts ahead of need (`worker.prepull`): the image, its login, and the GPUs its workers ask for (which hosts could run them). */
+export interface PrepullSpec {
+  image: string;
+  registryCredentials?: string;
+  gpus?: number | string[];
+  gpuTypes?: string[];
+}
+
+/** One host that could run such a worker and lacks its image: `pull` puts it there (rejects with a PullError). */
+export interface PrepullTarget {
+  host: string;
+  pull(): Promise<void>;
+}
+
 /** What any driver may be asked to start. */
 export type AnyStartSpec = WorkerStartSpec | ContainerStartSpec;
 
@@ -129,6 +143,8 @@ export interface WorkerDriver<Spec = AnyStartSpec> {
   reapOrphans?(graceMs: number): Promise<number>;
   /** The machines it runs workers on (Docker hosts), for the admin API. */
   hosts?(): PoolHostInfo[];
+  /** The hosts up now that could run workers of `spec` and lack its image (the image prepuller's work). */
+  prepullTargets?(spec: PrepullSpec): PrepullTarget[];
   /** Its hosts' GPUs and who holds them, for the allocator (services/allocator.ts). */
   loads?(): HostLoad[];
   /** Ends background work (health checks, idle connections); workers are stopped by their handles first. */

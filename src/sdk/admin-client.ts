@@ -71,6 +71,8 @@ export interface ContainerWorkerSpec {
   command?: string | string[];
   env?: Record<string, string>;
   gpus?: number | string[];
+  /** For a count: the acceptable GPU models, most preferred first. */
+  gpuTypes?: string[];
   memoryMb?: number;
   volumes?: string[];
   /** A saved registry credential's id (`rc_…`): the image is pulled with it onto hosts that lack it. */

@@ -18,6 +18,11 @@ const GRANTS: Record<Scope, readonly Scope[]> = {
 /** How long a key lookup is cached; a deleted key stops working at once on the gateway that deleted it. */
 const CACHE_MS = 5_000;
 const CACHE_MAX = 10_000;
+/**
+ * Bytes the key cache may hold by its estimate (the presented key, which a request sends, plus
+ * a record's share): up to MAX_KEY_CHARS-long random keys fill it at about 3,700 entries, not 10,000.
+ */
+export const KEY_CACHE_MAX_BYTES = 4_000_000;
 /** Longest key text looked up; anything longer is refused before hashing. */
 const MAX_KEY_CHARS = 512;
 
@@ -127,7 +132,12 @@ export function createKeyService(deps: { store: KeyStore; now: () => number }): 
 class Keys implements KeyService {
   // Keyed by the presented key itself, so a cached request skips hashing too. Kept in memory
   // only, never logged, and gone within CACHE_MS of a deletion on another gateway.
-  private readonly cache = new TtlCache<string, KeyRecord | undefined>({ ttlMs: CACHE_MS, maxEntries: CACHE_MAX });
+  private readonly cache = new TtlCache<string, KeyRecord | undefined>({
+    ttlMs: CACHE_MS,
+    maxEntries: CACHE_MAX,
+    maxBytes: KEY_CACHE_MAX_BYTES,
+    sizeOf: (key, record) => 2 * key.length + 96 + (record ? 512 : 0),
+  });
 
   constructor(
     private readonly store: KeyStore,

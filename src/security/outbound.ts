@@ -164,7 +164,7 @@ const UNRESOLVED = 'names a host that does not resolve from the gateway (a webho
 
 function verdictCache(policy: OutboundPolicy): TtlCache<string, Verdict> {
   let cache = verdictsOf.get(policy);
-  if (!cache) verdictsOf.set(policy, (cache = new TtlCache<string, Verdict>({ ttlMs: 30_000, maxEntries: 10_000 })));
+  if (!cache) verdictsOf.set(policy, (cache = new TtlCache<string, Verdict>({ ttlMs: 30_000, maxEntries: 10_000, maxBytes: 2_000_000 })));
   return cache;
 }
 

@@ -12,9 +12,9 @@ const PASSWORD = 'cli-registry-secret-987654321';
 let t: TestGantry;
 const printed: string[] = [];
 
-function cli(args: string[], stdin = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function gantry(args: string[], stdin = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawnOwned(process.execPath, [CLI, 'registry-credentials', ...args], {
+    const child = spawnOwned(process.execPath, [CLI, ...args], {
       env: { ...process.env, GANTRY_URL: t.url, GANTRY_ADMIN_KEY: t.adminKey },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
@@ -30,6 +30,8 @@ function cli(args: string[], stdin = ''): Promise<{ code: number | null; stdout:
     child.stdin!.end(stdin);
   });
 }
+
+const cli = (args: string[], stdin = '') => gantry(['registry-credentials', ...args], stdin);
 
 beforeAll(async () => {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run 'npm run build' first`);
@@ -75,5 +77,22 @@ describe('gantry registry-credentials', () => {
     const empty = await cli(['create', '--name', 'x', '--username', 'u', '--password-stdin'], '\n');
     expect(empty.code).toBe(2);
     expect(empty.stderr).toContain('the password is empty');
+  });
+
+  it('endpoints take the credential and prepull as --worker-* flags, and an update keeps them', async () => {
+    const { id } = await t.admin.createRegistryCredential({ name: 'flags', username: 'u', password: PASSWORD });
+    const image = 'registry.example.com/team/app:1';
+    const created = await gantry(['endpoints', 'create', 'flagged', '--worker-image', image, '--worker-registry-credentials', id, '--worker-prepull', 'true']);
+    expect(created.stderr).toBe('');
+    expect((await t.admin.getEndpoint('flagged')).worker).toEqual({ image, registryCredentials: id, prepull: true });
+    await t.admin.updateEndpoint('flagged', { worker: { image, gpus: 1, gpuTypes: ['L4'], registryCredentials: id, prepull: true } });
+    expect((await gantry(['endpoints', 'update', 'flagged', '--worker-gpus', '2'])).stderr).toBe('');
+    expect((await t.admin.getEndpoint('flagged')).worker).toEqual({ image, gpus: 2, gpuTypes: ['L4'], registryCredentials: id, prepull: true });
+    expect((await gantry(['endpoints', 'update', 'flagged', '--worker-registry-credentials', 'none', '--worker-prepull', 'false'])).stderr).toBe('');
+    expect((await t.admin.getEndpoint('flagged')).worker).toEqual({ image, gpus: 2, gpuTypes: ['L4'], prepull: false });
+    const bad = await gantry(['endpoints', 'update', 'flagged', '--worker-prepull', 'yes']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--worker-prepull must be true or false');
+    await t.admin.deleteEndpoint('flagged');
   });
 });

@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EngineError } from '../../src/pool/docker/engine-client.js';
+import { pullImage } from '../../src/pool/docker/image-pull.js';
 import { containersOf, enginesFor, findTestEngines, hostConfig, type TestEngine } from '../fixtures/docker/test-engines.js';
 import { ensureWorkerImage } from '../fixtures/docker/test-images.js';
 import { pushImage, registryAvailable, startTestRegistry, type TestRegistry } from '../fixtures/registry/test-registry.js';
@@ -38,8 +39,8 @@ describe.skipIf(!enginesFor(engines, 2) || !registryAvailable())('images from a 
   const run = randomBytes(4).toString('hex');
   let registry: TestRegistry;
   let t: TestGantry;
-  /** The worker image in the registry under three tags: one per test, none of them on b. */
-  const pushed: Record<'pull' | 'refused' | 'prepull', string> = { pull: '', refused: '', prepull: '' };
+  /** The worker image in the registry under four tags: one per test, none of them on b. */
+  const pushed: Record<'progress' | 'pull' | 'refused' | 'prepull', string> = { progress: '', pull: '', refused: '', prepull: '' };
 
   const ours = async (ep: string): Promise<number> => [...(await containersOf(a, instance)), ...(await containersOf(b, instance))].filter((c) => c.Labels['io.gantry.endpoint'] === ep).length;
   const removeEndpoint = async (ep: string): Promise<void> => {
@@ -71,6 +72,20 @@ describe.skipIf(!enginesFor(engines, 2) || !registryAvailable())('images from a 
     await t?.close();
     registry?.stop();
     for (const image of Object.values(pushed)) for (const engine of [a, b]) if (image) await untag(engine, image);
+  });
+
+  it('a pull reports progress by layer bytes as the engine streams it, up to 100%', async () => {
+    // First in the file: b has none of the image's layers yet, so each one is downloaded.
+    const said: string[] = [];
+    await pullImage({ engine: b.api, host: 'b', image: pushed.progress, login: registry.login, onProgress: (d) => said.push(d) });
+    expect(said.length).toBeGreaterThan(1);
+    for (const d of said) expect(d).toMatch(/^pulling( \d{1,3}%)?$/);
+    expect(said.filter((d) => d !== 'pulling').length).toBeGreaterThan(0);
+    expect(said.at(-1)).toBe('pulling 100%');
+    expect(await holds(b, pushed.progress)).toBe(true);
+    const refused = await pullImage({ engine: b.api, host: 'b', image: pushed.refused, login: undefined, onProgress: () => {} }).catch((err: unknown) => err as Error);
+    expect(refused).toBeInstanceOf(Error);
+    expect((refused as Error).message).toMatch(new RegExp(`^pulling ${pushed.refused.replace(/[.]/g, '\\.')} on Docker host b failed: .*(unauthorized|authentication required|no basic auth credentials)`));
   });
 
   it('pulls the image onto the host that lacks it with the saved login, shows the pull as progress, and runs a job', async () => {
@@ -108,5 +123,20 @@ describe.skipIf(!enginesFor(engines, 2) || !registryAvailable())('images from a 
     expect((await t.client().health('refused')).workers.unhealthy).toBe(1);
     expect(await holds(b, pushed.refused)).toBe(false);
     await removeEndpoint('refused');
+  });
+
+  it('prepull puts the image on every host that could run the worker, without a worker asking', async () => {
+    const { id } = await t.admin.createRegistryCredential({ name: 'prepull', username: registry.login.username, password: registry.login.password });
+    expect([await holds(a, pushed.prepull), await holds(b, pushed.prepull)]).toEqual([false, false]);
+    await t.admin.createEndpoint({ id: 'pre', workersMin: 0, workersMax: 1, worker: { image: pushed.prepull, registryCredentials: id, prepull: true } });
+    await eventually(async () => ((await holds(a, pushed.prepull)) && (await holds(b, pushed.prepull)) ? true : undefined), 150_000, 'the image on both engines');
+    expect(await ours('pre')).toBe(0);
+    expect(t.gantry.gateway.autoscaler.view.workers('pre') ?? []).toEqual([]);
+    // Both hosts now hold it: a worker placed anywhere starts without a pull.
+    await eventually(async () => (t.gantry.gateway.prepuller.inFlight().length === 0 ? true : undefined), 30_000, 'the prepulls to end');
+    await t.admin.updateEndpoint('pre', { workersMin: 1 });
+    const w = await eventually(async () => (t.gantry.gateway.autoscaler.view.workers('pre') ?? []).find((x) => x.state === 'idle'), 60_000, 'a prepulled worker');
+    expect(w.restarts).toBe(0);
+    await removeEndpoint('pre');
   });
 });

@@ -77,9 +77,14 @@ describe('bodies in flight (item 7)', () => {
     // The read timeout is the window in which the probe must see the cap: 2 s was too short for
     // a busy 2-core machine (the big bodies timed out, gave their bytes back, no 503 came).
     const { t, key } = await start({ bodyBytesInFlight: 30_000_000, bodyReadTimeoutMs: 10_000 });
+    // Two keys, each up to its half of the budget (one key alone may hold only half: below).
+    const otherKey = await t.createKey(['run', 'read']);
     const big = [open(t.url), open(t.url)];
     await Promise.all(big.map((c) => c.ready()));
-    for (const c of big) c.startPost('/v2/up/runsync', key, 15_000_000);
+    big[0]!.startPost('/v2/up/runsync', key, 15_000_000);
+    big[1]!.startPost('/v2/up/runsync', otherKey, 15_000_000);
+    // Probes only once both are counted: a probe read first would take bytes one of them needs.
+    await eventually(async () => (t.gantry.bodies.inFlight >= 30_000_000 ? true : undefined), 10_000, 'both big bodies counted');
     const refused = await eventually(async () => {
       const res = await post(t, key, '/v2/up/run', JSON.stringify({ input: { s: 'x'.repeat(1_000_000) } }));
       return res.status === 503 ? res : undefined;
@@ -89,6 +94,27 @@ describe('bodies in flight (item 7)', () => {
     // The slow bodies time out and give their bytes back.
     await eventually(async () => (big.every((c) => c.status() === 408) ? true : undefined), 20_000, 'the big uploads timed out');
     expect((await post(t, key, '/v2/up/run', JSON.stringify({ input: { s: 'x'.repeat(1_000_000) } }))).status).toBe(200);
+  }, 45_000);
+
+  // Issue 24, item 4: the budget is shared between keys.
+  it("holds one key's bodies to half the budget: another key's body is read while the first holds all it may", async () => {
+    const { t, key } = await start({ bodyBytesInFlight: 30_000_000, bodyReadTimeoutMs: 20_000 });
+    const keyB = await t.createKey(['run', 'read']);
+    // Key A holds its half (15 MB) with two uploads that send one byte each.
+    const slow = [open(t.url), open(t.url)];
+    await Promise.all(slow.map((c) => c.ready()));
+    slow[0]!.startPost('/v2/up/runsync', key, 9_000_000);
+    slow[1]!.startPost('/v2/up/runsync', key, 6_000_000);
+    await eventually(async () => (t.gantry.bodies.inFlight >= 15_000_000 ? true : undefined), 10_000, "A's uploads counted");
+    // One more byte-megabyte of A is refused, though the gateway's budget has 15 MB left.
+    const a = await post(t, key, '/v2/up/run', JSON.stringify({ input: { s: 'x'.repeat(1_000_000) } }));
+    expect(a.status).toBe(503);
+    expect(a.json.code).toBe('BODIES_IN_FLIGHT');
+    expect(a.headers.get('retry-after')).toBe('1');
+    // B's 9 MB body is read beside A's.
+    const b = await post(t, keyB, '/v2/up/run', JSON.stringify({ input: { s: 'x'.repeat(9_000_000) } }));
+    expect(b.status).toBe(200);
+    expect(t.gantry.bodies.byKey.size).toBe(1); // A's uploads still held
   }, 45_000);
 });
 

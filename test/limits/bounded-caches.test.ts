@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STOP_IDS_MAX, STOP_LISTS_MAX, STOP_LIST_MAX_IDS, type StopSignals } from '../../src/dispatch/stop-signals.js';
 import { ENDPOINT_CACHE_MAX } from '../../src/jobs/endpoint-service.js';
+import { KEY_CACHE_MAX_BYTES } from '../../src/security/keys.js';
 import { startTestGantry, type TestGantry } from '../helpers/gantry.js';
 
 /** Runs `request(i)` for i in [0, total) over `lanes` concurrent lanes. */
@@ -50,6 +51,34 @@ describe('caches keyed by what requests name are bounded', () => {
     expect([...statuses]).toEqual([401]);
     expect(cache.size).toBe(cache.maxEntries);
   }, 120_000);
+
+  it('keeps the API key cache within its byte bound when the random keys are long (issue 22 item 7)', async () => {
+    const cache = (gantry.gantry.gateway.keys as unknown as { cache: { size: number; bytes: number; clear(): void } }).cache;
+    cache.clear();
+    // 512-character keys (the longest looked up): about 1.1 kB each by the cache's estimate.
+    const total = Math.ceil(KEY_CACHE_MAX_BYTES / 1_000);
+    const statuses = new Set<number>();
+    await spread(total, 32, async (i) => {
+      const long = `nokey-${i}-`.padEnd(512, Math.random().toString(36).slice(2, 3));
+      const res = await fetch(`${gantry.url}/v2/nx/health`, { headers: { authorization: `Bearer ${long}` } });
+      statuses.add(res.status);
+      await res.arrayBuffer();
+    });
+    expect([...statuses]).toEqual([401]);
+    expect(cache.bytes).toBeLessThanOrEqual(KEY_CACHE_MAX_BYTES);
+    expect(cache.bytes).toBeGreaterThan(KEY_CACHE_MAX_BYTES - 2_000);
+    expect(cache.size).toBeLessThan(total);
+  }, 120_000);
+
+  it('refuses an endpoint id longer than any valid one before any cache (issue 22 item 7)', async () => {
+    const before = gantry.gantry.gateway.endpoints.cachedCount();
+    for (let i = 0; i < 50; i++) {
+      const res = await fetch(`${gantry.url}/v2/${`x${i}-`.padEnd(6_000, 'y')}/health`, { headers: { authorization: `Bearer ${key}` } });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({ code: 'INVALID_PARAMETER', field: 'endpointId' });
+    }
+    expect(gantry.gantry.gateway.endpoints.cachedCount()).toBeLessThanOrEqual(before);
+  });
 
   describe('stop lists', () => {
     let workerKey: string;

@@ -91,6 +91,38 @@ describe('requestId on the lines written for a request', () => {
   });
 });
 
+describe('a fault is logged without the query', () => {
+  // Issue 22 item 7: a 500 on any route logs its route and path, never the query, which may
+  // carry a token or a signature (the /files route's own test covers its signed URLs).
+  it('logs `request failed` with the path of a route that threw, and no query value', async () => {
+    const sink = lineSink();
+    const logger = createLogger({ level: 'debug', format: 'json', destination: sink.stream });
+    const dir = mkdtempSync(join(tmpdir(), 'gantry-logs-'));
+    dirs.push(dir);
+    const g = await startGantry({ env: {}, logger, config: { port: 0, host: '127.0.0.1', dataDir: dir, adminKey: 'logs-test-admin-key', images: { ...loadConfig({}).images, workers: false } } });
+    g.gateway.routes.add({
+      family: 'test',
+      method: 'GET',
+      path: '/faulty/{job}',
+      auth: 'public',
+      handle: async () => {
+        throw new Error('the route broke');
+      },
+    });
+    let answer;
+    try {
+      answer = await call(g.url, 'GET', '/faulty/j-42?token=tok-secret-1&sig=sig-secret-2', { headers: { 'x-request-id': 'fault-1' } });
+    } finally {
+      await g.close();
+    }
+    expect(answer.status).toBe(500);
+    expect(answer.json).toEqual({ error: 'Internal server error', code: 'INTERNAL' });
+    const failed = sink.lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((r) => r.msg === 'request failed');
+    expect(failed).toMatchObject({ requestId: 'fault-1', route: '/faulty/{job}', path: '/faulty/j-42' });
+    expect(sink.lines.join('\n')).not.toMatch(/tok-secret-1|sig-secret-2/);
+  });
+});
+
 describe('log format', () => {
   it('JSON unless stdout is a terminal; GANTRY_LOG_FORMAT overrides; a bad value is refused', () => {
     expect(logFormatFrom({}, false)).toBe('json');

@@ -44,10 +44,22 @@ export function JsonView({ value, label }) {
   return html`<pre class="json" tabindex="0" aria-label=${label}>${JSON.stringify(value, null, 2)}</pre>`;
 }
 
-/** Milliseconds as a short duration. */
+/**
+ * Milliseconds as a duration in the unit a person reads it in: `850 ms`, `2.5 s`, `10 min`,
+ * `1 min 30 s`, `2 h 5 min`, `7 days` (a setting of 600000 ms is `10 min`, not `600.00 s`).
+ */
 export function ms(value) {
   if (value === null || value === undefined) return '—';
-  return value < 1000 ? `${value} ms` : `${(value / 1000).toFixed(2)} s`;
+  if (value < 1000) return `${value} ms`;
+  if (value < 60_000) return `${Number((value / 1000).toFixed(value < 10_000 ? 2 : 1))} s`;
+  const parts = (big, bigUnit, small, smallUnit) => (small === 0 ? `${big} ${bigUnit}` : `${big} ${bigUnit} ${small} ${smallUnit}`);
+  const s = Math.round(value / 1000);
+  if (s < 3600) return parts(Math.floor(s / 60), 'min', s % 60, 's');
+  const min = Math.round(s / 60);
+  if (min < 24 * 60) return parts(Math.floor(min / 60), 'h', min % 60, 'min');
+  const h = Math.round(min / 60);
+  const days = Math.floor(h / 24);
+  return parts(days, days === 1 ? 'day' : 'days', h % 24, 'h');
 }
 
 /** An ISO time as local date and time. */

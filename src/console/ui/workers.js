@@ -54,7 +54,7 @@ export function WorkersPage({ endpointId }) {
     ${endpointId && data ? html`<p class="muted">${data.pool ? 'This gateway runs the worker pool.' : 'Another gateway runs the worker pool.'}</p>
       <table aria-label="Workers"><thead><tr><th scope="col">Worker</th><th scope="col">State</th><th scope="col">Jobs</th><th scope="col">Started</th><th scope="col">Reason</th><th scope="col"><span class="sr-only">Log</span></th></tr></thead>
       <tbody>${live.map((w) => html`<tr key=${w.id}><td><code>${w.id}</code>${w.managed ? '' : html` <span class="muted">(by hand)</span>`}</td>
-        <td><span class=${`badge w-${w.state}`}>${w.state}</span></td><td>${w.jobs ?? 0}</td><td>${when(w.startedAt || w.firstSeenAt)}</td><td>${w.reason || ''}</td>
+        <td><span class=${`badge w-${w.state}`}>${w.state}</span></td><td>${w.jobs ?? 0}</td><td>${when(w.startedAt || w.firstSeenAt)}</td><td>${[w.progress, w.reason].filter(Boolean).join('; ')}</td>
         <td>${w.managed ? logButton(w, setSelected) : ''}</td></tr>`)}</tbody></table>
       ${live.length === 0 ? html`<p>No workers right now.</p>` : ''}
       <${StoppedWorkers} workers=${stopped} select=${setSelected} />` : ''}

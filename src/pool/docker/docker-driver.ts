@@ -5,13 +5,14 @@ import type { DockerConfig, DockerHostConfig } from '../../config/docker-config.
 import type { Clock } from '../../util/clock.js';
 import type { PoolHostInfo } from '../../jobs/pool-view.js';
 import type { RegistryLogin } from '../../security/registry-credentials.js';
-import type { ContainerStartSpec, StartProgress, WorkerDriver, WorkerOutput } from '../driver.js';
+import type { ContainerStartSpec, PrepullSpec, PrepullTarget, StartProgress, WorkerDriver, WorkerOutput } from '../driver.js';
 import { containerCreateBody, LABELS } from './container-spec.js';
 import { ContainerWorker } from './container-worker.js';
 import { DockerHosts, type DockerHost, type Reservation } from './docker-hosts.js';
 import { EngineError } from './engine-client.js';
 import { HostImages } from './host-images.js';
 import type { HostLoad } from './placement.js';
+import { couldRun } from './prepull-hosts.js';
 
 /** What the Docker driver is given. */
 export interface DockerDriverOptions {
@@ -135,6 +136,14 @@ class Driver implements DockerDriver {
 
   hosts(): PoolHostInfo[] {
     return this.fleet.views();
+  }
+
+  prepullTargets(spec: PrepullSpec): PrepullTarget[] {
+    this.fleet.startMonitor();
+    const want = { image: spec.image, ...(spec.registryCredentials ? { registryCredentials: spec.registryCredentials } : {}) };
+    return this.fleet.list
+      .filter((host) => host.state === 'up' && !host.images.has(spec.image) && couldRun(host.config, spec))
+      .map((host) => ({ host: host.config.name, pull: async () => void (await this.images.ensure(host, want)) }));
   }
 
   loads(): HostLoad[] {

@@ -44,11 +44,11 @@ const CANCEL_JOB_SQL = `UPDATE jobs SET status = 'CANCELLED', ${FINISH}
 // SQLite rewrites a whole row, its input too, when any column changes: a purge of one statement
 // wrote every queued input to the WAL again in one transaction (27 MB for 105 inputs of 256 KB,
 // which a nearly full disk refused). So it goes in batches of at most PURGE_BATCH_BYTES of input
-// (at least one job), each its own commit followed by a checkpoint step; jobs queued after the
+// (at least one job), each its own commit followed by a checkpoint step; jobs inserted after the
 // purge began are left alone, so a steady stream of submissions cannot keep it going.
 const PURGE_QUEUE_SQL = `UPDATE jobs SET status = 'CANCELLED', ${FINISH}
    WHERE id IN (SELECT id FROM (SELECT id, SUM(input_bytes) OVER (ORDER BY queued_at, rowid) - input_bytes AS before
-       FROM jobs WHERE endpoint_id = @endpointId AND status = 'IN_QUEUE' AND queued_at <= @now) WHERE before < @maxBytes)
+       FROM jobs WHERE endpoint_id = @endpointId AND status = 'IN_QUEUE' AND rowid <= @lastRowid) WHERE before < @maxBytes)
    RETURNING id`;
 /** Input bytes rewritten per purge batch (see PURGE_QUEUE_SQL). */
 const PURGE_BATCH_BYTES = 8_000_000;
@@ -265,8 +265,10 @@ export class SqliteJobStore implements JobStore {
 
   async purgeQueue({ endpointId, now }: Args<'purgeQueue'>): Promise<string[]> {
     const ids: string[] = [];
+    // Jobs inserted after the purge began (a larger rowid) are left alone.
+    const lastRowid = (this.c.q('SELECT COALESCE(MAX(rowid), 0) AS n FROM jobs').get() as { n: number }).n;
     for (;;) {
-      const batch = await this.c.write(() => this.c.q(PURGE_QUEUE_SQL).all({ endpointId, now, maxBytes: PURGE_BATCH_BYTES }) as { id: string }[]);
+      const batch = await this.c.write(() => this.c.q(PURGE_QUEUE_SQL).all({ endpointId, now, maxBytes: PURGE_BATCH_BYTES, lastRowid }) as { id: string }[]);
       if (batch.length === 0) return ids;
       for (const row of batch) ids.push(row.id);
       // The WAL starts over only once the checkpointer has copied it: one step before the next batch.
