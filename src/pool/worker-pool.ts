@@ -383,11 +383,13 @@ class Pool implements WorkerPool {
       slot.log.note(`started: ${describeStart(handle, this.settings)}`);
       this.log.info({ workerId: slot.id, pid: handle.pid, host: handle.host, container: handle.container }, 'pool worker started');
       const startedAt = slot.startedAt ?? this.options.now();
-      const metered = this.options.meters?.started({ workerId: slot.id, endpointId: this.endpointId, startedAt, gpus: gpusOf(this.settings) });
+      void this.options.meters?.started({ workerId: slot.id, endpointId: this.endpointId, startedAt, gpus: gpusOf(this.settings) });
       slot.finished = handle.exited.then(async (exit) => {
-        await metered;
-        await this.options.meters?.stopped(slot.id, startedAt);
+        // Its jobs are requeued first: the meter's write (which waits for its opening) must not hold them up.
+        const meterStopped = this.options.meters?.stopped(slot.id, startedAt);
         await this.exited(slot, handle, exit);
+        await meterStopped;
+        await handle.removed;
       });
       if (isDraining(slot)) void handle.stop(this.options.graceMs); // stopped while it was starting
     } catch (err) {
