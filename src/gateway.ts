@@ -218,6 +218,8 @@ function subscribeDispatch(
         parts.liveness.markStopping(event.workerId);
         parts.takeQueue.release(event.endpointId, event.workerId);
         return parts.stopSignals.release(event.workerId);
+      case 'worker-resuming':
+        return parts.liveness.resumed(event.workerId);
       default:
         return;
     }

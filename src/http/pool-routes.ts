@@ -4,7 +4,7 @@ import { AppError, endpointNotFound, invalidParameter } from '../model/errors.js
 import type { RouteCall } from './route-table.js';
 import type { WorkerRecord } from '../model/records.js';
 import type { JobStore, WorkerStore } from '../store/store.js';
-import type { PoolHostInfo, PoolView, PoolWorkerInfo } from '../jobs/pool-view.js';
+import type { ColdStartStats, PoolHostInfo, PoolView, PoolWorkerInfo } from '../jobs/pool-view.js';
 import { sendJson } from './respond.js';
 
 /** How many log lines `.../logs` returns unless `lines` says, and the most it may say. */
@@ -23,6 +23,13 @@ function renderHost(h: PoolHostInfo, pool: PoolWorkerInfo[]) {
   return { ...h, lastSeenAt: iso(h.lastSeenAt), endpointWorkers: pool.filter((w) => w.host === h.name).length };
 }
 
+/** The cold starts as the listing shows them: counts and p70/p90/p98 (ms), all kinds and per kind; null where this gateway runs no pool for the endpoint. */
+function renderColdStarts(stats: ColdStartStats | undefined) {
+  if (!stats) return null;
+  const { buckets: _buckets, ...shown } = stats;
+  return shown;
+}
+
 /** What the worker listing reads: the pool of this gateway and the store's liveness rows. */
 export interface PoolRouteDeps {
   pool: PoolView;
@@ -36,8 +43,8 @@ export interface PoolRouteDeps {
  * `GET /admin/v1/endpoints/{endpoint}/workers`: pool workers (state, pid or Docker host and
  * container, startedAt, readyAt, jobs, restarts, reason, lastExit), workers connected by hand
  * (`managed: false`, as the store sees them), the pool workers that stopped lately (state
- * `stopped`, stoppedAt, most recent first), and the Docker hosts (state, GPUs in use, workers:
- * all and this endpoint's).
+ * `stopped`, stoppedAt, most recent first), the Docker hosts (state, GPUs in use, workers:
+ * all and this endpoint's), and the endpoint's cold starts (docs/scaling.md, "Cold starts").
  */
 export async function sendPoolWorkers(deps: PoolRouteDeps, { res, params }: RouteCall): Promise<void> {
   const endpointId = params.endpoint!;
@@ -56,6 +63,7 @@ export async function sendPoolWorkers(deps: PoolRouteDeps, { res, params }: Rout
     pool: deps.pool.running(),
     workers: [...(pool ?? []).map(renderPoolWorker), ...byHand, ...stopped.map(renderPoolWorker)],
     hosts: (deps.pool.hosts() ?? []).map((h) => renderHost(h, pool ?? [])),
+    coldStarts: renderColdStarts(deps.pool.coldStarts(endpointId)),
   });
 }
 

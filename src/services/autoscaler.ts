@@ -177,6 +177,7 @@ class Scaler implements Autoscaler {
       now: this.deps.clock.now,
       onChange: () => this.loop.kick(),
       onStopping: (workerId) => this.deps.notifier.publish({ type: 'worker-stopping', workerId, endpointId }),
+      onResuming: (workerId) => this.deps.notifier.publish({ type: 'worker-resuming', workerId, endpointId }),
       ...(this.deps.meters ? { meters: this.deps.meters } : {}),
     });
   }
@@ -190,7 +191,13 @@ class Scaler implements Autoscaler {
     pool.observe(stats, rows, now);
     const plan = planScale({ endpoint, stats, now, workers: pool.active() });
     pool.setThrottled(plan.throttled);
-    for (const id of plan.stop) pool.stop(id, `scaled down (idle for ${endpoint.idleTimeout} s or over workersMax)`);
+    // flashboot: idle workers are paused into the warm pool (at most workersMax of them), not stopped.
+    const why = `scaled down (idle for ${endpoint.idleTimeout} s or over workersMax)`;
+    for (const id of plan.stop) {
+      if (endpoint.flashboot) pool.park(id, why);
+      else pool.stop(id, why);
+    }
+    pool.trimPaused(endpoint.flashboot ? endpoint.workersMax : 0, endpoint.flashboot ? 'more paused workers than workersMax' : 'flashboot is off');
     let workers = pool.active();
     // Waiting for a GPU with no job left to run: beyond workersMin they go at once.
     const running = workers.filter((w) => !w.waiting).length;
@@ -212,6 +219,7 @@ class Scaler implements Autoscaler {
       gpus,
       ...(isContainerWorker(settings) ? { image: settings.image, ...(settings.gpuTypes ? { gpuTypes: settings.gpuTypes } : {}) } : {}),
       workers: workers.filter((w) => !w.waiting).map((w) => ({ id: w.id, busy: w.busy, starting: w.starting })),
+      paused: pool.paused(),
       want: fresh + waiting,
       waitingSince: stats.oldestNormalQueuedAt,
     };
@@ -229,10 +237,13 @@ class Scaler implements Autoscaler {
       pool.stop(order.workerId, order.why);
     }
     const now = this.deps.clock.now();
-    pool.launchWaiting(Math.min(a.start, p.waiting), now);
-    const fresh = Math.max(0, a.start - p.waiting);
+    // Its paused workers first (flashboot: they hold their GPUs), then those waiting for room, then new ones.
+    const resumed = pool.resume(a.start);
+    const granted = a.start - resumed;
+    pool.launchWaiting(Math.min(granted, p.waiting), now);
+    const fresh = Math.max(0, granted - p.waiting);
     pool.start(fresh);
-    pool.hold(p.fresh - fresh, a.reason ?? 'waiting for room');
+    pool.hold(Math.max(0, p.fresh - resumed - fresh), a.reason ?? 'waiting for room');
     pool.restartDue(now);
   }
 
