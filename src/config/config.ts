@@ -43,6 +43,8 @@ export interface GantryConfig {
   syncRetentionMs: number;
   /** Days the console charts' per-minute aggregates are kept (GANTRY_MINUTES_KEEP_DAYS); at least the charts' longest span (1 day). */
   minutesKeepDays: number;
+  /** Days audit log entries are kept (GANTRY_AUDIT_KEEP_DAYS); the leader's reaper deletes older ones. */
+  auditKeepDays: number;
   /** Delay between webhook attempts (GANTRY_WEBHOOK_RETRY_MS); attempts are 1 + 2 retries. */
   webhookRetryMs: number;
   /** Request timeout of one webhook call (GANTRY_WEBHOOK_TIMEOUT_MS). */
@@ -104,6 +106,7 @@ export const DEFAULTS: GantryConfig = {
   asyncRetentionMs: 30 * 60_000,
   syncRetentionMs: 60_000,
   minutesKeepDays: 7,
+  auditKeepDays: 90,
   webhookRetryMs: 10_000,
   webhookTimeoutMs: 10_000,
   outboundAllow: [],
@@ -137,6 +140,7 @@ const INT_VARS: [keyof GantryConfig, string, number, number][] = [
   ['asyncRetentionMs', 'GANTRY_ASYNC_RETENTION_MS', 1_000, 7 * 86_400_000],
   ['syncRetentionMs', 'GANTRY_SYNC_RETENTION_MS', 1_000, 7 * 86_400_000],
   ['minutesKeepDays', 'GANTRY_MINUTES_KEEP_DAYS', 1, 3_650],
+  ['auditKeepDays', 'GANTRY_AUDIT_KEEP_DAYS', 1, 3_650],
   ['webhookRetryMs', 'GANTRY_WEBHOOK_RETRY_MS', 0, 3_600_000],
   ['webhookTimeoutMs', 'GANTRY_WEBHOOK_TIMEOUT_MS', 100, 300_000],
   ['pgPoolSize', 'GANTRY_PG_POOL_SIZE', 2, 1000],

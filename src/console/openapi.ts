@@ -2,6 +2,7 @@ import { DEFAULT_STREAM_WAIT_MS, DEFAULT_SYNC_WAIT_MS } from '../http/client-rou
 import { DEFAULT_LOG_LINES, MAX_LOG_LINES } from '../http/pool-routes.js';
 import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../http/idempotency.js';
 import { MAX_BUDGET_USD, MAX_CONCURRENT_JOBS } from '../http/admin-routes.js';
+import { MAX_AUDIT_PAGE } from '../http/audit-routes.js';
 import { BOOLEAN_FIELDS, ENDPOINT_DEFAULTS, INTEGER_FIELDS, MAX_PRICE_PER_SECOND_USD, MAX_RATE, RATE_LIMITED_OPERATIONS } from '../jobs/endpoint-settings.js';
 import { POLICY_LIMITS } from '../jobs/policy.js';
 import { SCOPES } from '../security/keys.js';
@@ -285,7 +286,22 @@ function adminPaths(): Record<string, Record<string, Operation>> {
         { type: 'object' },
       ),
     },
+    '/admin/v1/audit': { get: op('The audit log: admin changes and console sign-ins, newest first (never a secret value)', auditParams(time), { type: 'object' }) },
   };
+}
+
+/** The filters of GET /admin/v1/audit (http/audit-routes.ts). */
+function auditParams(time: (name: string) => Schema): Schema[] {
+  const text = (name: string, description: string) => ({ name, in: 'query', required: false, description, schema: { type: 'string', maxLength: 256 } });
+  return [
+    text('actor', 'A key id, key name or console session reference'),
+    text('action', 'An action (endpoint.update), or a prefix of one ending in a dot (endpoint.)'),
+    text('target', 'The id of what was changed (endpoint, key, registry credential)'),
+    time('since'),
+    time('until'),
+    intQuery('limit', 'Entries in the page', 1, MAX_AUDIT_PAGE, 100),
+    text('cursor', 'nextCursor of the previous page'),
+  ];
 }
 
 /**

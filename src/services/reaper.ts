@@ -4,6 +4,7 @@ import type { JobTransitions } from '../jobs/transitions.js';
 import type { WorkerService } from '../jobs/worker-service.js';
 import type { JobRecord } from '../model/records.js';
 import type { MinuteStore } from '../store/minute-store.js';
+import type { AuditStore } from '../store/audit-store.js';
 import type { WorkerStore } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
 import { periodic, type Periodic } from '../util/periodic.js';
@@ -23,13 +24,16 @@ export interface ReaperPass {
   deleted: number;
   /** Per-minute chart aggregates deleted, older than minutesKeepDays. */
   minutes: number;
+  /** Audit log entries deleted, older than auditKeepDays. */
+  audit: number;
 }
 
 /**
  * The reaper (docs/states.md): execution timeouts → TIMED_OUT (the worker is told through
  * job-stop); queue ttl → TIMED_OUT; workers not heard from for `workerLostMs` lose their jobs
  * (requeued up to maxAttempts, then FAILED); expired jobs are deleted with input, output and
- * stream; the console charts' minutes older than `minutesKeepDays` are deleted. A singleton on
+ * stream; the console charts' minutes older than `minutesKeepDays` and audit entries older than
+ * `auditKeepDays` are deleted. A singleton on
  * the leader. `start` runs a pass every `reaperIntervalMs`; `stop` may be called twice.
  */
 export interface Reaper {
@@ -43,8 +47,8 @@ export interface Reaper {
 export interface ReaperDeps {
   transitions: Pick<JobTransitions, 'timeOutRunning' | 'expireQueued' | 'releaseWorkers' | 'deleteExpired'>;
   workers: Pick<WorkerService, 'touchWaiting'>;
-  store: Pick<WorkerStore, 'findStaleWorkers'> & Pick<MinuteStore, 'deleteMinutesBefore'>;
-  config: Pick<GantryConfig, 'reaperIntervalMs' | 'workerLostMs' | 'minutesKeepDays'>;
+  store: Pick<WorkerStore, 'findStaleWorkers'> & Pick<MinuteStore, 'deleteMinutesBefore'> & Pick<AuditStore, 'deleteAuditBefore'>;
+  config: Pick<GantryConfig, 'reaperIntervalMs' | 'workerLostMs' | 'minutesKeepDays' | 'auditKeepDays'>;
   logger: Logger;
   clock: Clock;
 }
@@ -97,7 +101,9 @@ class Reaping implements Reaper {
     const deleted = await repeat(() => transitions.deleteExpired(BATCH));
     const before = this.deps.clock.now() - this.deps.config.minutesKeepDays * DAY_MS;
     const minutes = await repeat(() => this.deps.store.deleteMinutesBefore({ before, limit: BATCH }));
-    return { timedOut, expired, requeued, failed, deleted, minutes };
+    const auditBefore = this.deps.clock.now() - this.deps.config.auditKeepDays * DAY_MS;
+    const audit = await repeat(() => this.deps.store.deleteAuditBefore({ before: auditBefore, limit: BATCH }));
+    return { timedOut, expired, requeued, failed, deleted, minutes, audit };
   }
 
   start(): void {

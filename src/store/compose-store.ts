@@ -1,5 +1,6 @@
 import type { EndpointStore, JobStore, KeyStore, RegistryCredentialStore, Store, UpkeepStore, UsageStore, WorkerStore } from './store.js';
 import type { MinuteStore } from './minute-store.js';
+import type { AuditStore } from './audit-store.js';
 
 /** What a backend builds a Store from: one part a table group, and its own migrate and close. */
 export interface StoreParts {
@@ -12,6 +13,7 @@ export interface StoreParts {
   usage: UsageStore;
   minutes: MinuteStore;
   upkeep: UpkeepStore;
+  audit: AuditStore;
   migrate(): Promise<void>;
   close(): Promise<void>;
 }
@@ -87,6 +89,8 @@ export function composeStore(parts: StoreParts): Store {
     deleteMinutesBefore: (args) => parts.minutes.deleteMinutesBefore(args),
 
     probeWrite: (now) => parts.upkeep.probeWrite(now),
+
+    ...auditMethods(parts.audit),
   };
 }
 
@@ -112,5 +116,14 @@ function registryMethods(registry: RegistryCredentialStore): RegistryCredentialS
     listRegistryCredentials: () => registry.listRegistryCredentials(),
     getRegistryCredential: (id) => registry.getRegistryCredential(id),
     deleteRegistryCredential: (id) => registry.deleteRegistryCredential(id),
+  };
+}
+
+/** The audit log's methods, as plain forwarding arrows like the rest. */
+function auditMethods(audit: AuditStore): AuditStore {
+  return {
+    appendAudit: (entry) => audit.appendAudit(entry),
+    listAudit: (query) => audit.listAudit(query),
+    deleteAuditBefore: (args) => audit.deleteAuditBefore(args),
   };
 }

@@ -13,6 +13,7 @@ import { PgMinuteStore } from './minutes.js';
 import { startTableCare } from './table-care.js';
 import { PgUpkeepStore } from './upkeep.js';
 import { PgWorkerStore } from './workers.js';
+import { PgAuditStore } from './audit.js';
 
 /** Where the database is and how many connections the store's pool may hold. */
 export type PostgresStoreOptions = PgConnectionOptions;
@@ -86,6 +87,7 @@ function storeOn(db: PgConnection, afterMigrate: () => Promise<void> = async () 
     usage: new PgUsageStore(db),
     minutes: new PgMinuteStore(db),
     upkeep: new PgUpkeepStore(db),
+    audit: new PgAuditStore(db),
     migrate: async () => {
       await db.migrate();
       await afterMigrate();

@@ -13,6 +13,7 @@ import { SqliteUsageStore } from './usage.js';
 import { SqliteMinuteStore } from './minutes.js';
 import { SqliteUpkeepStore } from './upkeep.js';
 import { SqliteWorkerStore } from './workers.js';
+import { SqliteAuditStore } from './audit.js';
 
 /** The database file and how its WAL is checkpointed. */
 export interface SqliteStoreOptions {
@@ -52,6 +53,7 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
     usage: new SqliteUsageStore(connection),
     minutes: new SqliteMinuteStore(connection),
     upkeep: new SqliteUpkeepStore(connection),
+    audit: new SqliteAuditStore(connection),
     migrate: async () => connection.migrate(),
     close: async () => {
       await connection.stopCheckpointer();
