@@ -160,7 +160,9 @@ class Guard implements SignInGuard {
       if (signedIn === 'wrong-password') throw new AppError('UNAUTHORIZED', 'Wrong console password');
       throw keyRefused(signedIn, 'admin');
     }
-    this.byAddress.delete(attempt.address);
+    // A right password that waited its turn clears its address; a key or a known browser, which
+    // skip the wait, do not (an attacker sharing the address gains no fresh guesses from them).
+    if (account === 'password' && !known) this.byAddress.delete(attempt.address);
     if (browser !== null) this.byBrowser.delete(browser);
     return { ...signedIn, method: account, knownBrowser: known, knownBrowserToken: this.browsers?.issue(now) ?? null };
   }
