@@ -30,6 +30,7 @@ import { createDriverSet } from './pool/driver-set.js';
 import { createLocalProcessDriver } from './pool/local-process-driver.js';
 import type { WorkerDriver } from './pool/driver.js';
 import { createKeyService, type KeyService } from './security/keys.js';
+import { createAuditLog, type AuditLog } from './security/audit-log.js';
 import { createRegistryCredentials, type RegistryCredentials } from './security/registry-credentials.js';
 import type { SecretBox } from './security/secret-box.js';
 import { createWorkerMeters } from './pool/worker-meters.js';
@@ -79,6 +80,8 @@ export interface Gateway {
   readonly endpoints: EndpointService;
   /** Registry logins saved once and named by endpoints' `worker.registryCredentials`. */
   readonly registry: RegistryCredentials;
+  /** Who changed what through the admin API, and every console sign-in. */
+  readonly audit: AuditLog;
   readonly transitions: JobTransitions;
   readonly jobs: JobService;
   readonly workers: WorkerService;
@@ -136,15 +139,17 @@ export function createGateway(options: GatewayOptions): Gateway {
   const jobs = createJobService({ store, transitions, endpoints, gauge, waiters, pool, secrets, config, outbound, quotas, now });
   const workers = createWorkerService({ store, transitions, takeQueue, stopSignals, liveness, notifier, secrets, config, logger, now });
   const rateLimiter = createRateLimiter(config.rateLimits, now);
+  const audit = createAuditLog({ store, logger, now }); // admin changes and console sign-ins (docs/security.md)
   const reaper = createReaper({ transitions, workers, store, config, logger, clock });
   const webhooks = createWebhookSender({ store, endpoints, secrets, notifier, config, logger, clock, outbound, ...(options.observers?.webhookFetch ? { fetch: options.observers.webhookFetch } : {}) });
   const unsubscribe = subscribeDispatch(notifier, { takeQueue, waiters, stopSignals, endpoints, liveness });
-  const http: HttpServices = { jobs, workers, endpoints, keys, quotas, registry, rateLimiter, pool, workerRows: store, usage: store, logs: store, logFeed: createLogFeed({ store, clock, logger }), config, logger, now, clientAddress: createClientAddress(config.trustedProxies), ...(options.fileLinks ? { fileLinks: options.fileLinks } : {}) };
+  const http: HttpServices = { jobs, workers, endpoints, keys, quotas, registry, rateLimiter, pool, workerRows: store, usage: store, logs: store, logFeed: createLogFeed({ store, clock, logger }), config, logger, now, clientAddress: createClientAddress(config.trustedProxies), audit, ...(options.fileLinks ? { fileLinks: options.fileLinks } : {}) };
   const routes = coreRoutes(http);
   return {
     keys,
     endpoints,
     registry,
+    audit,
     transitions,
     jobs,
     workers,

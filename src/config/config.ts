@@ -51,6 +51,8 @@ export interface GantryConfig {
   logLinesPerSecond: number;
   /** The burst of lines a worker may print at once beyond that rate (GANTRY_LOG_BURST_LINES). */
   logBurstLines: number;
+  /** Days audit log entries are kept (GANTRY_AUDIT_KEEP_DAYS); the leader's reaper deletes older ones. */
+  auditKeepDays: number;
   /** Delay between webhook attempts (GANTRY_WEBHOOK_RETRY_MS); attempts are 1 + 2 retries. */
   webhookRetryMs: number;
   /** Request timeout of one webhook call (GANTRY_WEBHOOK_TIMEOUT_MS). */
@@ -116,6 +118,7 @@ export const DEFAULTS: GantryConfig = {
   logMaxLinesPerEndpoint: 200_000,
   logLinesPerSecond: 100,
   logBurstLines: 1_000,
+  auditKeepDays: 90,
   webhookRetryMs: 10_000,
   webhookTimeoutMs: 10_000,
   outboundAllow: [],
@@ -153,6 +156,7 @@ const INT_VARS: [keyof GantryConfig, string, number, number][] = [
   ['logMaxLinesPerEndpoint', 'GANTRY_LOG_MAX_LINES_PER_ENDPOINT', 1_000, 1e9],
   ['logLinesPerSecond', 'GANTRY_LOG_LINES_PER_SECOND', 1, 100_000],
   ['logBurstLines', 'GANTRY_LOG_BURST_LINES', 1, 1_000_000],
+  ['auditKeepDays', 'GANTRY_AUDIT_KEEP_DAYS', 1, 3_650],
   ['webhookRetryMs', 'GANTRY_WEBHOOK_RETRY_MS', 0, 3_600_000],
   ['webhookTimeoutMs', 'GANTRY_WEBHOOK_TIMEOUT_MS', 100, 300_000],
   ['pgPoolSize', 'GANTRY_PG_POOL_SIZE', 2, 1000],

@@ -5,6 +5,7 @@ import type { WorkerService } from '../jobs/worker-service.js';
 import type { JobRecord } from '../model/records.js';
 import type { LogStore } from '../store/log-store.js';
 import type { MinuteStore } from '../store/minute-store.js';
+import type { AuditStore } from '../store/audit-store.js';
 import type { EndpointStore, WorkerStore } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
 import { periodic, type Periodic } from '../util/periodic.js';
@@ -30,14 +31,17 @@ export interface ReaperPass {
   minutes: number;
   /** Worker log lines deleted: older than logKeepDays, or past an endpoint's logMaxLinesPerEndpoint. */
   logs: number;
+  /** Audit log entries deleted, older than auditKeepDays. */
+  audit: number;
 }
 
 /**
  * The reaper (docs/states.md): execution timeouts → TIMED_OUT (the worker is told through
  * job-stop); queue ttl → TIMED_OUT; workers not heard from for `workerLostMs` lose their jobs
  * (requeued up to maxAttempts, then FAILED); expired jobs are deleted with input, output and
- * stream; the console charts' minutes older than `minutesKeepDays` are deleted, and worker log
- * lines older than `logKeepDays` or past an endpoint's `logMaxLinesPerEndpoint`. A singleton on
+ * stream; the console charts' minutes older than `minutesKeepDays` are deleted, worker log
+ * lines older than `logKeepDays` or past an endpoint's `logMaxLinesPerEndpoint`, and audit
+ * entries older than `auditKeepDays`. A singleton on
  * the leader. `start` runs a pass every `reaperIntervalMs`; `stop` may be called twice.
  */
 export interface Reaper {
@@ -51,8 +55,8 @@ export interface Reaper {
 export interface ReaperDeps {
   transitions: Pick<JobTransitions, 'timeOutRunning' | 'expireQueued' | 'releaseWorkers' | 'deleteExpired'>;
   workers: Pick<WorkerService, 'touchWaiting'>;
-  store: Pick<WorkerStore, 'findStaleWorkers'> & Pick<MinuteStore, 'deleteMinutesBefore'> & Pick<LogStore, 'deleteLogsBefore' | 'trimEndpointLogs'> & Pick<EndpointStore, 'listEndpoints'>;
-  config: Pick<GantryConfig, 'reaperIntervalMs' | 'workerLostMs' | 'minutesKeepDays' | 'logKeepDays' | 'logMaxLinesPerEndpoint'>;
+  store: Pick<WorkerStore, 'findStaleWorkers'> & Pick<MinuteStore, 'deleteMinutesBefore'> & Pick<LogStore, 'deleteLogsBefore' | 'trimEndpointLogs'> & Pick<EndpointStore, 'listEndpoints'> & Pick<AuditStore, 'deleteAuditBefore'>;
+  config: Pick<GantryConfig, 'reaperIntervalMs' | 'workerLostMs' | 'minutesKeepDays' | 'logKeepDays' | 'logMaxLinesPerEndpoint' | 'auditKeepDays'>;
   logger: Logger;
   clock: Clock;
 }
@@ -109,7 +113,9 @@ class Reaping implements Reaper {
     const before = this.deps.clock.now() - this.deps.config.minutesKeepDays * DAY_MS;
     const minutes = await repeat(() => this.deps.store.deleteMinutesBefore({ before, limit: BATCH }));
     const logs = await this.pruneLogs();
-    return { timedOut, expired, requeued, failed, deleted, minutes, logs };
+    const auditBefore = this.deps.clock.now() - this.deps.config.auditKeepDays * DAY_MS;
+    const audit = await repeat(() => this.deps.store.deleteAuditBefore({ before: auditBefore, limit: BATCH }));
+    return { timedOut, expired, requeued, failed, deleted, minutes, logs, audit };
   }
 
   /** Worker log lines past GANTRY_LOG_KEEP_DAYS, then (once a minute) each endpoint's past GANTRY_LOG_MAX_LINES_PER_ENDPOINT. */

@@ -1,6 +1,7 @@
 import type { EndpointStore, JobStore, KeyStore, RegistryCredentialStore, Store, UpkeepStore, UsageStore, WorkerStore } from './store.js';
 import type { LogStore } from './log-store.js';
 import type { MinuteStore } from './minute-store.js';
+import type { AuditStore } from './audit-store.js';
 
 /** What a backend builds a Store from: one part a table group, and its own migrate and close. */
 export interface StoreParts {
@@ -14,6 +15,7 @@ export interface StoreParts {
   minutes: MinuteStore;
   logs: LogStore;
   upkeep: UpkeepStore;
+  audit: AuditStore;
   migrate(): Promise<void>;
   close(): Promise<void>;
 }
@@ -91,6 +93,8 @@ export function composeStore(parts: StoreParts): Store {
     ...logMethods(parts.logs),
 
     probeWrite: (now) => parts.upkeep.probeWrite(now),
+
+    ...auditMethods(parts.audit),
   };
 }
 
@@ -127,5 +131,14 @@ function registryMethods(registry: RegistryCredentialStore): RegistryCredentialS
     listRegistryCredentials: () => registry.listRegistryCredentials(),
     getRegistryCredential: (id) => registry.getRegistryCredential(id),
     deleteRegistryCredential: (id) => registry.deleteRegistryCredential(id),
+  };
+}
+
+/** The audit log's methods, as plain forwarding arrows like the rest. */
+function auditMethods(audit: AuditStore): AuditStore {
+  return {
+    appendAudit: (entry) => audit.appendAudit(entry),
+    listAudit: (query) => audit.listAudit(query),
+    deleteAuditBefore: (args) => audit.deleteAuditBefore(args),
   };
 }

@@ -14,6 +14,7 @@ import { PgLogStore } from './logs.js';
 import { startTableCare } from './table-care.js';
 import { PgUpkeepStore } from './upkeep.js';
 import { PgWorkerStore } from './workers.js';
+import { PgAuditStore } from './audit.js';
 
 /** Where the database is and how many connections the store's pool may hold. */
 export type PostgresStoreOptions = PgConnectionOptions;
@@ -88,6 +89,7 @@ function storeOn(db: PgConnection, afterMigrate: () => Promise<void> = async () 
     minutes: new PgMinuteStore(db),
     logs: new PgLogStore(db),
     upkeep: new PgUpkeepStore(db),
+    audit: new PgAuditStore(db),
     migrate: async () => {
       await db.migrate();
       await afterMigrate();

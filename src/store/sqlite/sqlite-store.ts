@@ -14,6 +14,7 @@ import { SqliteMinuteStore } from './minutes.js';
 import { SqliteLogStore } from './logs.js';
 import { SqliteUpkeepStore } from './upkeep.js';
 import { SqliteWorkerStore } from './workers.js';
+import { SqliteAuditStore } from './audit.js';
 
 /** The database file and how its WAL is checkpointed. */
 export interface SqliteStoreOptions {
@@ -54,6 +55,7 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
     minutes: new SqliteMinuteStore(connection),
     logs: new SqliteLogStore(connection),
     upkeep: new SqliteUpkeepStore(connection),
+    audit: new SqliteAuditStore(connection),
     migrate: async () => connection.migrate(),
     close: async () => {
       await connection.stopCheckpointer();
