@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Tracer } from '@opentelemetry/api';
 import { setGlobalErrorHandler } from '@opentelemetry/core';
 import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -49,7 +50,8 @@ export function createTracing(config: TracingConfig, deps: { now(): number; logg
   const ids = new PresetSpanIds();
   const processor = new BatchSpanProcessor(exporterOf(config), config.batch);
   const provider = new BasicTracerProvider({
-    resource: resourceFromAttributes({ ...config.resourceAttributes, [ATTR_SERVICE_NAME]: config.serviceName, [ATTR_SERVICE_VERSION]: packageVersion() }),
+    // service.instance.id tells the gateways apart: a job's spans come from whichever gateway saw each event.
+    resource: resourceFromAttributes({ 'service.instance.id': randomUUID(), ...config.resourceAttributes, [ATTR_SERVICE_NAME]: config.serviceName, [ATTR_SERVICE_VERSION]: packageVersion() }),
     sampler: samplerOf(config),
     idGenerator: ids,
     spanProcessors: [processor],

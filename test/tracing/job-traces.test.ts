@@ -149,3 +149,59 @@ describe.each([
     await call(t.url, 'POST', `/v2/${ep}/purge-queue`, { key: runKey });
   });
 });
+
+describe('job traces across two gateways on one PostgreSQL database', () => {
+  let receiver: OtlpReceiver;
+  let a: TestGantry;
+  let b: TestGantry;
+  let stop: (() => Promise<void>) | undefined;
+
+  beforeAll(async () => {
+    receiver = await startOtlpReceiver();
+    const env = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '50' };
+    a = await startTestGantry({ jobTakeWaitMs: 1_000 }, { backend: 'postgres', env });
+    b = await startTestGantry({ jobTakeWaitMs: 1_000 }, { backend: 'postgres', databaseUrl: a.databaseUrl!, env });
+  });
+  afterAll(async () => {
+    await stop?.();
+    await b?.close();
+    await a?.close();
+    await receiver?.close();
+  });
+
+  it('a job submitted on one gateway and run through the other stays one trace: the context comes from the job row', async () => {
+    const ep = uniqueId('tr');
+    await a.createEndpoint(ep);
+    const runKey = await a.createKey(['run']);
+    const clientTrace = randomBytes(16).toString('hex');
+    const clientSpan = randomBytes(8).toString('hex');
+    const submitted = await call(a.url, 'POST', `/v2/${ep}/run`, { key: runKey, body: { input: { n: 1 } }, headers: { traceparent: `00-${clientTrace}-${clientSpan}-01` } });
+    const id = submitted.json.id as string;
+    // The worker talks to gateway b only: b hands the job out and takes its result.
+    const proc = spawnOwned(process.execPath, [MAIN, 'worker', TRACE_WORKER], { env: { ...process.env, ...b.workerEnv(ep, 'w-on-b'), LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'inherit'] });
+    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+    stop = async () => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
+      await exited;
+    };
+    const done = await eventually(async () => {
+      const job = (await call(a.url, 'GET', `/v2/${ep}/status/${id}`, { key: runKey })).json;
+      return job.status === 'COMPLETED' ? job : undefined;
+    }, 30_000, 'the job to complete through gateway b');
+    const spans = await eventually(async () => {
+      const mine = receiver.spans.filter((s) => s.attributes['gantry.job.id'] === id);
+      return mine.length >= 4 ? mine : undefined;
+    }, 20_000, 'the spans of the job');
+    const byName = new Map(spans.map((s) => [s.name, s]));
+    const submit = byName.get('job.submit')!;
+    const run = byName.get('job.run')!;
+    expect(submit.parentSpanId).toBe(clientSpan);
+    for (const span of spans) expect(span.traceId).toBe(clientTrace);
+    for (const name of ['job.queued', 'job.run', 'job.result']) expect(byName.get(name)?.parentSpanId).toBe(submit.spanId);
+    // Written by two gateways: the submit by a, the wait, run and result by b.
+    const instance = (s: ReceivedSpan) => s.resource['service.instance.id'];
+    expect(instance(run)).toBe(instance(byName.get('job.queued')!));
+    expect(instance(run)).not.toBe(instance(submit));
+    expect((done.output as Json).traceparent).toBe(`00-${clientTrace}-${run.spanId}-01`);
+  });
+});
