@@ -66,11 +66,16 @@ export class JobSpans implements JobObserver, SubmitTracer {
 
   ended(job: JobRecord): void {
     const context = traced(job);
+    const open = this.open.get(job.id);
     this.open.delete(job.id);
     if (!context) return;
     const end = job.finishedAt ?? this.now();
     if (job.startedAt !== null && job.workerId !== null) {
       this.runSpan(job, context, { number: runNumber(job), workerId: job.workerId, startedAt: job.startedAt }, end, job.status.toLowerCase());
+    } else {
+      // Ended while waiting (cancelled, purged, its queue ttl passed): the wait is its last span.
+      const since = open?.waitingSince ?? job.queuedAt;
+      this.tracer.startSpan('job.queued', { startTime: since, attributes: { ...jobAttributes(job), 'gantry.job.run': runNumber(job) + 1, 'gantry.job.outcome': job.status.toLowerCase() } }, context).end(Math.max(end, since));
     }
     const result = this.tracer.startSpan('job.result', { startTime: end, attributes: { ...jobAttributes(job), 'gantry.job.status': job.status, 'gantry.job.attempts': job.attempts, 'gantry.job.retries': job.retries } }, context);
     if (job.status === 'FAILED' || job.status === 'TIMED_OUT') result.setStatus({ code: SpanStatusCode.ERROR, message: (job.error ?? job.status).slice(0, MAX_STATUS_MESSAGE) });
@@ -78,7 +83,7 @@ export class JobSpans implements JobObserver, SubmitTracer {
   }
 
   purged(): void {
-    // Each purged job is reported through ended() as well (CANCELLED): nothing more to trace.
+    // purge-queue reports a count, not the jobs: purged jobs' traces end with their last wait unwritten (docs/observability.md).
   }
 
   requeued(jobs: readonly JobRecord[], why: 'retry' | 'worker-lost'): void {

@@ -146,6 +146,16 @@ describe.each([
     }, 20_000, 'the two submit spans');
     for (const span of submits) expect(span).toMatchObject({ parentSpanId: '', traceId: expect.stringMatching(/^[0-9a-f]{32}$/) });
     expect(submits[0]!.traceId).not.toBe(submits[1]!.traceId);
+    // Cancelled while waiting: the wait is the job's last span, then its result.
+    expect((await call(t.url, 'POST', `/v2/${ep}/cancel/${plain}`, { key: runKey })).status).toBe(200);
+    const ends = await eventually(async () => {
+      const found = receiver.spans.filter((s) => s.attributes['gantry.job.id'] === plain && (s.name === 'job.queued' || s.name === 'job.result'));
+      return found.length === 2 ? found : undefined;
+    }, 20_000, 'the wait and result spans of the cancelled job');
+    const plainSubmit = submits.find((s) => s.attributes['gantry.job.id'] === plain)!;
+    for (const span of ends) expect(span).toMatchObject({ traceId: plainSubmit.traceId, parentSpanId: plainSubmit.spanId });
+    expect(ends.find((s) => s.name === 'job.queued')?.attributes).toMatchObject({ 'gantry.job.outcome': 'cancelled', 'gantry.job.run': 1 });
+    expect(ends.find((s) => s.name === 'job.result')?.attributes).toMatchObject({ 'gantry.job.status': 'CANCELLED' });
     await call(t.url, 'POST', `/v2/${ep}/purge-queue`, { key: runKey });
   });
 });
