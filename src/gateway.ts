@@ -15,7 +15,7 @@ import type { HttpServices } from './http/server.js';
 import { workerRoutes } from './http/worker-routes.js';
 import { createEndpointService, type EndpointService } from './jobs/endpoint-service.js';
 import type { WorkerSettings } from './jobs/endpoint-settings.js';
-import { joinJobObservers, observeTransitions, type JobObserver } from './jobs/job-observer.js';
+import { joinJobObservers, observeTransitions, type JobObserver, type SubmitTracer } from './jobs/job-observer.js';
 import { createJobService, type JobService } from './jobs/job-service.js';
 import type { PoolView } from './jobs/pool-view.js';
 import { QueueGauge, type SpaceCheck } from './jobs/queue-gauge.js';
@@ -70,8 +70,10 @@ export interface GatewayOptions {
 export interface GatewayObservers {
   /** Told of every committed job transition. */
   jobs?: JobObserver;
-  /** The fetch the webhook sender calls webhooks with (a wrapper that counts outcomes). */
+  /** The fetch the webhook sender calls webhooks with (a wrapper that counts outcomes, one that traces deliveries). */
   webhookFetch?: typeof fetch;
+  /** Makes each new job's submit span and trace context (the tracing feature); none: nothing traced, nothing stored. */
+  submits?: SubmitTracer;
 }
 
 /** The parts of one gateway, wired: what src/server.ts runs and serves. */
@@ -136,7 +138,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   const gauge = new QueueGauge({ store, factor: config.queueLimitFactor, maxInputBytes: config.queueMaxInputBytes, ...(options.disk ? { space: options.disk } : {}), logger, now });
   const outbound = createOutboundPolicy(config.outboundAllow);
   const quotas = createKeyQuotas({ store, now }); // budgets and job caps per key, checked at each submit
-  const jobs = createJobService({ store, transitions, endpoints, gauge, waiters, pool, secrets, config, outbound, quotas, now });
+  const tracer = options.observers?.submits;
+  const jobs = createJobService({ store, transitions, endpoints, gauge, waiters, pool, secrets, config, outbound, quotas, ...(tracer ? { tracer } : {}), now });
   const workers = createWorkerService({ store, transitions, takeQueue, stopSignals, liveness, notifier, secrets, config, logger, now });
   const rateLimiter = createRateLimiter(config.rateLimits, now);
   const audit = createAuditLog({ store, logger, now }); // admin changes and console sign-ins (docs/security.md)

@@ -81,12 +81,18 @@ async function run(deps: ClientRouteDeps, { req, res, endpoint, principal, body 
   // With an Idempotency-Key (docs/api.md): the job an earlier try made, or a new one. Without: nothing more is read.
   const key = readIdempotencyKey(req);
   if (key !== undefined) {
-    const { job, replayed } = await submitWithKey(deps.jobs, endpoint, request, { key, keyId: principal.keyId, sync: false, operation: 'run' });
+    const { job, replayed } = await submitWithKey(deps.jobs, endpoint, request, { key, keyId: principal.keyId, sync: false, operation: 'run', traceparent: traceparentOf(req) });
     sendJsonText(res, 200, renderJobRef(job), replayed ? REPLAYED : undefined);
     return;
   }
-  const job = await deps.jobs.submit(endpoint, request, { sync: false, keyId: principal.keyId });
+  const job = await deps.jobs.submit(endpoint, request, { sync: false, keyId: principal.keyId, traceparent: traceparentOf(req) });
   sendJsonText(res, 200, renderJobRef(job));
+}
+
+/** The client's W3C `traceparent` header, continued by the job's trace while tracing is on (docs/observability.md); parsed there, not here. */
+function traceparentOf(req: IncomingMessage): string | undefined {
+  const header = req.headers.traceparent;
+  return typeof header === 'string' ? header : undefined;
 }
 
 async function runsync(deps: ClientRouteDeps, call: EndpointCall): Promise<void> {
@@ -104,8 +110,9 @@ async function submitSync(deps: ClientRouteDeps, call: EndpointCall): Promise<Ke
   call.body = undefined;
   const keyId = call.principal.keyId;
   const key = readIdempotencyKey(call.req);
-  if (key !== undefined) return submitWithKey(deps.jobs, call.endpoint, request, { key, keyId, sync: true, operation: 'runsync' });
-  return { job: await deps.jobs.submit(call.endpoint, request, { sync: true, keyId }), replayed: false };
+  const traceparent = traceparentOf(call.req);
+  if (key !== undefined) return submitWithKey(deps.jobs, call.endpoint, request, { key, keyId, sync: true, operation: 'runsync', traceparent });
+  return { job: await deps.jobs.submit(call.endpoint, request, { sync: true, keyId, traceparent }), replayed: false };
 }
 
 async function status(deps: ClientRouteDeps, { req, res, endpointId, params, query }: EndpointCall): Promise<void> {

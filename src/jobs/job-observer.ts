@@ -24,6 +24,22 @@ export interface JobObserver {
 }
 
 /**
+ * What tracing adds to a submission (the tracing feature, docs/observability.md). Declared here
+ * for the same reason as JobObserver. `begin` runs after the job's record is made and before it
+ * is written: it starts the submit span (a child of `parent`, the client's `traceparent`
+ * header, when valid) and sets `job.traceparent` to it, so the context is written with the job;
+ * the returned end is called once the write settled. Without a tracer nothing of this runs.
+ */
+export interface SubmitTracer {
+  begin(job: JobRecord, parent: string | undefined): SubmitSpan;
+}
+
+/** The end of a submit span: the job was written (`replayed`: an Idempotency-Key found an earlier one instead), or the write failed. */
+export interface SubmitSpan {
+  end(outcome: 'stored' | 'replayed' | { error: unknown }): void;
+}
+
+/**
  * The transitions, each reported to `observer` once it is committed. Wraps rather than edits
  * JobTransitions so that a gateway without an observer runs the transitions untouched.
  *
