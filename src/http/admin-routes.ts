@@ -8,6 +8,7 @@ import type { BudgetStatus, KeyQuotas } from '../jobs/key-quotas.js';
 import { usdToUnits } from '../model/money.js';
 import type { RegistryCredentials } from '../security/registry-credentials.js';
 import { MB } from './body.js';
+import { logRoutes, type LogRouteDeps } from './log-routes.js';
 import { sendPoolWorkers, sendWorkerLog, type PoolRouteDeps } from './pool-routes.js';
 import { sendJson } from './respond.js';
 import type { HttpMethod, Route, RouteCall } from './route-table.js';
@@ -16,7 +17,7 @@ import { noteChange, sendAudit, type AuditRouteDeps } from './audit-routes.js';
 import { describeEndpointChange } from '../jobs/endpoint-changes.js';
 
 /** What the admin API uses. */
-export interface AdminRouteDeps extends PoolRouteDeps, UsageRouteDeps, AuditRouteDeps {
+export interface AdminRouteDeps extends PoolRouteDeps, UsageRouteDeps, LogRouteDeps, AuditRouteDeps {
   keys: KeyService;
   endpoints: EndpointService;
   /** Registry logins endpoints pull their images with (never answered with the password). */
@@ -132,6 +133,7 @@ export function adminRoutes(deps: AdminRouteDeps): Route[] {
     route('GET', '/endpoints/{endpoint}/workers', (call) => sendPoolWorkers(deps, call)),
     route('GET', '/endpoints/{endpoint}/workers/{worker}/logs', (call) => sendWorkerLog(deps, call)),
     route('GET', '/usage', (call) => sendUsage(deps, call)),
+    ...logRoutes(deps),
     route('GET', '/audit', (call) => sendAudit(deps, call)),
   ];
 }

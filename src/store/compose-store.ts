@@ -1,4 +1,5 @@
 import type { EndpointStore, JobStore, KeyStore, RegistryCredentialStore, Store, UpkeepStore, UsageStore, WorkerStore } from './store.js';
+import type { LogStore } from './log-store.js';
 import type { MinuteStore } from './minute-store.js';
 import type { AuditStore } from './audit-store.js';
 
@@ -12,6 +13,7 @@ export interface StoreParts {
   registry: RegistryCredentialStore;
   usage: UsageStore;
   minutes: MinuteStore;
+  logs: LogStore;
   upkeep: UpkeepStore;
   audit: AuditStore;
   migrate(): Promise<void>;
@@ -88,9 +90,22 @@ export function composeStore(parts: StoreParts): Store {
     readMinutes: (args) => parts.minutes.readMinutes(args),
     deleteMinutesBefore: (args) => parts.minutes.deleteMinutesBefore(args),
 
+    ...logMethods(parts.logs),
+
     probeWrite: (now) => parts.upkeep.probeWrite(now),
 
     ...auditMethods(parts.audit),
+  };
+}
+
+/** The worker logs' methods (worker_logs), as plain forwarding arrows like the rest. */
+function logMethods(logs: LogStore): LogStore {
+  return {
+    appendLogs: (lines) => logs.appendLogs(lines),
+    readLogs: (query) => logs.readLogs(query),
+    lastLogId: () => logs.lastLogId(),
+    deleteLogsBefore: (args) => logs.deleteLogsBefore(args),
+    trimEndpointLogs: (args) => logs.trimEndpointLogs(args),
   };
 }
 
