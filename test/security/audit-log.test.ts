@@ -4,12 +4,19 @@
 // leaves an entry naming who (key or console session), when, from where (X-Forwarded-For from a
 // trusted proxy only) and what changed — and no secret appears anywhere in the log's JSON.
 // GET /admin/v1/audit filters and pages; the reaper deletes entries past GANTRY_AUDIT_KEEP_DAYS.
+import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.js';
 import { createOffsetClock } from '../helpers/clock.js';
 import { startTestGantry, type TestBackend, type TestGantry } from '../helpers/gantry.js';
 import type { AuditEntry } from '../../src/sdk/admin-client.js';
+import { createAuditLog, MAX_DETAIL_CHARS } from '../../src/security/audit-log.js';
+import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { createManualClock } from '../helpers/clock.js';
 
 const PASSWORD = 'console password for the audit test';
 const ENV_SECRET = 'env-value-SECRET-1f4e';
@@ -229,5 +236,34 @@ describe('GANTRY_AUDIT_KEEP_DAYS', () => {
     expect(loadConfig({ GANTRY_AUDIT_KEEP_DAYS: '7' }).auditKeepDays).toBe(7);
     expect(() => loadConfig({ GANTRY_AUDIT_KEEP_DAYS: '0' })).toThrow(/GANTRY_AUDIT_KEEP_DAYS/);
     expect(() => loadConfig({ GANTRY_AUDIT_KEEP_DAYS: 'ninety' })).toThrow(/GANTRY_AUDIT_KEEP_DAYS/);
+  });
+});
+
+describe('the audit log service', () => {
+  it('writes refused sign-ins at a bounded rate, counting those left out, and cuts an oversized detail to its field names', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gantry-audit-'));
+    const store = createSqliteStore({ file: join(dir, 'g.db') });
+    await store.migrate();
+    try {
+      const clock = createManualClock(1_000_000);
+      const audit = createAuditLog({ store, logger: pino({ level: 'silent' }), now: clock.now, anonymousPerMinute: 3 });
+      const nobody = { kind: 'anonymous' as const, keyId: null, keyName: null, session: null };
+      for (let i = 0; i < 10; i++) await audit.record({ action: 'console.sign-in', outcome: 'failed', actor: nobody, address: `192.0.2.${i}` });
+      expect((await audit.list({ limit: 100 })).entries).toHaveLength(3);
+      clock.advance(60_000);
+      await audit.record({ action: 'console.sign-in', outcome: 'failed', actor: nobody, address: '192.0.2.99' });
+      const page = await audit.list({ limit: 100 });
+      expect(page.entries).toHaveLength(4);
+      expect(page.entries[0]!.detail).toEqual({ notRecordedBefore: 7 });
+      // Admin changes are never dropped, whatever the rate.
+      const admin = { kind: 'key' as const, keyId: 'k1', keyName: 'ops', session: null };
+      for (let i = 0; i < 10; i++) await audit.record({ action: 'endpoint.update', actor: admin, address: '127.0.0.1', target: { kind: 'endpoint', id: 'e' }, detail: { big: 'x'.repeat(i === 9 ? MAX_DETAIL_CHARS : 1) } });
+      const updates = (await audit.list({ action: 'endpoint.update', limit: 100 })).entries;
+      expect(updates).toHaveLength(10);
+      expect(updates[0]!.detail).toEqual({ truncated: true, fields: ['big'] });
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
