@@ -133,7 +133,8 @@ export async function runPaths(values, runs) {
     engine.close();
   }
   const keys = ['createStart', 'keptStart', 'resume', 'createCall', 'startCall', 'keptStartCall', 'unpauseCall'];
-  const summary = Object.fromEntries(keys.map((k) => [k, { median: median(measured.map((r) => r[k])), max: Math.max(...measured.map((r) => r[k])) }]));
+  const round = (v) => Math.round(v * 10) / 10;
+  const summary = Object.fromEntries(keys.map((k) => [k, { median: round(median(measured.map((r) => r[k]))), max: Math.max(...measured.map((r) => r[k])) }]));
   const machine = `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, node ${process.version}, load ${os.loadavg()[0].toFixed(1)}, Docker ${version.Version}`;
   if (values.json) {
     console.log(JSON.stringify({ worker: values.worker, runs, machine, summary, measured }, null, 2));
