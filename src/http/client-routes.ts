@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { noteChange, type AuditRouteDeps } from './audit-routes.js';
 import type { JobService, RetryResult, StreamRead } from '../jobs/job-service.js';
 import { renderJob, renderJobRef } from '../jobs/job-view.js';
 import { parseSubmitBody } from '../jobs/policy.js';
@@ -16,7 +17,7 @@ import type { EndpointCall, EndpointRoute, HttpMethod } from './route-table.js';
 import { acceptsEventStream, sendJobEvents } from './sse.js';
 
 /** What the client routes use. */
-export interface ClientRouteDeps {
+export interface ClientRouteDeps extends AuditRouteDeps {
   jobs: JobService;
   rateLimiter: RateLimiter;
   /** The gateway's own file links as each client reached it (none: answers as stored). */
@@ -189,8 +190,11 @@ async function retry(deps: ClientRouteDeps, { res, endpointId, params }: Endpoin
   sendJsonText(res, 200, renderJobRef(result.job));
 }
 
-async function purgeQueue(deps: ClientRouteDeps, { res, endpointId }: EndpointCall): Promise<void> {
+async function purgeQueue(deps: ClientRouteDeps, call: EndpointCall): Promise<void> {
+  const { res, endpointId, principal } = call;
   const removed = await deps.jobs.purgeQueue(endpointId);
+  // An admin's purge is an admin change (the audit log); a run key's is its own client's business.
+  if (principal.scopes.includes('admin')) await noteChange(deps, call, 'queue.purge', { kind: 'endpoint', id: endpointId }, { removed });
   sendJson(res, 200, { removed, status: 'completed' });
 }
 

@@ -91,3 +91,19 @@ function endedAll(observer: JobObserver, jobs: JobRecord[]): JobRecord[] {
   for (const job of jobs) observer.ended(job);
   return jobs;
 }
+
+/**
+ * One observer that tells `first`, then `second` (when there is one).
+ *
+ * @example const observer = joinJobObservers(holders.observer, options.observers?.jobs);
+ */
+export function joinJobObservers(first: JobObserver, second: JobObserver | undefined): JobObserver {
+  if (!second) return first;
+  return {
+    submitted: (job) => (first.submitted(job), second.submitted(job)),
+    started: (jobs) => (first.started(jobs), second.started(jobs)),
+    ended: (job) => (first.ended(job), second.ended(job)),
+    purged: (endpointId, count) => (first.purged(endpointId, count), second.purged(endpointId, count)),
+    requeued: (jobs, why) => (first.requeued(jobs, why), second.requeued(jobs, why)),
+  };
+}

@@ -95,6 +95,8 @@ export interface WorkerHandle {
   readonly container?: string | null;
   /** Settles (never rejects) once the worker is gone, however it ended. */
   readonly exited: Promise<WorkerExit>;
+  /** Where the worker leaves something behind once it exited (a container to remove): settles (never rejects) once that is gone too. */
+  readonly removed?: Promise<void>;
   /**
    * Asks the worker to drain (SIGTERM: take no new job, finish the held ones) and kills it
    * (SIGKILL) if it is still there after `graceMs`. Resolves when it is gone; a second call

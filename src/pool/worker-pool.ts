@@ -11,6 +11,8 @@ import { createStoppedWorkers, STOPPED_WORKER_DEFAULTS, type StoppedWorkerLimits
 import { describeExit, describeStart, infoOf, moveTo, reportedState, type Slot, type SlotState } from './slot.js';
 import { runpodWorkerEnv } from './worker-env.js';
 import { createWorkerLog } from './worker-log.js';
+import type { JobHolders } from './job-holders.js';
+import type { LogWriter, WorkerLogFeed } from './log-writer.js';
 import { gpusOf, type WorkerMeters } from './worker-meters.js';
 
 /**
@@ -67,6 +69,10 @@ export interface WorkerPoolOptions {
   onResuming?(workerId: string): void;
   /** Meters each worker process from its start to its exit (worker-meters.ts). */
   meters?: Pick<WorkerMeters, 'started' | 'stopped'>;
+  /** Where every line of the workers goes to be stored (log-writer.ts); none: the log rings only. */
+  logs?: LogWriter;
+  /** Which jobs each worker holds, for the lines printed while it holds one (job-holders.ts). */
+  holders?: JobHolders;
 }
 
 /** The pool's view of a worker for the scaling rules. */
@@ -185,6 +191,7 @@ class Pool implements WorkerPool {
       this.readyCheck(slot, row);
       slot.selfUnhealthy = row && !row.healthy ? (row.reason ?? 'reported unhealthy by the worker') : null;
       slot.held = stats.heldBy.get(slot.id) ?? 0;
+      this.options.holders?.settle(slot.id, slot.held, now);
       // A job reached it as it was being paused: it runs it now.
       if (slot.state === 'paused' && slot.held > 0) this.resumeSlot(slot, 'it held a job when it was paused');
       const serving = slot.state === 'serving';
@@ -378,6 +385,8 @@ class Pool implements WorkerPool {
     moveTo(slot, 'gone', why);
     this.slots.delete(slot.id);
     slot.log.note(`stopped${slot.reason ? ` (${slot.reason})` : ''}`);
+    slot.log.end();
+    this.options.holders?.untrack(slot.id);
     this.stopped.add({ ...infoOf(slot, last), state: 'stopped', jobs: 0, restartAt: null, stoppedAt: this.options.now() }, slot.log);
   }
 
@@ -394,8 +403,9 @@ class Pool implements WorkerPool {
   }
 
   private newSlot(): Slot {
+    const id = `${this.endpointId}-${randomBytes(4).toString('hex')}`;
     const slot: Slot = {
-      id: `${this.endpointId}-${randomBytes(4).toString('hex')}`,
+      id,
       state: 'new',
       movedBecause: 'made',
       spec: this.spec,
@@ -416,11 +426,18 @@ class Pool implements WorkerPool {
       progress: null,
       pullFailed: false,
       key: null,
-      log: createWorkerLog(this.options.logLines, this.options.now),
+      log: createWorkerLog(this.options.logLines, this.options.now, this.logFeed(id, () => slot.key?.key ?? null)),
       finished: Promise.resolve(),
     };
+    this.options.holders?.track(id);
     this.slots.set(slot.id, slot);
     return slot;
+  }
+
+  /** The store's feed of a new worker's lines: its key never stored, its lines filed under the one job it holds. */
+  private logFeed(workerId: string, secret: () => string | null): WorkerLogFeed | undefined {
+    const holders = this.options.holders;
+    return this.options.logs?.open({ endpointId: this.endpointId, workerId, secret, soleJob: () => holders?.soleJob(workerId) ?? null });
   }
 
   private launch(slot: Slot): void {
@@ -456,11 +473,13 @@ class Pool implements WorkerPool {
       slot.log.note(`started: ${describeStart(handle, this.settings)}`);
       this.log.info({ workerId: slot.id, pid: handle.pid, host: handle.host, container: handle.container }, 'pool worker started');
       const startedAt = slot.startedAt ?? this.options.now();
-      const metered = this.options.meters?.started({ workerId: slot.id, endpointId: this.endpointId, startedAt, gpus: gpusOf(this.settings) });
+      void this.options.meters?.started({ workerId: slot.id, endpointId: this.endpointId, startedAt, gpus: gpusOf(this.settings) });
       slot.finished = handle.exited.then(async (exit) => {
-        await metered;
-        await this.options.meters?.stopped(slot.id, startedAt);
+        // Its jobs are requeued first: the meter's write (which waits for its opening) must not hold them up.
+        const meterStopped = this.options.meters?.stopped(slot.id, startedAt);
         await this.exited(slot, handle, exit);
+        await meterStopped;
+        await handle.removed;
       });
       if (isDraining(slot)) void handle.stop(this.options.graceMs); // stopped while it was starting
     } catch (err) {

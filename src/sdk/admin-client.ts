@@ -348,6 +348,42 @@ export interface AdminClient {
   usage(query?: UsageQuery): Promise<UsageReport>;
   /** The same report as CSV text. */
   usageCsv(query?: UsageQuery): Promise<string>;
+  /** A page of the audit log, newest first; pass `nextCursor` as `cursor` for the next. */
+  audit(query?: AuditQuery): Promise<AuditPage>;
+}
+
+/** Filters of GET /admin/v1/audit (docs/api.md, "Audit log"). */
+export interface AuditQuery {
+  /** A key id, key name or console session reference. */
+  actor?: string;
+  /** An action (`endpoint.update`), or a prefix ending in a dot (`endpoint.`). */
+  action?: string;
+  /** The changed thing's id (an endpoint id, key id, registry credential id). */
+  target?: string;
+  /** Epoch milliseconds or ISO 8601; `until` exclusive. */
+  since?: number | string;
+  until?: number | string;
+  /** 1-1000 entries (default 100). */
+  limit?: number;
+  cursor?: string;
+}
+
+/** One audit entry: who did what, when, from where. Never holds a secret value. */
+export interface AuditEntry {
+  id: string;
+  at: string;
+  action: string;
+  outcome: 'ok' | 'failed' | 'limited';
+  actor: { kind: 'key' | 'console' | 'anonymous'; keyId: string | null; keyName: string | null; session: string | null };
+  address: string;
+  target: { kind: string; id: string } | null;
+  detail: Record<string, unknown>;
+}
+
+/** A page of entries and the cursor of the next (null on the last). */
+export interface AuditPage {
+  entries: AuditEntry[];
+  nextCursor: string | null;
 }
 
 /**
@@ -418,6 +454,7 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
       ).lines,
     usage: (query = {}) => request<UsageReport>('GET', `/admin/v1/usage${usageSearch(query, 'json')}`),
     usageCsv: (query = {}) => getText({ doFetch, base, adminKey: options.adminKey, timeoutMs }, `/admin/v1/usage${usageSearch(query, 'csv')}`),
+    audit: (query = {}) => request<AuditPage>('GET', `/admin/v1/audit${auditSearch(query)}`),
   };
 }
 
@@ -474,4 +511,12 @@ function describeFetchError(err: unknown): string {
     return err.message;
   }
   return String(err);
+}
+
+/** `?actor=&action=…` of an audit query; fields left out are not sent. */
+function auditSearch(query: AuditQuery): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, String(value));
+  const text = params.toString();
+  return text === '' ? '' : `?${text}`;
 }

@@ -16,6 +16,8 @@ import { isContainerWorker } from '../jobs/endpoint-settings.js';
 import { allocate, type EndpointAllocation, type EndpointDemand } from './allocator.js';
 import { PoolSet } from './pool-set.js';
 import type { WorkerMeters } from '../pool/worker-meters.js';
+import type { JobHolders } from '../pool/job-holders.js';
+import type { LogWriter } from '../pool/log-writer.js';
 import { planScale } from './scale-policy.js';
 
 /** One endpoint's part of a pass: its pool, what its scaler wants, and what the allocator is asked. */
@@ -49,6 +51,10 @@ export interface AutoscalerDeps {
   clock: Clock;
   /** Meters each pool worker from start to stop (worker seconds, docs/api.md "Usage"). */
   meters?: WorkerMeters;
+  /** Stores the pool workers' lines (docs/logs.md); flushed once the pools are closed. */
+  logs?: LogWriter;
+  /** Which job each pool worker holds, for its lines. */
+  holders?: JobHolders;
 }
 
 /**
@@ -139,6 +145,8 @@ class Scaler implements Autoscaler {
       this.unsubscribe?.();
       await this.loop.stop();
       await this.pools.closeAll('the autoscaler is stopping (gateway shutdown or leadership lost)');
+      // The workers' last lines and their stop notes, before the store closes.
+      await this.deps.logs?.flush();
       await this.deps.meters?.stop();
       this.deps.driver.close?.();
     })();
@@ -179,6 +187,8 @@ class Scaler implements Autoscaler {
       onStopping: (workerId) => this.deps.notifier.publish({ type: 'worker-stopping', workerId, endpointId }),
       onResuming: (workerId) => this.deps.notifier.publish({ type: 'worker-resuming', workerId, endpointId }),
       ...(this.deps.meters ? { meters: this.deps.meters } : {}),
+      ...(this.deps.logs ? { logs: this.deps.logs } : {}),
+      ...(this.deps.holders ? { holders: this.deps.holders } : {}),
     });
   }
 

@@ -95,7 +95,11 @@ describe.skipIf(!enginesFor(engines, 1))('flashboot: a warm pool of paused conta
     expect(coldStarts!.p98Ms).toBe(Math.max(coldStarts!.start.p98Ms!, coldStarts!.resume.p98Ms!));
 
     // Its log tells the story: paused, resumed for the job, ready again; started once.
-    const log = ((await api('GET', `/admin/v1/endpoints/warm/workers/${workerId}/logs?lines=500`)).lines as { stream: string; line: string }[]).filter((l) => l.stream === 'gantry').map((l) => l.line);
+    // (Lines reach the store in batches: read until the last one is there.)
+    const log = await eventually(async () => {
+      const lines = ((await api('GET', `/admin/v1/endpoints/warm/workers/${workerId}/logs?lines=500`)).lines as { stream: string; line: string }[]).filter((l) => l.stream === 'gantry').map((l) => l.line);
+      return lines.some((line) => /^ready: first poll \d+ ms after resume$/.test(line)) ? lines : undefined;
+    }, 10_000, 'the resume to be logged');
     const at = (pattern: RegExp): number => log.findIndex((line) => pattern.test(line));
     expect(at(/^paused$/)).toBeGreaterThan(at(/^pausing \(scaled down/));
     expect(at(/^resuming \(/)).toBeGreaterThan(at(/^paused$/));
