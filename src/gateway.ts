@@ -145,7 +145,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const audit = createAuditLog({ store, logger, now }); // admin changes and console sign-ins (docs/security.md)
   const reaper = createReaper({ transitions, workers, store, config, logger, clock });
   const webhooks = createWebhookSender({ store, endpoints, secrets, notifier, config, logger, clock, outbound, ...(options.observers?.webhookFetch ? { fetch: options.observers.webhookFetch } : {}) });
-  const unsubscribe = subscribeDispatch(notifier, { takeQueue, waiters, stopSignals, endpoints, liveness });
+  const unsubscribe = subscribeDispatch(notifier, { takeQueue, waiters, stopSignals, endpoints, liveness, workers });
   const http: HttpServices = { jobs, workers, endpoints, keys, quotas, registry, rateLimiter, pool, workerRows: store, usage: store, logs: store, logFeed: createLogFeed({ store, clock, logger }), config, logger, now, clientAddress: createClientAddress(config.trustedProxies), audit, ...(options.fileLinks ? { fileLinks: options.fileLinks } : {}) };
   const routes = coreRoutes(http);
   return {
@@ -217,7 +217,7 @@ function createDrivers(options: GatewayOptions, clock: Clock, registry: Registry
 /** Events → the waiting parts of this gateway: job-take long-polls, job waiters, stop lists, caches. */
 function subscribeDispatch(
   notifier: Notifier,
-  parts: { takeQueue: TakeQueue; waiters: JobWaiters; stopSignals: StopSignals; endpoints: EndpointService; liveness: WorkerLiveness },
+  parts: { takeQueue: TakeQueue; waiters: JobWaiters; stopSignals: StopSignals; endpoints: EndpointService; liveness: WorkerLiveness; workers: Pick<WorkerService, 'resumed'> },
 ): () => void {
   return notifier.subscribe((event) => {
     switch (event.type) {
@@ -235,6 +235,7 @@ function subscribeDispatch(
         parts.takeQueue.release(event.endpointId, event.workerId);
         return parts.stopSignals.release(event.workerId);
       case 'worker-resuming':
+        parts.workers.resumed(event.workerId);
         return parts.liveness.resumed(event.workerId);
       default:
         return;

@@ -121,5 +121,6 @@ export function joinJobObservers(first: JobObserver, second: JobObserver | undef
     ended: (job) => (first.ended(job), second.ended(job)),
     purged: (endpointId, count) => (first.purged(endpointId, count), second.purged(endpointId, count)),
     requeued: (jobs, why) => (first.requeued(jobs, why), second.requeued(jobs, why)),
+    preempted: (jobs) => (first.preempted?.(jobs), second.preempted?.(jobs)),
   };
 }

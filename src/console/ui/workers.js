@@ -37,6 +37,18 @@ function StoppedWorkers({ workers, select }) {
       <td>${when(w.startedAt)}</td><td>${when(w.stoppedAt)}</td><td>${w.reason || ''}</td><td>${w.lastExit || ''}</td><td>${logButton(w, select)}</td></tr>`)}</tbody></table>`;
 }
 
+const ms = (v) => (v === null || v === undefined ? '–' : v < 1000 ? `${v} ms` : `${(v / 1000).toFixed(1)} s`);
+
+/** The endpoint's cold starts (workers started while a job waited, to their first job-take): count and p70/p90/p98, all and per kind. */
+function ColdStarts({ stats }) {
+  if (!stats) return '';
+  const rows = [['All', stats], ['New worker', stats.start], ['Resumed (flashboot)', stats.resume]];
+  return html`<h2>Cold starts</h2>
+    <p class="muted">A worker started while a job waited, from the start (or resume) request to its first job-take; quantiles over the last ${stats.window} of them.</p>
+    <table aria-label="Cold starts"><thead><tr><th scope="col">Kind</th><th scope="col">Count</th><th scope="col">p70</th><th scope="col">p90</th><th scope="col">p98</th><th scope="col">Last</th></tr></thead>
+    <tbody>${rows.map(([name, s]) => html`<tr key=${name}><td>${name}</td><td>${s.count}</td><td>${ms(s.p70Ms)}</td><td>${ms(s.p90Ms)}</td><td>${ms(s.p98Ms)}</td><td>${ms(s.lastMs)}</td></tr>`)}</tbody></table>`;
+}
+
 /** Workers of an endpoint: state, jobs, reason; a pool worker's log, also of one that stopped lately. */
 export function WorkersPage({ endpointId }) {
   const { endpoints, error: listError } = useEndpoints();
@@ -57,6 +69,7 @@ export function WorkersPage({ endpointId }) {
         <td><span class=${`badge w-${w.state}`}>${w.state}</span></td><td>${w.jobs ?? 0}</td><td>${when(w.startedAt || w.firstSeenAt)}</td><td>${[w.progress, w.reason].filter(Boolean).join('; ')}</td>
         <td>${w.managed ? logButton(w, setSelected) : ''}</td></tr>`)}</tbody></table>
       ${live.length === 0 ? html`<p>No workers right now.</p>` : ''}
+      <${ColdStarts} stats=${data.coldStarts} />
       <${StoppedWorkers} workers=${stopped} select=${setSelected} />` : ''}
     ${selected ? html`<${WorkerLog} key=${selected} endpointId=${endpointId} workerId=${selected} stopped=${selectedStopped} />` : ''}
   </section>`;

@@ -27,6 +27,13 @@ export function coalesce(events: GantryEvent[]): Wire[] {
     seen.add(key);
     wire.push(w);
   };
+  // A worker stopping (or paused) and resumed in one turn: only its last word counts.
+  const marks = new Map<string, number>();
+  const last = (workerId: string, w: Wire): void => {
+    const at = marks.get(workerId);
+    if (at === undefined) marks.set(workerId, wire.push(w) - 1);
+    else wire[at] = w;
+  };
   for (const e of events) {
     switch (e.type) {
       case 'jobs-available':
@@ -45,10 +52,10 @@ export function coalesce(events: GantryEvent[]): Wire[] {
         once(`r${e.workerId}`, ['r', e.workerId, e.endpointId]);
         break;
       case 'worker-stopping':
-        once(`x${e.workerId}`, ['x', e.workerId, e.endpointId]);
+        last(e.workerId, ['x', e.workerId, e.endpointId]);
         break;
       case 'worker-resuming':
-        once(`v${e.workerId}`, ['v', e.workerId, e.endpointId]);
+        last(e.workerId, ['v', e.workerId, e.endpointId]);
         break;
       case 'endpoint-changed':
         once(`c${e.endpointId}`, ['c', e.endpointId]);
