@@ -10,6 +10,7 @@ import { SCALER_TYPES, type ColdStartSummary, type Endpoint, type EndpointRateLi
 import { expectPositionals, parseFlags, parseInteger, range, UsageError, type ParsedFlags } from './args.js';
 import { ADMIN_CONNECTION_HELP, ADMIN_OPTIONS, connectAdmin } from './connection.js';
 import { formatTable, formatTime, printFields, printJson } from './output.js';
+import { formatLogLine } from './logs-command.js';
 import { dispatch, listSubcommands, type Subcommand } from './subcommands.js';
 import { describeWorker, isContainerSpec, namesWholeWorker, WORKER_HELP, WORKER_OPTIONS, workerFlagsGiven, workerFromFlags } from './worker-flags.js';
 
@@ -216,7 +217,7 @@ async function endpointsLogs(argv: string[]): Promise<number> {
   const lines = values.lines === undefined ? undefined : parseInteger('--lines', values.lines, 1, MAX_LOG_LINES);
   const log = await connectAdmin(values).workerLogs(id, workerId, lines);
   if (values.json) printJson(log);
-  else for (const l of log) console.log(`${l.at} ${l.stream.padEnd(6)} ${l.line}`);
+  else for (const l of log) console.log(formatLogLine(l));
   return 0;
 }
 

@@ -10,6 +10,7 @@ import { backupCommand, restoreCommand } from './backup-command.js';
 import { endpointsCommand } from './endpoint-commands.js';
 import { jobCommands } from './job-commands.js';
 import { keysCommand } from './key-commands.js';
+import { logsCommandSpec } from './logs-command.js';
 import { registryCredentialsCommand } from './registry-commands.js';
 import { serveCommand } from './serve-command.js';
 import { listSubcommands, runSubcommand } from './subcommands.js';
@@ -40,6 +41,7 @@ const commands: Record<string, Command> = {
   restore: { summary: restoreCommand.summary, args: 'FILE', run: (argv) => runSubcommand('gantry restore', restoreCommand, argv) },
   usage: { summary: usageCommandSpec.summary, args: '', run: (argv) => runSubcommand('gantry usage', usageCommandSpec, argv) },
   audit: { summary: auditCommandSpec.summary, args: '', run: (argv) => runSubcommand('gantry audit', auditCommandSpec, argv) },
+  logs: { summary: logsCommandSpec.summary, args: 'ENDPOINT', run: (argv) => runSubcommand('gantry logs', logsCommandSpec, argv) },
 };
 
 const USAGE = `usage: gantry <command> [options]

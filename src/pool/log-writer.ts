@@ -127,8 +127,13 @@ class Writer implements LogWriter {
     return {
       line: (stream, text, at) => {
         if (feed.ended) return;
-        if (stream === 'gantry' || this.take(feed, at)) this.keep(feed, stream, text, at);
-        else this.lose(feed, 'throttled');
+        if (stream !== 'gantry' && !this.take(feed, at)) return this.lose(feed, 'throttled');
+        // The note of a gap goes where the gap is, before the next line kept (at most one a second).
+        if (this.unnoted.has(feed) && at - feed.notedAt >= NOTE_EVERY_MS) {
+          this.note(feed, at);
+          this.unnoted.delete(feed);
+        }
+        this.keep(feed, stream, text, at);
       },
       end: () => {
         if (feed.ended) return;

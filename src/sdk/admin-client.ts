@@ -253,6 +253,42 @@ export interface WorkerLogLine {
   /** stdout, stderr, or gantry (the pool's own notes: started, exited, stopping). */
   stream: string;
   line: string;
+  /** `debug`, `info`, `warn`, `error`, … when the line says; null otherwise (gateways before the stored logs send none). */
+  level?: string | null;
+  /** The line without its JSON or level word around it. */
+  message?: string;
+  /** The job it belongs to, when known. */
+  jobId?: string | null;
+}
+
+/** One stored line of GET /admin/v1/logs (docs/logs.md). */
+export interface LogLine {
+  /** The line's id: the cursor of pages and follows. */
+  id: string;
+  at: string;
+  level: string | null;
+  message: string;
+  stream: string;
+  endpointId: string;
+  workerId: string;
+  jobId: string | null;
+  /** The line as the worker printed it (a JSON line whole). */
+  line: string;
+}
+
+/** Filters of GET /admin/v1/logs; times are ISO 8601 or epoch ms. */
+export interface LogQuery {
+  endpoint?: string;
+  worker?: string;
+  job?: string;
+  since?: string | number;
+  until?: string | number;
+  /** Text the line holds, ASCII letters in any case. */
+  q?: string;
+  /** Lines per page (default 100, at most 1,000). */
+  limit?: number;
+  /** The `cursor` of the page after which to read older lines. */
+  cursor?: string;
 }
 
 /** One row of a usage report: its groups (those asked for) and what was used and spent. */
@@ -344,6 +380,13 @@ export interface AdminClient {
   /** The workers with the Docker hosts they run on (state, engine, GPUs in use). */
   workerListing(endpointId: string): Promise<WorkerListing>;
   workerLogs(endpointId: string, workerId: string, lines?: number): Promise<WorkerLogLine[]>;
+  /** The newest stored lines matching the filters, oldest first, and the cursor of the page before (null at the start). */
+  logs(query?: LogQuery): Promise<{ lines: LogLine[]; cursor: string | null }>;
+  /**
+   * The newest `limit` lines, then each new one as it is stored (server-sent events), until
+   * `signal` aborts; a dropped connection is resumed after the last line seen.
+   */
+  followLogs(query: LogQuery, onLine: (line: LogLine) => void, signal?: AbortSignal): Promise<void>;
   /** Execution, worker and GPU seconds, megapixels and cost, by key, endpoint and/or day. */
   usage(query?: UsageQuery): Promise<UsageReport>;
   /** The same report as CSV text. */
@@ -446,16 +489,81 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     listWorkers: async (id) => (await request<WorkerListing>('GET', `${endpointPath(id)}/workers`)).workers,
     workerListing: (id) => request<WorkerListing>('GET', `${endpointPath(id)}/workers`),
     workerLogs: async (id, workerId, lines) =>
-      (
-        await request<{ lines: WorkerLogLine[] }>(
-          'GET',
-          `${endpointPath(id)}/workers/${encodeURIComponent(workerId)}/logs${lines === undefined ? '' : `?lines=${lines}`}`,
-        )
-      ).lines,
+      (await request<{ lines: WorkerLogLine[] }>('GET', `${endpointPath(id)}/workers/${encodeURIComponent(workerId)}/logs${lines === undefined ? '' : `?lines=${lines}`}`)).lines,
+    ...logMethods(request, { doFetch, base, adminKey: options.adminKey }),
     usage: (query = {}) => request<UsageReport>('GET', `/admin/v1/usage${usageSearch(query, 'json')}`),
     usageCsv: (query = {}) => getText({ doFetch, base, adminKey: options.adminKey, timeoutMs }, `/admin/v1/usage${usageSearch(query, 'csv')}`),
     audit: (query = {}) => request<AuditPage>('GET', `/admin/v1/audit${auditSearch(query)}`),
   };
+}
+
+/** `logs` and `followLogs` of the client. */
+function logMethods(request: <T>(method: string, path: string) => Promise<T>, c: { doFetch: typeof fetch; base: string; adminKey: string }): Pick<AdminClient, 'logs' | 'followLogs'> {
+  return {
+    logs: (query = {}) => request<{ lines: LogLine[]; cursor: string | null }>('GET', `/admin/v1/logs${logSearch(query)}`),
+    followLogs: (query, onLine, signal) => followLogs(c, logSearch(query), onLine, signal),
+  };
+}
+
+/** The query string of a logs request. */
+function logSearch(query: LogQuery): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) if (value !== undefined && value !== '') params.set(name, String(value));
+  const text = params.toString();
+  return text ? `?${text}` : '';
+}
+
+/** Waits before a dropped follow connects again. */
+const FOLLOW_RETRY_MS = 1_000;
+
+/**
+ * GET /admin/v1/logs as server-sent events: each `data:` is a line; the `id:` of the last one
+ * is sent back as Last-Event-ID when the connection is made again. A refusal (4xx) throws.
+ */
+async function followLogs(c: { doFetch: typeof fetch; base: string; adminKey: string }, search: string, onLine: (line: LogLine) => void, signal?: AbortSignal): Promise<void> {
+  let lastId: string | undefined;
+  while (!signal?.aborted) {
+    try {
+      const headers: Record<string, string> = { authorization: `Bearer ${c.adminKey}`, accept: 'text/event-stream', ...(lastId ? { 'last-event-id': lastId } : {}) };
+      const response = await c.doFetch(`${c.base}/admin/v1/logs${search}`, { headers, ...(signal ? { signal } : {}) });
+      if (response.status >= 400 && response.status < 500) {
+        const error = parseJson(await response.text());
+        const body = isRecord(error) ? error : {};
+        throw new AdminApiError(typeof body.error === 'string' ? body.error : `HTTP ${response.status}`, response.status, typeof body.code === 'string' ? body.code : `HTTP_${response.status}`);
+      }
+      if (response.ok && response.body) {
+        for await (const event of sseEvents(response.body)) {
+          if (event.id !== undefined) lastId = event.id;
+          if (event.data !== '') onLine(JSON.parse(event.data) as LogLine);
+        }
+      }
+    } catch (err) {
+      if (signal?.aborted) return;
+      if (err instanceof AdminApiError) throw err;
+    }
+    if (!signal?.aborted) await new Promise((resolve) => setTimeout(resolve, FOLLOW_RETRY_MS));
+  }
+}
+
+/** The events of a text/event-stream body: their `id` and `data` fields (comments skipped). */
+async function* sseEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<{ id?: string; data: string }> {
+  const decoder = new TextDecoder();
+  let text = '';
+  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+    text += decoder.decode(chunk, { stream: true });
+    let end: number;
+    while ((end = text.indexOf('\n\n')) >= 0) {
+      const block = text.slice(0, end);
+      text = text.slice(end + 2);
+      let id: string | undefined;
+      const data: string[] = [];
+      for (const line of block.split('\n')) {
+        if (line.startsWith('id: ')) id = line.slice(4);
+        else if (line.startsWith('data: ')) data.push(line.slice(6));
+      }
+      if (id !== undefined || data.length > 0) yield { ...(id === undefined ? {} : { id }), data: data.join('\n') };
+    }
+  }
 }
 
 /** GET of a route that answers text (the usage CSV); a non-2xx answer throws as `request` does. */
