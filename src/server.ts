@@ -5,7 +5,7 @@ import { loadConfig, poolStopGraceMs, type GantryConfig } from './config/config.
 import { createGateway, type Gateway } from './gateway.js';
 import { createFileLinks } from './http/file-links.js';
 import { createBodyBudget, type BodyBudget } from './http/body.js';
-import { connectionCap, guardConnections } from './http/connection-guard.js';
+import { connectionCap, guardConnections, type KeyConnections } from './http/connection-guard.js';
 import { createReadiness, probeRoutes } from './http/readiness.js';
 import { createRequestListener, type GatewayListener } from './http/server.js';
 import { setUpImageFeature } from './images/image-feature.js';
@@ -125,7 +125,7 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   gateway.routes.add(...probeRoutes(readiness));
   const listener = createRequestListener(gateway.http, gateway.routes, { bodies, ...(metrics ? { observer: metrics.http } : {}) });
   const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 60_000 }, listener);
-  capConnections(server, config, store.kind, logger, options.fileLimit);
+  capConnections(server, config, store.kind, logger, options.fileLimit, listener.connections);
   const port = await listen(server, config);
   url = `http://${config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host}:${port}`;
   images.startWorkers(config.publicUrl ?? url);
@@ -142,12 +142,14 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
 
 /**
  * Caps the connections by the open-file limit as well as GANTRY_MAX_CONNECTIONS (connection-guard.ts)
- * and logs what was chosen, with the limit and whether `gantry serve` raised it.
+ * and logs what was chosen, with the limit and whether `gantry serve` raised it; each key may
+ * hold half of it with requests in progress (`shares`).
  */
-function capConnections(server: Server, config: GantryConfig, storeKind: string, logger: Logger, raise: FileLimitRaise | undefined): void {
+function capConnections(server: Server, config: GantryConfig, storeKind: string, logger: Logger, raise: FileLimitRaise | undefined, shares: KeyConnections): void {
   const limit = raise?.limit ?? readFileLimit();
   const cap = connectionCap({ configured: config.maxConnections, fileLimit: limit?.soft, storeConnections: storeKind === 'postgres' ? config.pgPoolSize + 2 : 0, webhookSockets: WEBHOOK_CONCURRENCY });
   const guard = guardConnections(server, cap);
+  shares.setCap(cap);
   const fields = {
     maxConnections: cap,
     configuredMaxConnections: config.maxConnections,

@@ -52,6 +52,7 @@ export function composeStore(parts: StoreParts): Store {
     peekStream: (args) => jobs.peekStream(args),
     countJobs: (endpointId) => jobs.countJobs(endpointId),
     queueStats: (args) => jobs.queueStats(args),
+    queueByKey: (args) => jobs.queueByKey(args),
     listJobs: (args) => jobs.listJobs(args),
     jobStates: (ids) => jobs.jobStates(ids),
     dueWebhooks: (args) => jobs.dueWebhooks(args),

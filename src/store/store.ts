@@ -1,6 +1,6 @@
 import type { Notifier } from '../model/events.js';
 import type { JobStatus } from '../model/job-states.js';
-import type { EndpointRecord, JobCounts, JobRecord, KeyRecord, QueueStats, JobMeter, RegistryCredentialRecord, Scope, Taker, WorkerMeter, WorkerRecord } from '../model/records.js';
+import type { EndpointRecord, JobCounts, JobRecord, KeyRecord, QueueByKey, QueueStats, JobMeter, RegistryCredentialRecord, Scope, Taker, WorkerMeter, WorkerRecord } from '../model/records.js';
 import type { MinuteStore } from './minute-store.js';
 
 /**
@@ -186,6 +186,12 @@ export interface JobStore {
    * of the oldest such normal job, and the IN_PROGRESS jobs per holding worker.
    */
   queueStats(args: { endpointId: string; now: number }): Promise<QueueStats>;
+
+  /**
+   * The same IN_QUEUE jobs (queue deadline after `now`) counted and their input bytes summed per
+   * submitting key: the totals over all keys, and the `limit` keys with the most jobs.
+   */
+  queueByKey(args: { endpointId: string; now: number; limit: number }): Promise<QueueByKey>;
 
   /** Most recent jobs of an endpoint, newest first. */
   listJobs(args: { endpointId: string; limit: number }): Promise<JobRecord[]>;

@@ -1145,6 +1145,27 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect(await store.queueStats({ endpointId: 'other', now: T0 + 2000 })).toMatchObject({ inQueue: 1, inQueueNormal: 1, oldestNormalQueuedAt: T0 });
       });
 
+      it('queueByKey: queued jobs and input bytes per key (most first, at most `limit`), totals over every key', async () => {
+        expect(await store.queueByKey({ endpointId: 'ep', now: T0, limit: 10 })).toEqual({ jobs: 0, bytes: 0, keys: [] });
+        await running('w1', { keyId: 'key_b' }); // running, not queued
+        for (let i = 0; i < 3; i++) await insert({ keyId: 'key_a', inputJson: '"aaaa"' });
+        await insert({ keyId: 'key_b', inputJson: '"é"' });
+        await insert({ inputJson: '1' });
+        await insert({ keyId: 'key_b', ttlMs: 100, now: T0 }); // its queue ttl has passed by T0 + 2000
+        await insert({ keyId: 'key_a', endpointId: 'other' });
+        expect(await store.queueByKey({ endpointId: 'ep', now: T0 + 2000, limit: 10 })).toEqual({
+          jobs: 5,
+          bytes: 3 * 6 + 4 + 1,
+          keys: [
+            { keyId: 'key_a', jobs: 3, bytes: 18 },
+            { keyId: '', jobs: 1, bytes: 1 },
+            { keyId: 'key_b', jobs: 1, bytes: 4 },
+          ],
+        });
+        // The totals count the keys past the limit too.
+        expect(await store.queueByKey({ endpointId: 'ep', now: T0 + 2000, limit: 1 })).toEqual({ jobs: 5, bytes: 23, keys: [{ keyId: 'key_a', jobs: 3, bytes: 18 }] });
+      });
+
       it('lists the newest jobs of an endpoint first', async () => {
         const a = await insert({ now: T0 });
         const b = await insert({ now: T0 + 10 });
