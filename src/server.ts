@@ -114,7 +114,7 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
     },
   });
   const adminKey = await ensureAdminKey(gateway.keys, config.adminKey);
-  const images = await setUpImageFeature({ config, endpoints: gateway.endpoints, routes: gateway.routes, builtIns: gateway.builtIns, fileSigningKey, logger, now: clock.now });
+  const images = await setUpImageFeature({ config, endpoints: gateway.endpoints, routes: gateway.routes, builtIns: gateway.builtIns, fileSigningKey, logger, now: clock.now, ...(shared ? { files: guarded } : {}) });
   const openai = setUpOpenAiFeature({ routes: gateway.routes, ...gateway.http });
   await setUpConsole({ routes: gateway.routes, http: gateway.http, publicUrl: config.publicUrl, now: clock.now, minutes, consolePassword: config.consolePassword, secretKey });
   minutes.start({ store, endpoints: gateway.endpoints, logger, clock });

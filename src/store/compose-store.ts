@@ -1,4 +1,5 @@
 import type { EndpointStore, JobStore, KeyStore, RegistryCredentialStore, Store, UpkeepStore, UsageStore, WorkerStore } from './store.js';
+import type { FileStore } from './file-store.js';
 import type { MinuteStore } from './minute-store.js';
 
 /** What a backend builds a Store from: one part a table group, and its own migrate and close. */
@@ -12,6 +13,7 @@ export interface StoreParts {
   usage: UsageStore;
   minutes: MinuteStore;
   upkeep: UpkeepStore;
+  files: FileStore;
   migrate(): Promise<void>;
   close(): Promise<void>;
 }
@@ -88,6 +90,8 @@ export function composeStore(parts: StoreParts): Store {
     deleteMinutesBefore: (args) => parts.minutes.deleteMinutesBefore(args),
 
     probeWrite: (now) => parts.upkeep.probeWrite(now),
+
+    ...fileMethods(parts.files),
   };
 }
 
@@ -113,5 +117,15 @@ function registryMethods(registry: RegistryCredentialStore): RegistryCredentialS
     listRegistryCredentials: () => registry.listRegistryCredentials(),
     getRegistryCredential: (id) => registry.getRegistryCredential(id),
     deleteRegistryCredential: (id) => registry.deleteRegistryCredential(id),
+  };
+}
+
+/** The files' methods (the image endpoints' files in the database), as plain forwarding arrows like the rest. */
+function fileMethods(files: FileStore): FileStore {
+  return {
+    putFile: (args) => files.putFile(args),
+    fileInfo: (key) => files.fileInfo(key),
+    readFile: (args) => files.readFile(args),
+    deleteFilesBefore: (args) => files.deleteFilesBefore(args),
   };
 }
