@@ -34,7 +34,8 @@ export interface FileUploadDeps {
  */
 export function createFileUploadRoute(deps: FileUploadDeps): Route {
   return {
-    family: 'worker',
+    // A files route (not the worker protocol): it exists only where gateways share PostgreSQL without S3.
+    family: 'files',
     method: 'PUT',
     path: '/v2/{endpoint}/files/{*rest}',
     auth: 'worker',
