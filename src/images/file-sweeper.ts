@@ -42,6 +42,18 @@ export function startFileSweeper(dir: string, maxAgeMs: number, onSwept: (delete
 const SWEEP_BATCH = 1_000;
 
 /**
+ * Deletes the files kept in the database that were stored before `before`, SWEEP_BATCH at a
+ * time until none is left. Returns how many were deleted.
+ *
+ * @example await sweepStoredFiles(store, Date.now() - 7 * 86_400_000)
+ */
+export async function sweepStoredFiles(files: Pick<FileStore, 'deleteFilesBefore'>, before: number): Promise<number> {
+  let deleted = 0;
+  for (let n = SWEEP_BATCH; n === SWEEP_BATCH; deleted += n) n = await files.deleteFilesBefore({ before, limit: SWEEP_BATCH });
+  return deleted;
+}
+
+/**
  * The same retention for the files kept in the database (gateways sharing PostgreSQL without
  * S3): every `everyMs` (default hourly) the files stored more than `maxAgeMs` ago are deleted,
  * a batch at a time. Every gateway runs it; a file is deleted once whichever runs first.
@@ -59,9 +71,7 @@ export function startStoredFileSweeper(
 ): () => void {
   let running = false;
   const sweep = async (): Promise<void> => {
-    const before = now() - maxAgeMs;
-    let deleted = 0;
-    for (let n = SWEEP_BATCH; n === SWEEP_BATCH; deleted += n) n = await files.deleteFilesBefore({ before, limit: SWEEP_BATCH });
+    const deleted = await sweepStoredFiles(files, now() - maxAgeMs);
     if (deleted > 0) onSwept(deleted);
   };
   const timer = setInterval(() => {
