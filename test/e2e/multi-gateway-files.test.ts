@@ -13,6 +13,8 @@ import { createTestSchema, type TestSchema } from '../helpers/postgres.js';
 import { startGateway, type ServeProcess } from '../helpers/serve-process.js';
 import { call, type Json } from '../http/http-helpers.js';
 
+// Shared by the gateways, as a deployment shares them (a gateway's admin key replaces another's).
+const ADMIN_KEY = `files-admin-${randomBytes(8).toString('hex')}`;
 const SECRET_KEY = randomBytes(32).toString('base64');
 const FAST = 'image-fast';
 const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47]);
@@ -26,6 +28,7 @@ const gateways: Gateway[] = [];
 
 async function start(): Promise<Gateway> {
   const serve = await startGateway({
+    adminKey: ADMIN_KEY,
     env: { DATABASE_URL: schema.url, GANTRY_SECRET_KEY: SECRET_KEY, GANTRY_IMAGE_WORKERS: 'on', GANTRY_IMAGE_THREADS: '1' },
   });
   const gw: Gateway = Object.assign(serve, { leader: false });
