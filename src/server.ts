@@ -118,7 +118,7 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   const openai = setUpOpenAiFeature({ routes: gateway.routes, ...gateway.http });
   await setUpConsole({ routes: gateway.routes, http: gateway.http, publicUrl: config.publicUrl, now: clock.now, minutes, consolePassword: config.consolePassword, secretKey });
   minutes.start({ store, endpoints: gateway.endpoints, logger, clock });
-  metrics?.serve({ config: metricsConfig, routes: gateway.routes, keys: gateway.keys, endpoints: gateway.endpoints, jobs: gateway.jobs, isLeader: () => leader.isLeader() });
+  metrics?.serve({ config: metricsConfig, routes: gateway.routes, keys: gateway.keys, endpoints: gateway.endpoints, jobs: gateway.jobs, isLeader: () => leader.isLeader(), pool: gateway.autoscaler.view });
   const readiness = createReadiness({ store, health: storeHealth, disk, logger });
 
   const { bodies, jsonThreads } = bodyReading(config);

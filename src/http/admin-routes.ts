@@ -8,13 +8,14 @@ import type { BudgetStatus, KeyQuotas } from '../jobs/key-quotas.js';
 import { usdToUnits } from '../model/money.js';
 import type { RegistryCredentials } from '../security/registry-credentials.js';
 import { MB } from './body.js';
+import { logRoutes, type LogRouteDeps } from './log-routes.js';
 import { sendPoolWorkers, sendWorkerLog, type PoolRouteDeps } from './pool-routes.js';
 import { sendJson } from './respond.js';
 import type { HttpMethod, Route, RouteCall } from './route-table.js';
 import { sendUsage, type UsageRouteDeps } from './usage-routes.js';
 
 /** What the admin API uses. */
-export interface AdminRouteDeps extends PoolRouteDeps, UsageRouteDeps {
+export interface AdminRouteDeps extends PoolRouteDeps, UsageRouteDeps, LogRouteDeps {
   keys: KeyService;
   endpoints: EndpointService;
   /** Registry logins endpoints pull their images with (never answered with the password). */
@@ -158,6 +159,7 @@ export function adminRoutes(deps: AdminRouteDeps): Route[] {
     route('GET', '/endpoints/{endpoint}/workers', (call) => sendPoolWorkers(deps, call)),
     route('GET', '/endpoints/{endpoint}/workers/{worker}/logs', (call) => sendWorkerLog(deps, call)),
     route('GET', '/usage', (call) => sendUsage(deps, call)),
+    ...logRoutes(deps),
   ];
 }
 

@@ -280,15 +280,17 @@ class Jobs implements JobService {
     let idle = 0;
     let running = 0;
     let unhealthy = 0;
+    const pool = this.deps.pool.health(endpointId);
+    // A paused worker (flashboot) keeps its store row until it ages out: it is not ready.
+    const paused = new Set(pool?.paused ?? []);
     for (const worker of workers) {
-      if (worker.lastSeenAt < cutoff) continue;
+      if (worker.lastSeenAt < cutoff || paused.has(worker.id)) continue;
       polling.add(worker.id);
       if (!worker.healthy) unhealthy++;
       else if ((stats.heldBy.get(worker.id) ?? 0) > 0) running++;
       else idle++;
     }
     // A pool worker counts as initializing until the store shows it polling.
-    const pool = this.deps.pool.health(endpointId);
     const initializing = pool ? pool.initializing.filter((id) => !polling.has(id)).length : 0;
     unhealthy += pool ? pool.unhealthy.filter((id) => !polling.has(id)).length : 0;
     return { jobs, workers: { idle, initializing, ready: idle + running, running, throttled: pool?.throttled ?? 0, unhealthy } };

@@ -95,12 +95,22 @@ export interface WorkerHandle {
   readonly container?: string | null;
   /** Settles (never rejects) once the worker is gone, however it ended. */
   readonly exited: Promise<WorkerExit>;
+  /** Where the worker leaves something behind once it exited (a container to remove): settles (never rejects) once that is gone too. */
+  readonly removed?: Promise<void>;
   /**
    * Asks the worker to drain (SIGTERM: take no new job, finish the held ones) and kills it
    * (SIGKILL) if it is still there after `graceMs`. Resolves when it is gone; a second call
    * returns the same promise.
    */
   stop(graceMs: number): Promise<WorkerExit>;
+  /**
+   * Freezes the worker where it is (the warm pool, flashboot): it keeps its memory, its
+   * devices and its place on the host, and runs nothing until `resume`. Rejects when the
+   * engine refuses (the pool then stops it instead). Absent: the driver cannot pause.
+   */
+  pause?(): Promise<void>;
+  /** Lets a paused worker run again. Rejects when it cannot (the pool then stops it). */
+  resume?(): Promise<void>;
 }
 
 /**

@@ -127,6 +127,14 @@ export interface EndpointSettings {
   rateLimits?: EndpointRateLimits | null;
   /** USD per second of execution (at most 10 decimals; a number or decimal text); null: metered, not priced. */
   pricePerSecond?: number | string | null;
+  /** 0–100 (default 50): who gets the fleet's GPUs first (docs/scaling.md, the allocator). */
+  priority?: number;
+  /** 1–100 (default 1): the weight of its fair share of GPUs among endpoints of the same priority. */
+  shareWeight?: number;
+  /** Its running workers may be stopped for a higher priority, their jobs requeued without counting an attempt (default false). */
+  preemptible?: boolean;
+  /** Idle container workers are paused in a warm pool (GPUs kept) and resumed for the next job, instead of stopped (default false). */
+  flashboot?: boolean;
 }
 
 /** Per-operation limits of one endpoint (`run`, `runsync`, `status`, `long-poll`, `cancel`, `purge-queue`, `requests`, `openai`), or "off". */
@@ -155,6 +163,10 @@ export interface Endpoint {
   rateLimits?: EndpointRateLimits | null;
   /** USD per second of execution; null when not priced by time. */
   pricePerSecond?: number | null;
+  priority?: number;
+  shareWeight?: number;
+  preemptible?: boolean;
+  flashboot?: boolean;
   createdAt: number | string;
   updatedAt: number | string;
 }
@@ -162,7 +174,7 @@ export interface Endpoint {
 /** A worker of an endpoint as `GET /admin/v1/endpoints/{id}/workers` lists it. */
 export interface EndpointWorker {
   id: string;
-  /** initializing, idle, running, draining, throttled, unhealthy, or stopped (gone; its log is kept for a while). */
+  /** initializing, idle, running, draining, throttled, unhealthy, paused (flashboot's warm pool), or stopped (gone; its log is kept for a while). */
   state: string;
   /** true: started by Gantry's worker pool; false: connected by hand. */
   managed: boolean;
@@ -207,13 +219,32 @@ export interface WorkerHost {
   lastSeenAt: string | null;
 }
 
-/** `GET /admin/v1/endpoints/{id}/workers` whole: the workers, and the Docker hosts of the pool. */
+/** Cold starts counted since the pool was made, with p70/p90/p98 (ms) over the last ones; null while there were none. */
+export interface ColdStartSummary {
+  count: number;
+  /** How many of the latest cold starts the quantiles are over. */
+  window: number;
+  p70Ms: number | null;
+  p90Ms: number | null;
+  p98Ms: number | null;
+  lastMs: number | null;
+}
+
+/** An endpoint's cold starts (a worker started while a job waited, timed to its first job-take): all, then new starts and resumes from the warm pool. */
+export interface ColdStarts extends ColdStartSummary {
+  start: ColdStartSummary;
+  resume: ColdStartSummary;
+}
+
+/** `GET /admin/v1/endpoints/{id}/workers` whole: the workers, the Docker hosts of the pool, and its cold starts. */
 export interface WorkerListing {
   endpointId: string;
   /** Whether the gateway asked runs the pool (with several gateways only the leader does; the others list no hosts). */
   pool: boolean;
   workers: EndpointWorker[];
   hosts: WorkerHost[];
+  /** Null where the gateway asked runs no pool for the endpoint. */
+  coldStarts?: ColdStarts | null;
 }
 
 /** One line of a pool worker's log. */

@@ -23,6 +23,12 @@ const LONG_POLL_TIMEOUT_MS = 90_000;
 const TOO_MANY_REQUESTS_WAIT_MS = 5_000;
 /** Least time between two job-stop polls, so a server that answers 204 at once is not hammered. */
 const STOP_POLL_FLOOR_MS = 1_000;
+/**
+ * How long stop() leaves a job-take in flight before ending it: the server may have handed it
+ * jobs just before (a Gantry gateway answers a stopping pool worker's take at once), and a
+ * job whose answer is cut off runs nowhere until the server sees this worker gone.
+ */
+const TAKE_STOP_GRACE_MS = 2_000;
 
 /**
  * The SDK's version (the gantry package's), sent as `runpod_version` in pings.
@@ -82,6 +88,10 @@ class WorkerRuntime {
   private readonly running = new Set<Promise<void>>();
   /** Aborted by stop(): ends the take loop (and its backoff waits). */
   private readonly stopTaking = new AbortController();
+  /** Aborted TAKE_STOP_GRACE_MS after stop(): ends a job-take still in flight. */
+  private readonly takeCalls = new AbortController();
+  /** Settles when the take loop has ended (a take in flight at stop() answered or cut off). */
+  private takeEnded: Promise<void> = Promise.resolve();
   /** Aborted after the drain: ends the job-stop poll and the heartbeat. */
   private readonly shutdown = new AbortController();
   private slotWaiters: (() => void)[] = [];
@@ -111,6 +121,7 @@ class WorkerRuntime {
     if (!config.jobStopUrl) this.log.warn(this.fields, 'take URL has no /job-take/ segment: stop signals are off');
     if (!config.pingUrl) this.log.warn(this.fields, 'no ping URL or no API key: heartbeat is off');
     const take = this.guard('take', this.takeLoop());
+    this.takeEnded = take;
     this.loops = [this.guard('stop-signals', this.stopSignalLoop()), this.guard('heartbeat', this.pingLoop())];
     const done = take.then(() => this.stop()).then(() => {
       if (this.refusal) throw this.refusal;
@@ -126,12 +137,16 @@ class WorkerRuntime {
       if (!this.refusal) this.log.info({ ...this.fields, inFlight: this.held.size }, 'worker stopping: finishing in-flight jobs');
       this.stopTaking.abort();
       this.wakeSlotWaiters();
-      this.stopped = this.drain();
+      const cutOff = setTimeout(() => this.takeCalls.abort(), TAKE_STOP_GRACE_MS);
+      this.stopped = this.drain(cutOff);
     }
     return this.stopped;
   }
 
-  private async drain(): Promise<void> {
+  private async drain(cutOff: NodeJS.Timeout): Promise<void> {
+    // Jobs a take in flight brings are run like the others.
+    await this.takeEnded;
+    clearTimeout(cutOff);
     while (this.running.size > 0) await Promise.all(this.running);
     this.shutdown.abort();
     await Promise.all(this.loops);
@@ -157,7 +172,7 @@ class WorkerRuntime {
       const startedAt = Date.now();
       let res;
       try {
-        res = await http.get(url, LONG_POLL_TIMEOUT_MS, signal);
+        res = await http.get(url, LONG_POLL_TIMEOUT_MS, this.takeCalls.signal);
       } catch (err) {
         if (signal.aborted) break;
         log.warn({ ...this.fields, err: describeError(err) }, 'job-take failed; retrying');

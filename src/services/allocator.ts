@@ -25,6 +25,11 @@ import { describeBlock, holderSummary } from './allocator-reasons.js';
  *    within their endpoint's `workersMin` are never reclaimed. Reclaimed GPUs are granted on a
  *    later pass, once the stopped workers have exited; the request waits for them meanwhile.
  * 4. Otherwise it waits (`throttled`), and the reason names what holds the GPUs it could use.
+ *
+ * The warm pool (flashboot): an endpoint's paused workers hold their GPUs but count neither as
+ * its workers nor toward its fair share. Its own requests take them first (a resume, before
+ * free GPUs); any other endpoint's request that finds no free GPU reclaims them before
+ * anything else is stopped, whatever the priorities (they hold no job and are not wanted now).
  */
 
 /** A worker of an endpoint, as the allocator sees it. */
@@ -54,6 +59,8 @@ export interface EndpointDemand {
   image?: string;
   /** Its workers that are not being stopped, and not waiting for a GPU. */
   workers: readonly AllocWorker[];
+  /** Its paused workers (flashboot's warm pool), which hold their GPUs; absent: none. */
+  paused?: readonly string[];
   /** More workers wanted now (planScale's start, plus its workers waiting for a GPU). */
   want: number;
   /** Since when its oldest job waits (aging); null when none waits. */
@@ -78,9 +85,11 @@ export interface StopOrder {
 
 /** What one endpoint gets. */
 export interface EndpointAllocation {
-  /** Workers to start now (GPUs are free for them). */
+  /** Workers to start now (GPUs are free for them, or they are its paused workers, resumed). */
   start: number;
-  /** Idle or starting workers to stop, for another endpoint. */
+  /** Of `start`, how many are its paused workers resumed (they hold their GPUs already). */
+  resume: number;
+  /** Paused, idle or starting workers to stop, for another endpoint. */
   reclaim: StopOrder[];
   /** Busy workers to stop for a higher priority, their jobs requeued without counting an attempt. */
   preempt: StopOrder[];
@@ -99,7 +108,7 @@ export interface Holding {
   workerId: string;
   /** Its endpoint's state; null: not an endpoint's current worker (being stopped: its GPUs are being freed). */
   owner: EndpointState | null;
-  kind: 'freeing' | 'idle' | 'starting' | 'busy';
+  kind: 'freeing' | 'paused' | 'idle' | 'starting' | 'busy';
   host: HostLoad;
   devices: readonly string[];
   type: string;
@@ -138,7 +147,7 @@ export function allocate(input: AllocatorInput): Map<string, EndpointAllocation>
   for (const d of input.endpoints) {
     const waited = d.waitingSince === null ? 0 : Math.max(0, input.now - d.waitingSince);
     const rank = Math.min(100, d.priority + AGING_STEP * Math.floor(waited / agingMs));
-    const out: EndpointAllocation = { start: 0, reclaim: [], preempt: [], waiting: 0, reason: null };
+    const out: EndpointAllocation = { start: 0, resume: 0, reclaim: [], preempt: [], waiting: 0, reason: null };
     states.set(d.id, { d, out, held: 0, count: d.workers.length, left: d.want, blocked: false, rank, waitedMs: waited, agingMs });
   }
   const fleet = new Fleet(input.hosts, states);
@@ -181,7 +190,7 @@ function serveOne(s: EndpointState, fleet: Fleet): void {
     return;
   }
   s.left--;
-  if (fleet.place(s)) {
+  if (fleet.resumeOwn(s) || fleet.place(s)) {
     s.out.start++;
     s.held += d.gpus;
     s.count++;
@@ -211,12 +220,15 @@ class Fleet {
   private freeTotal = 0;
   private readonly freeOfType = new Map<string, number>();
   /** Candidates to free, by kind, each sorted by its endpoint's priority (lowest first). */
-  private readonly byKind: Record<Holding['kind'], Holding[]> = { freeing: [], idle: [], starting: [], busy: [] };
+  private readonly byKind: Record<Holding['kind'], Holding[]> = { freeing: [], paused: [], idle: [], starting: [], busy: [] };
 
   constructor(hosts: readonly HostLoad[], states: ReadonlyMap<string, EndpointState>) {
     this.hosts = hosts.map((h) => ({ ...h, gpusInUse: new Set(h.gpusInUse) }));
-    const owners = new Map<string, [EndpointState, AllocWorker]>();
-    for (const s of states.values()) for (const w of s.d.workers) owners.set(w.id, [s, w]);
+    const owners = new Map<string, [EndpointState, AllocWorker | null]>();
+    for (const s of states.values()) {
+      for (const w of s.d.workers) owners.set(w.id, [s, w]);
+      for (const id of s.d.paused ?? []) owners.set(id, [s, null]);
+    }
     for (const host of this.hosts) {
       this.addHoldings(host, owners);
       if (!host.up) continue;
@@ -230,16 +242,17 @@ class Fleet {
     for (const list of Object.values(this.byKind)) list.sort((a, b) => (a.owner?.d.priority ?? -1) - (b.owner?.d.priority ?? -1));
   }
 
-  private addHoldings(host: HostLoad, owners: ReadonlyMap<string, [EndpointState, AllocWorker]>): void {
+  private addHoldings(host: HostLoad, owners: ReadonlyMap<string, [EndpointState, AllocWorker | null]>): void {
     for (const [workerId, devices] of host.holders ?? []) {
       if (devices.length === 0) continue;
       const found = owners.get(workerId);
       const owner = found?.[0] ?? null;
       const w = found?.[1];
-      const kind: Holding['kind'] = !w ? 'freeing' : w.busy ? 'busy' : w.starting ? 'starting' : 'idle';
+      const kind: Holding['kind'] = !found ? 'freeing' : !w ? 'paused' : w.busy ? 'busy' : w.starting ? 'starting' : 'idle';
       const type = host.gpuTypes?.[host.gpus.indexOf(devices[0] ?? '')] ?? '';
       const holding: Holding = { workerId, owner, kind, host, devices, type, taken: false };
-      if (owner) owner.held += devices.length;
+      // A paused worker's GPUs are not its endpoint's share: they are there for the taking.
+      if (owner && kind !== 'paused') owner.held += devices.length;
       this.holdings.push(holding);
       // Busy workers of endpoints that are not preemptible are never candidates.
       if (kind !== 'busy' || owner?.d.preemptible) this.byKind[kind].push(holding);
@@ -284,6 +297,17 @@ class Fleet {
     return true;
   }
 
+  /** Resumes one of `s`'s own paused workers on a host that is up (its GPUs are already held); false when it has none. */
+  resumeOwn(s: EndpointState): boolean {
+    if (!s.d.paused || s.d.paused.length === 0) return false;
+    const own = this.byKind.paused.find((h) => h.owner === s && !h.taken && h.host.up);
+    if (!own) return false;
+    own.taken = true;
+    own.kind = 'starting';
+    s.out.resume++;
+    return true;
+  }
+
   /**
    * Frees room for one worker of `s` (rule 3): the cheapest set of holdings on one host that,
    * with its free devices of one acceptable model, makes the worker's count. Stops them (the
@@ -293,9 +317,9 @@ class Fleet {
   reclaim(s: EndpointState): string | null {
     const need = s.d.gpus;
     const buckets = new Map<string, { host: HostLoad; type: string; have: number; picked: Holding[] }>();
-    for (const kind of ['freeing', 'idle', 'starting', 'busy'] as const) {
+    for (const kind of ['freeing', 'paused', 'idle', 'starting', 'busy'] as const) {
       for (const h of this.byKind[kind]) {
-        if (h.owner && h.owner.d.priority > s.d.priority && s.count >= s.d.workersMin) break;
+        if (kind !== 'paused' && h.owner && h.owner.d.priority > s.d.priority && s.count >= s.d.workersMin) break;
         if (h.taken || !h.host.up || !this.acceptable(s, h) || !mayTake(s, h)) continue;
         const key = `${h.host.name}\u0000${h.type}`;
         let b = buckets.get(key);
@@ -331,10 +355,13 @@ class Fleet {
       h.taken = true;
       if (!h.owner) continue;
       const why = h.kind === 'busy' ? 'preempted' : 'reclaimed';
-      const reason = `${why} for \`${s.d.id}\` (priority ${s.d.priority}): ${h.devices.length} ${modelLabel(h.type)} on ${host.name}${h.kind === 'busy' ? ', its jobs requeued' : `, ${h.kind} beyond workersMin`}`;
+      const what = h.kind === 'busy' ? ', its jobs requeued' : h.kind === 'paused' ? ', paused in the warm pool' : `, ${h.kind} beyond workersMin`;
+      const reason = `${why} for \`${s.d.id}\` (priority ${s.d.priority}): ${h.devices.length} ${modelLabel(h.type)} on ${host.name}${what}`;
       (h.kind === 'busy' ? h.owner.out.preempt : h.owner.out.reclaim).push({ workerId: h.workerId, why: reason });
-      h.owner.held -= h.devices.length;
-      h.owner.count--;
+      if (h.kind !== 'paused') {
+        h.owner.held -= h.devices.length;
+        h.owner.count--;
+      }
       stopped.push(`\`${h.owner.d.id}\``);
     }
     const what = `${s.d.gpus} ${modelLabel(type)} on ${host.name} being freed`;
@@ -379,7 +406,7 @@ function freeOf(host: HostLoad, type: string): number {
 /** Whether `s` may have holding `h` freed for it (rule 3). */
 function mayTake(s: EndpointState, h: Holding): boolean {
   const v = h.owner;
-  if (!v) return true; // already being stopped
+  if (!v || h.kind === 'paused') return true; // already being stopped, or a paused worker: anyone's
   if (v.count <= v.d.workersMin) return false;
   if (s.count < s.d.workersMin) return true; // a reservation
   if (v.d.priority < s.d.priority) return true;

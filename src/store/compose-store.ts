@@ -1,5 +1,6 @@
 import type { EndpointStore, JobStore, KeyStore, RegistryCredentialStore, Store, UpkeepStore, UsageStore, WorkerStore } from './store.js';
 import type { FileStore } from './file-store.js';
+import type { LogStore } from './log-store.js';
 import type { MinuteStore } from './minute-store.js';
 
 /** What a backend builds a Store from: one part a table group, and its own migrate and close. */
@@ -12,6 +13,7 @@ export interface StoreParts {
   registry: RegistryCredentialStore;
   usage: UsageStore;
   minutes: MinuteStore;
+  logs: LogStore;
   upkeep: UpkeepStore;
   files: FileStore;
   migrate(): Promise<void>;
@@ -82,16 +84,25 @@ export function composeStore(parts: StoreParts): Store {
     updateKeyLimits: (args) => keys.updateKeyLimits(args),
 
     ...registryMethods(parts.registry),
-
     ...usageMethods(usage),
 
-    addMinutes: (deltas) => parts.minutes.addMinutes(deltas),
-    readMinutes: (args) => parts.minutes.readMinutes(args),
-    deleteMinutesBefore: (args) => parts.minutes.deleteMinutesBefore(args),
+    ...minuteMethods(parts.minutes),
+
+    ...logMethods(parts.logs),
+    ...fileMethods(parts.files),
 
     probeWrite: (now) => parts.upkeep.probeWrite(now),
+  };
+}
 
-    ...fileMethods(parts.files),
+/** The worker logs' methods (worker_logs), as plain forwarding arrows like the rest. */
+function logMethods(logs: LogStore): LogStore {
+  return {
+    appendLogs: (lines) => logs.appendLogs(lines),
+    readLogs: (query) => logs.readLogs(query),
+    lastLogId: () => logs.lastLogId(),
+    deleteLogsBefore: (args) => logs.deleteLogsBefore(args),
+    trimEndpointLogs: (args) => logs.trimEndpointLogs(args),
   };
 }
 
@@ -127,5 +138,14 @@ function fileMethods(files: FileStore): FileStore {
     fileInfo: (key) => files.fileInfo(key),
     readFile: (args) => files.readFile(args),
     deleteFilesBefore: (args) => files.deleteFilesBefore(args),
+  };
+}
+
+/** The per-minute aggregates' methods, as plain forwarding arrows like the rest. */
+function minuteMethods(minutes: MinuteStore): MinuteStore {
+  return {
+    addMinutes: (deltas) => minutes.addMinutes(deltas),
+    readMinutes: (args) => minutes.readMinutes(args),
+    deleteMinutesBefore: (args) => minutes.deleteMinutesBefore(args),
   };
 }

@@ -33,7 +33,8 @@ export interface FakeWorkerServer {
 
 const HOLD_MS = 300;
 
-export async function startFakeWorkerServer(): Promise<FakeWorkerServer> {
+/** `holdMs`: how long a job-take or job-stop poll with nothing to answer is held (default HOLD_MS). */
+export async function startFakeWorkerServer({ holdMs = HOLD_MS }: { holdMs?: number } = {}): Promise<FakeWorkerServer> {
   const queue: object[] = [];
   const stopIds: string[] = [];
   const takeWaiters = new Set<() => void>();
@@ -45,7 +46,7 @@ export async function startFakeWorkerServer(): Promise<FakeWorkerServer> {
     const timer = setTimeout(() => {
       waiters.delete(wake);
       res.writeHead(204).end();
-    }, HOLD_MS);
+    }, holdMs);
     const wake = (): void => {
       if (!ready()) return;
       clearTimeout(timer);

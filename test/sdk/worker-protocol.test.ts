@@ -247,6 +247,19 @@ describe('worker protocol', () => {
     expect(server.posts('job-done').map((p) => p.body)).toEqual([{ output: 'finished' }]);
   });
 
+  it('stop() runs the jobs a job-take already in flight brings back, then resolves done', async () => {
+    // The take is held until a job comes, as a gateway does: stop() must not cut its answer off.
+    await server.close();
+    server = await startFakeWorkerServer({ holdMs: 60_000 });
+    const w = start(async (job) => ({ ran: job.id }));
+    await waitFor(() => server.requests.some((r) => r.path.includes('/job-take/')));
+    const stopping = w.stop();
+    server.enqueue({ id: 'J1', input: {} });
+    await stopping;
+    await w.done;
+    expect(server.posts('job-done').map((p) => p.body)).toEqual([{ output: { ran: 'J1' } }]);
+  });
+
   it('refresh sets stopPod and stops the worker by itself', async () => {
     const w = start((job, ctx) => {
       if (job.input === 'ctx') ctx.refresh();

@@ -1,54 +1,16 @@
 // Issue 9, item 8: webhook deliveries have a concurrency cap (WEBHOOK_CONCURRENCY connections
 // at most, however many jobs end at once and however slow the receiver) and reuse connections.
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { WEBHOOK_CONCURRENCY } from '../../src/services/webhook-sender.js';
 import { eventually, startTestGantry, type TestBackend, type TestGantry } from '../helpers/gantry.js';
-import { call, uniqueId } from '../http/http-helpers.js';
+import { uniqueId } from '../http/http-helpers.js';
+import { finishJobsWithWebhook, countingReceiver as receiver } from '../helpers/webhook-receiver.js';
 
-/** A receiver that counts requests and connections: open now, most open at once, made in all. */
-async function receiver(answer: boolean) {
-  const stats = { requests: 0, open: 0, maxOpen: 0, connections: 0 };
-  const server: Server = createServer((req, res) => {
-    stats.requests++;
-    req.resume();
-    if (answer) res.end('ok'); // else: never answers
-  });
-  server.on('connection', (socket) => {
-    stats.connections++;
-    stats.open++;
-    stats.maxOpen = Math.max(stats.maxOpen, stats.open);
-    socket.on('close', () => stats.open--);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
-    stats,
-    close: () => {
-      server.closeAllConnections();
-      return new Promise<void>((r) => server.close(() => r()));
-    },
-  };
-}
-
-/** Submits `n` jobs with `webhook` and finishes them all through one worker. */
+/** Submits `n` jobs with `webhook` to a new endpoint and finishes them all through one worker. */
 async function finishJobs(t: TestGantry, n: number, webhook: string): Promise<void> {
   const ep = uniqueId('hooks');
   await t.createEndpoint(ep);
-  const run = await t.createKey(['run'], [ep]);
-  const worker = await t.createKey(['worker'], [ep]);
-  for (let i = 0; i < n; i++) expect((await call(t.url, 'POST', `/v2/${ep}/run`, { key: run, body: { input: { i }, webhook } })).status).toBe(200);
-  const w = uniqueId('w');
-  let done = 0;
-  while (done < n) {
-    const taken = await call(t.url, 'GET', `/v2/${ep}/job-take-batch/${w}?batch_size=100`, { key: worker });
-    const jobs = (taken.status === 200 ? taken.json : []) as unknown as { id: string }[];
-    for (const job of jobs) {
-      expect((await call(t.url, 'POST', `/v2/${ep}/job-done/${w}/${job.id}`, { key: worker, body: { output: 'ok' } })).status).toBe(200);
-      done++;
-    }
-  }
+  await finishJobsWithWebhook(t, ep, { run: await t.createKey(['run'], [ep]), worker: await t.createKey(['worker'], [ep]) }, n, webhook);
 }
 
 describe.each<TestBackend>(['sqlite', 'postgres'])('webhook deliveries (%s)', (backend) => {

@@ -1,54 +1,15 @@
 // Issue 24, item 4: webhook deliveries are shared between keys. One key's jobs whose receiver
 // never answers hold at most WEBHOOK_KEY_SHARE of the WEBHOOK_CONCURRENCY connections, so another
 // key's webhook goes out at once instead of after the first key's calls time out.
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { WEBHOOK_CONCURRENCY, WEBHOOK_KEY_SHARE } from '../../src/services/webhook-sender.js';
 import { eventually, startTestGantry, type TestBackend, type TestGantry } from '../helpers/gantry.js';
-import { call, uniqueId } from '../http/http-helpers.js';
-
-/** A receiver that counts requests, open connections (most at once) and connections it saw close. */
-async function receiver(answer: boolean) {
-  const stats = { requests: 0, open: 0, maxOpen: 0, closed: 0 };
-  const server: Server = createServer((req, res) => {
-    stats.requests++;
-    req.resume();
-    if (answer) res.end('ok'); // else: never answers
-  });
-  server.on('connection', (socket) => {
-    stats.open++;
-    stats.maxOpen = Math.max(stats.maxOpen, stats.open);
-    socket.on('close', () => {
-      stats.open--;
-      stats.closed++;
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
-    stats,
-    close: () => {
-      server.closeAllConnections();
-      return new Promise<void>((r) => server.close(() => r()));
-    },
-  };
-}
+import { uniqueId } from '../http/http-helpers.js';
+import { finishJobsWithWebhook, countingReceiver as receiver } from '../helpers/webhook-receiver.js';
 
 /** Submits `n` jobs with `webhook` under `key` and finishes them through one worker. */
-async function finishJobs(t: TestGantry, ep: string, key: string, worker: string, n: number, webhook: string): Promise<void> {
-  for (let i = 0; i < n; i++) expect((await call(t.url, 'POST', `/v2/${ep}/run`, { key, body: { input: { i }, webhook } })).status).toBe(200);
-  const w = uniqueId('w');
-  let done = 0;
-  while (done < n) {
-    const taken = await call(t.url, 'GET', `/v2/${ep}/job-take-batch/${w}?batch_size=100`, { key: worker });
-    const jobs = (taken.status === 200 ? taken.json : []) as unknown as { id: string }[];
-    for (const job of jobs) {
-      expect((await call(t.url, 'POST', `/v2/${ep}/job-done/${w}/${job.id}`, { key: worker, body: { output: 'ok' } })).status).toBe(200);
-      done++;
-    }
-  }
-}
+const finishJobs = (t: TestGantry, ep: string, key: string, worker: string, n: number, webhook: string): Promise<void> =>
+  finishJobsWithWebhook(t, ep, { run: key, worker }, n, webhook);
 
 describe.each<TestBackend>(['sqlite', 'postgres'])('webhook deliveries shared between keys (%s)', (backend) => {
   let t: TestGantry;

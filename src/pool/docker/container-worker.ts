@@ -11,6 +11,8 @@ const LOG_DRAIN_MS = 2_000;
 const REMOVED = 'its container was removed by someone else';
 /** Pause before asking again for the exit of a container whose wait call broke (the host is checked meanwhile). */
 const WAIT_RETRY_MS = 1_000;
+/** While a wait call is out, the container's state is also looked at this often, so an exit a wait call fails to report still ends the worker. */
+const EXIT_CHECK_MS = 5_000;
 
 /** What one container handle is given. */
 export interface ContainerWorkerOptions {
@@ -23,6 +25,12 @@ export interface ContainerWorkerOptions {
   /** Gives the host's devices back; called once, before `exited` settles. */
   release(): void;
   logger: Logger;
+}
+
+/** What a wait call answers. */
+interface WaitAnswer {
+  StatusCode?: number;
+  Error?: { Message?: string } | null;
 }
 
 const SIGNALS = new Map(Object.entries(constants.signals).map(([name, n]) => [n, name]));
@@ -45,9 +53,14 @@ export class ContainerWorker implements WorkerHandle, HostedWorker {
   readonly container: string;
   readonly deviceIds: string[];
   readonly exited: Promise<WorkerExit>;
+  /** Settles once the exited container was removed (or its removal failed), or at once when lost with its host. */
+  readonly removed: Promise<void>;
+  private settleRemoved: (() => void) | undefined;
   private settle: ((exit: WorkerExit) => void) | undefined;
   private ended = false;
   private stopping: Promise<WorkerExit> | undefined;
+  /** Paused in the warm pool (flashboot). */
+  private paused = false;
   private logsDone: Promise<void> = Promise.resolve();
   /** Ends the calls in flight (log stream, exit wait) once the worker counts as gone. */
   private readonly calls = new AbortController();
@@ -57,13 +70,32 @@ export class ContainerWorker implements WorkerHandle, HostedWorker {
     this.container = options.id.slice(0, 12);
     this.deviceIds = options.deviceIds;
     this.exited = new Promise<WorkerExit>((resolve) => (this.settle = resolve));
+    this.removed = new Promise<void>((resolve) => (this.settleRemoved = resolve));
     this.followLogs();
     void this.waitForExit();
+  }
+
+  /** Pauses the container (POST /containers/{id}/pause: the cgroup freezer); its devices stay held by this handle. */
+  async pause(): Promise<void> {
+    await this.engine.call('POST', `/containers/${this.options.id}/pause`);
+    this.paused = true;
+  }
+
+  /** Unpauses it (POST /containers/{id}/unpause): its processes go on where they were. */
+  async resume(): Promise<void> {
+    await this.engine.call('POST', `/containers/${this.options.id}/unpause`);
+    this.paused = false;
   }
 
   stop(graceMs: number): Promise<WorkerExit> {
     this.stopping ??= (async () => {
       if (this.ended) return this.exited;
+      // A paused container would hold a SIGTERM until thawed; it holds no job (the warm pool
+      // pauses only idle workers), so it is killed outright and its devices freed at once.
+      if (this.paused) {
+        await this.signal('SIGKILL');
+        return this.exited;
+      }
       // The grace runs from now, even if the engine is slow to take the SIGTERM.
       const timer = setTimeout(() => void this.signal('SIGKILL'), graceMs);
       timer.unref();
@@ -79,6 +111,7 @@ export class ContainerWorker implements WorkerHandle, HostedWorker {
   lost(detail: string): void {
     this.calls.abort();
     this.finish({ code: null, signal: null, detail });
+    this.settleRemoved?.(); // what still runs there is the leftover sweep's
   }
 
   private get engine() {
@@ -114,7 +147,11 @@ export class ContainerWorker implements WorkerHandle, HostedWorker {
     let exit: WorkerExit | null = null;
     while (exit === null && !this.ended) {
       try {
-        const result = (await this.engine.call('POST', `/containers/${this.options.id}/wait`, { timeoutMs: 0, signal: this.calls.signal })) as { StatusCode?: number; Error?: { Message?: string } | null } | undefined;
+        const watch = { over: false };
+        const result = await Promise.race([
+          this.engine.call('POST', `/containers/${this.options.id}/wait`, { timeoutMs: 0, signal: this.calls.signal }) as Promise<WaitAnswer | undefined>,
+          this.notRunning(watch),
+        ]).finally(() => (watch.over = true));
         // Podman answers a wait on a container removed meanwhile with StatusCode 0 and an Error: no exit code then.
         exit = await this.inspectExit(result?.Error?.Message ? null : (result?.StatusCode ?? null));
       } catch (err) {
@@ -128,10 +165,27 @@ export class ContainerWorker implements WorkerHandle, HostedWorker {
     if (exit === null) return; // lost with its host
     await Promise.race([this.logsDone, new Promise((r) => setTimeout(r, LOG_DRAIN_MS).unref())]);
     this.calls.abort();
+    // The pool hears of the exit (and requeues what the worker held) before the removal, which a busy engine may take seconds over.
+    this.finish(exit);
     await this.engine.call('DELETE', `/containers/${this.options.id}?force=1&v=1`, { timeoutMs: 10_000 }).catch((err: unknown) => {
       if (!(err instanceof EngineError && err.status === 404)) this.options.logger.warn({ err, container: this.container }, 'could not remove an exited worker container');
     });
-    this.finish(exit);
+    this.settleRemoved?.();
+  }
+
+  /** Answers like a wait call once the container is seen not running (looked at every EXIT_CHECK_MS until `watch.over`); throws the engine's 404 once it is gone. */
+  private async notRunning(watch: { over: boolean }): Promise<WaitAnswer> {
+    for (;;) {
+      await new Promise((r) => setTimeout(r, EXIT_CHECK_MS).unref());
+      if (watch.over || this.ended) return new Promise<never>(() => undefined);
+      try {
+        const info = (await this.engine.call('GET', `/containers/${this.options.id}/json`, { timeoutMs: 10_000 })) as { State?: { Running?: boolean; Status?: string; ExitCode?: number } };
+        if (info.State?.Running === false && info.State.Status !== 'created') return { StatusCode: info.State.ExitCode ?? 0 };
+      } catch (err) {
+        if (err instanceof EngineError && err.status === 404) throw err;
+        // Anything else: the wait call, or the next look, will tell.
+      }
+    }
   }
 
   /** The exit code (from wait, else inspect) and whether the kernel's OOM killer ended it. */

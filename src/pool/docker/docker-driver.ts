@@ -214,7 +214,8 @@ class Driver implements DockerDriver {
     }
     const worker = new ContainerWorker({ id, host, deviceIds, output, checkHost: () => this.fleet.checkNow(host), release: () => reservation.release(), logger: this.logger });
     this.live.set(id, worker);
-    void worker.exited.then(() => this.live.delete(id));
+    // Still ours until removed: the leftover sweep leaves an exited container being removed alone.
+    void worker.removed.then(() => this.live.delete(id));
     if (!reservation.attach(worker)) worker.lost(`Docker host ${host.config.name} was marked down while the container started`);
     return worker;
   }

@@ -11,6 +11,7 @@ import { createPgLeaderLock } from './leader-lock.js';
 import { createPgNotifier } from './notifier.js';
 import { PgUsageStore } from './usage.js';
 import { PgMinuteStore } from './minutes.js';
+import { PgLogStore } from './logs.js';
 import { startTableCare } from './table-care.js';
 import { PgUpkeepStore } from './upkeep.js';
 import { PgWorkerStore } from './workers.js';
@@ -86,6 +87,7 @@ function storeOn(db: PgConnection, afterMigrate: () => Promise<void> = async () 
     registry: new PgRegistryCredentialStore(db),
     usage: new PgUsageStore(db),
     minutes: new PgMinuteStore(db),
+    logs: new PgLogStore(db),
     upkeep: new PgUpkeepStore(db),
     files: new PgFileStore(db),
     migrate: async () => {

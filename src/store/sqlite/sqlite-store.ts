@@ -12,6 +12,7 @@ import { SqliteKeyStore } from './keys.js';
 import { SqliteRegistryCredentialStore } from './registry-credentials.js';
 import { SqliteUsageStore } from './usage.js';
 import { SqliteMinuteStore } from './minutes.js';
+import { SqliteLogStore } from './logs.js';
 import { SqliteUpkeepStore } from './upkeep.js';
 import { SqliteWorkerStore } from './workers.js';
 
@@ -52,6 +53,7 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
     registry: new SqliteRegistryCredentialStore(connection),
     usage: new SqliteUsageStore(connection),
     minutes: new SqliteMinuteStore(connection),
+    logs: new SqliteLogStore(connection),
     upkeep: new SqliteUpkeepStore(connection),
     files: new SqliteFileStore(connection),
     migrate: async () => connection.migrate(),
