@@ -152,7 +152,7 @@ class Jobs implements JobService {
 
   async submit(endpoint: EndpointRecord, request: SubmitRequest, opts: SubmitOptions): Promise<JobRecord> {
     const inputBytes = Buffer.byteLength(request.inputJson);
-    const checking = this.admit(endpoint, request, inputBytes);
+    const checking = this.admit(endpoint, request, inputBytes, opts.keyId);
     if (checking) await checking;
     const quota = this.deps.quotas?.admit(opts.keyId);
     if (quota) await quota;
@@ -179,7 +179,7 @@ class Jobs implements JobService {
     const held = await this.deps.store.findIdempotentJob(opts.key.keyDigest);
     if (held) return replayOf(held, opts.key);
     const inputBytes = Buffer.byteLength(request.inputJson);
-    await this.admit(endpoint, request, inputBytes);
+    await this.admit(endpoint, request, inputBytes, opts.keyId);
     await this.deps.quotas?.admit(opts.keyId);
     const job = this.newJob(endpoint, request, opts, inputBytes);
     const span = this.deps.tracer?.begin(job, opts.traceparent);
@@ -200,18 +200,18 @@ class Jobs implements JobService {
    * webhook's address (a promise only then: a submission without a webhook awaits nothing
    * here), the queue's overload (jobs and input bytes of the endpoint, free space of the disk).
    */
-  private admit(endpoint: EndpointRecord, request: SubmitRequest, inputBytes: number): Promise<void> | undefined {
+  private admit(endpoint: EndpointRecord, request: SubmitRequest, inputBytes: number, keyId: string | null): Promise<void> | undefined {
     const validate = this.deps.endpoints.hooksOf(endpoint.id)?.validateInput;
     // An input that came as text (a large body parsed off the event loop) is parsed only for an endpoint that checks it.
     if (validate) validate(request.input ?? (JSON.parse(request.inputJson) as Record<string, unknown>));
-    if (request.webhook !== null && this.deps.outbound) return this.admitWithWebhook(endpoint, request.webhook, inputBytes);
-    this.deps.gauge.admit(endpoint, inputBytes);
+    if (request.webhook !== null && this.deps.outbound) return this.admitWithWebhook(endpoint, request.webhook, inputBytes, keyId);
+    this.deps.gauge.admit(endpoint, inputBytes, keyId ?? '');
     return undefined;
   }
 
-  private async admitWithWebhook(endpoint: EndpointRecord, webhook: string, inputBytes: number): Promise<void> {
+  private async admitWithWebhook(endpoint: EndpointRecord, webhook: string, inputBytes: number, keyId: string | null): Promise<void> {
     if (this.deps.outbound) await checkOutboundUrl(this.deps.outbound, webhook, 'webhook', this.deps.now());
-    this.deps.gauge.admit(endpoint, inputBytes);
+    this.deps.gauge.admit(endpoint, inputBytes, keyId ?? '');
   }
 
   /** The new job's record (initialJob), with its id and retention. */

@@ -127,6 +127,17 @@ export interface QueueStats {
   heldBy: ReadonlyMap<string, number>;
 }
 
+/**
+ * An endpoint's queue per submitting key (the queue gauge's shares, jobs/queue-gauge.ts): the
+ * totals over every key, and the keys holding the most queued jobs.
+ */
+export interface QueueByKey {
+  jobs: number;
+  bytes: number;
+  /** Per key id ('' for jobs submitted without a key), most jobs first. */
+  keys: { keyId: string; jobs: number; bytes: number }[];
+}
+
 /** A worker id as the store last heard from it. */
 export interface WorkerRecord {
   id: string;

@@ -1,4 +1,5 @@
 import type { EndpointStore, JobStore, KeyStore, RegistryCredentialStore, Store, UpkeepStore, UsageStore, WorkerStore } from './store.js';
+import type { FileStore } from './file-store.js';
 import type { LogStore } from './log-store.js';
 import type { MinuteStore } from './minute-store.js';
 import type { AuditStore } from './audit-store.js';
@@ -16,6 +17,7 @@ export interface StoreParts {
   logs: LogStore;
   upkeep: UpkeepStore;
   audit: AuditStore;
+  files: FileStore;
   migrate(): Promise<void>;
   close(): Promise<void>;
 }
@@ -56,6 +58,7 @@ export function composeStore(parts: StoreParts): Store {
     peekStream: (args) => jobs.peekStream(args),
     countJobs: (endpointId) => jobs.countJobs(endpointId),
     queueStats: (args) => jobs.queueStats(args),
+    queueByKey: (args) => jobs.queueByKey(args),
     listJobs: (args) => jobs.listJobs(args),
     jobStates: (ids) => jobs.jobStates(ids),
     dueWebhooks: (args) => jobs.dueWebhooks(args),
@@ -83,14 +86,12 @@ export function composeStore(parts: StoreParts): Store {
     updateKeyLimits: (args) => keys.updateKeyLimits(args),
 
     ...registryMethods(parts.registry),
-
     ...usageMethods(usage),
 
-    addMinutes: (deltas) => parts.minutes.addMinutes(deltas),
-    readMinutes: (args) => parts.minutes.readMinutes(args),
-    deleteMinutesBefore: (args) => parts.minutes.deleteMinutesBefore(args),
+    ...minuteMethods(parts.minutes),
 
     ...logMethods(parts.logs),
+    ...fileMethods(parts.files),
 
     probeWrite: (now) => parts.upkeep.probeWrite(now),
 
@@ -140,5 +141,24 @@ function auditMethods(audit: AuditStore): AuditStore {
     appendAudit: (entry) => audit.appendAudit(entry),
     listAudit: (query) => audit.listAudit(query),
     deleteAuditBefore: (args) => audit.deleteAuditBefore(args),
+  };
+}
+
+/** The files' methods (the image endpoints' files in the database), as plain forwarding arrows like the rest. */
+function fileMethods(files: FileStore): FileStore {
+  return {
+    putFile: (args) => files.putFile(args),
+    fileInfo: (key) => files.fileInfo(key),
+    readFile: (args) => files.readFile(args),
+    deleteFilesBefore: (args) => files.deleteFilesBefore(args),
+  };
+}
+
+/** The per-minute aggregates' methods, as plain forwarding arrows like the rest. */
+function minuteMethods(minutes: MinuteStore): MinuteStore {
+  return {
+    addMinutes: (deltas) => minutes.addMinutes(deltas),
+    readMinutes: (args) => minutes.readMinutes(args),
+    deleteMinutesBefore: (args) => minutes.deleteMinutesBefore(args),
   };
 }

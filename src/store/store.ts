@@ -1,6 +1,7 @@
 import type { Notifier } from '../model/events.js';
 import type { JobStatus } from '../model/job-states.js';
-import type { EndpointRecord, JobCounts, JobRecord, KeyRecord, QueueStats, JobMeter, RegistryCredentialRecord, Scope, Taker, WorkerMeter, WorkerRecord } from '../model/records.js';
+import type { EndpointRecord, JobCounts, JobRecord, KeyRecord, QueueByKey, QueueStats, JobMeter, RegistryCredentialRecord, Scope, Taker, WorkerMeter, WorkerRecord } from '../model/records.js';
+import type { FileStore } from './file-store.js';
 import type { LogStore } from './log-store.js';
 import type { MinuteStore } from './minute-store.js';
 import type { AuditStore } from './audit-store.js';
@@ -21,7 +22,7 @@ import type { AuditStore } from './audit-store.js';
  * - Writes resolve once they are durable (committed). Backends may group the writes of one
  *   event-loop turn into one transaction.
  */
-export interface Store extends JobStore, WorkerStore, EndpointStore, KeyStore, RegistryCredentialStore, UsageStore, MinuteStore, LogStore, UpkeepStore, AuditStore {
+export interface Store extends JobStore, WorkerStore, EndpointStore, KeyStore, RegistryCredentialStore, UsageStore, MinuteStore, LogStore, UpkeepStore, AuditStore, FileStore {
   /** Which backend, for logs only: nothing outside src/store branches on it. */
   readonly kind: 'sqlite' | 'postgres';
 
@@ -188,6 +189,12 @@ export interface JobStore {
    * of the oldest such normal job, and the IN_PROGRESS jobs per holding worker.
    */
   queueStats(args: { endpointId: string; now: number }): Promise<QueueStats>;
+
+  /**
+   * The same IN_QUEUE jobs (queue deadline after `now`) counted and their input bytes summed per
+   * submitting key: the totals over all keys, and the `limit` keys with the most jobs.
+   */
+  queueByKey(args: { endpointId: string; now: number; limit: number }): Promise<QueueByKey>;
 
   /** Most recent jobs of an endpoint, newest first. */
   listJobs(args: { endpointId: string; limit: number }): Promise<JobRecord[]>;
