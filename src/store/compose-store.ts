@@ -56,6 +56,7 @@ export function composeStore(parts: StoreParts): Store {
     jobStates: (ids) => jobs.jobStates(ids),
     dueWebhooks: (args) => jobs.dueWebhooks(args),
     markWebhook: (args) => jobs.markWebhook(args),
+    redeliverWebhook: (args) => jobs.redeliverWebhook(args),
     listWebhookAttempts: (id) => jobs.listWebhookAttempts(id),
 
     touchWorker: (args) => workers.touchWorker(args),
@@ -77,6 +78,7 @@ export function composeStore(parts: StoreParts): Store {
     countKeysWithScope: (scope) => keys.countKeysWithScope(scope),
     getKey: (id) => keys.getKey(id),
     updateKeyLimits: (args) => keys.updateKeyLimits(args),
+    touchKey: (args) => keys.touchKey(args),
 
     ...registryMethods(parts.registry),
 
@@ -97,6 +99,7 @@ function usageMethods(usage: UsageStore): UsageStore {
     sumUsage: (args) => usage.sumUsage(args),
     keySpend: (args) => usage.keySpend(args),
     listJobMeters: (jobId) => usage.listJobMeters(jobId),
+    countWorkerRuns: (args) => usage.countWorkerRuns(args),
     countLiveJobs: (keyId) => usage.countLiveJobs(keyId),
     openWorkerMeter: (meter) => usage.openWorkerMeter(meter),
     advanceWorkerMeters: (args) => usage.advanceWorkerMeters(args),
