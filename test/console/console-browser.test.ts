@@ -97,7 +97,9 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the console in headle
     await form.getByLabel('Name', { exact: true }).fill('Echo from the console');
     await form.getByLabel('Workers, minimum').fill('1');
     await form.getByLabel('Workers, maximum').fill('200000');
-    await form.getByLabel(/^Worker \(JSON/).fill(JSON.stringify({ command: ECHO }));
+    // The worker as fields: a command, run as a local process.
+    await form.getByRole('radio', { name: 'Command (a local process)' }).check();
+    await form.getByLabel('Command', { exact: true }).fill(ECHO);
     await form.getByRole('button', { name: 'Create endpoint' }).click();
     await expect.poll(() => form.getByRole('alert').textContent()).toContain('workersMax');
     await form.getByLabel('Workers, maximum').fill('1');
