@@ -68,6 +68,8 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('operating Gantry from
     await t.createEndpoint('llm-op', { workersMax: 1, idleTimeout: 600, worker: { command: workerCommand('llm-toy-worker.js') } });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'] });
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    // A locator that never appears fails its step (named) well before the test's own timeout.
+    page.setDefaultTimeout(15_000);
     page.on('pageerror', (err) => faults.push(err.message));
     await page.goto(`${t.url}/console/`);
     await page.getByLabel('Admin API key').fill(t.adminKey);
@@ -115,6 +117,47 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('operating Gantry from
     const requests = (await admin('GET', '/v2/llm-op/requests')).requests as { status: string }[];
     expect(requests.filter((r) => r.status === 'COMPLETED').length).toBeGreaterThanOrEqual(2); // the model list, the chat completion
   }, 120_000);
+
+  it('sets worker settings as fields, each with its default and range, a bad one refused naming the field', async () => {
+    await go('endpoint/echo-op');
+    await page.getByRole('button', { name: 'Edit echo-op' }).click();
+    const edit = page.getByRole('form', { name: 'Edit echo-op' });
+    // From the API's own schema (/openapi.json): the default, the range, the value in human units.
+    await expect.poll(() => edit.locator('#hint-idleTimeout').textContent()).toBe('default 5 (5 s) · 1 to 86400 · = 10 min');
+    expect(await edit.locator('#hint-executionTimeoutMs').textContent()).toBe('default 600000 (10 min) · 5001 to 604800000 · = 10 min');
+    expect(await edit.getByRole('radio', { name: 'Command (a local process)' }).isChecked()).toBe(true);
+    await shot('endpoint-settings');
+    await edit.getByRole('button', { name: 'Cancel' }).click();
+
+    await go('endpoints');
+    await page.getByRole('button', { name: 'New endpoint' }).click();
+    const form = page.getByRole('form', { name: 'New endpoint' });
+    await form.getByLabel('Id', { exact: true }).fill('image-op');
+    await form.getByLabel('Workers, maximum').fill('0');
+    await form.getByRole('radio', { name: 'Image (a container)' }).check();
+    await form.getByLabel('Image', { exact: true }).fill('registry.example:5000/team/worker:1.2');
+    await form.getByLabel(/^Command \(optional/).fill('["python", "-u", "handler.py"]');
+    await form.getByLabel('GPUs', { exact: true }).fill('1');
+    await form.getByLabel('GPU types', { exact: true }).fill('L4, A100-80GB');
+    await form.getByLabel('Memory (MiB)').fill('5');
+    await form.getByLabel(/^Environment/).fill('MODEL=tiny\nLOG_LEVEL=debug');
+    await form.getByLabel(/^Volumes/).fill('/srv/models:/models:ro');
+    await form.getByRole('button', { name: 'Create endpoint' }).click();
+    await expect.poll(() => form.getByRole('alert').textContent()).toContain('worker.memoryMb');
+    await form.getByLabel('Memory (MiB)').fill('2048');
+    await form.getByRole('button', { name: 'Create endpoint' }).click();
+    await form.waitFor({ state: 'detached' });
+    expect((await admin('GET', '/admin/v1/endpoints/image-op')).worker).toEqual({
+      image: 'registry.example:5000/team/worker:1.2',
+      command: ['python', '-u', 'handler.py'],
+      env: { MODEL: 'tiny', LOG_LEVEL: 'debug' },
+      gpus: 1,
+      gpuTypes: ['L4', 'A100-80GB'],
+      memoryMb: 2048,
+      volumes: ['/srv/models:/models:ro'],
+    });
+    await admin('DELETE', '/admin/v1/endpoints/image-op');
+  }, 30_000);
 
   it('purges the queue and deletes the endpoint, each only once confirmed', async () => {
     await t.createEndpoint('doomed-op');

@@ -153,9 +153,9 @@ function WorkerFields({ f, set, credentials }) {
       ${f.kind === 'image' ? html`<label>Image <input ...${bind('image')} placeholder="repo/name:tag" autocomplete="off" required /></label>` : ''}
       <label>${f.kind === 'image' ? 'Command (optional: overrides the image\'s CMD; ["exec", "form"] as JSON)' : 'Command'} <input ...${bind('command')} autocomplete="off" required=${f.kind === 'command'} /></label>
       ${f.kind === 'command' ? html`<label>Working folder (optional) <input ...${bind('cwd')} autocomplete="off" /></label>` : html`
-        <label>GPUs <input ...${bind('gpus')} inputmode="numeric" placeholder="none" aria-describedby="hint-gpus" /><span class="hint" id="hint-gpus">a count, 0 to ${GPUS_MAX}, or device ids: 0, 1</span></label>
-        <label>GPU types <input ...${bind('gpuTypes')} placeholder="any" aria-describedby="hint-gputypes" /><span class="hint" id="hint-gputypes">up to 3 models, most preferred first: L4, A100-80GB</span></label>
-        <label>Memory (MiB) <input ...${bind('memoryMb')} type="number" min=${MEMORY_MB[0]} max=${MEMORY_MB[1]} placeholder="no limit" aria-describedby="hint-memory" /><span class="hint" id="hint-memory">${MEMORY_MB[0]} to ${MEMORY_MB[1]}; blank: no limit</span></label>
+        <div><label>GPUs <input ...${bind('gpus')} inputmode="numeric" placeholder="none" aria-describedby="hint-gpus" /></label><span class="hint" id="hint-gpus">a count, 0 to ${GPUS_MAX}, or device ids: 0, 1</span></div>
+        <div><label>GPU types <input ...${bind('gpuTypes')} placeholder="any" aria-describedby="hint-gputypes" /></label><span class="hint" id="hint-gputypes">up to 3 models, most preferred first: L4, A100-80GB</span></div>
+        <div><label>Memory (MiB) <input ...${bind('memoryMb')} type="number" placeholder="no limit" aria-describedby="hint-memory" /></label><span class="hint" id="hint-memory">${MEMORY_MB[0]} to ${MEMORY_MB[1]}; blank: no limit</span></div>
         <label>Registry credentials <select value=${f.registryCredentials} onChange=${(ev) => set({ ...f, registryCredentials: ev.currentTarget.value })}>
           <option value="">none (a public image)</option>${credentials.map((c) => html`<option value=${c.id}>${c.name} (${c.username}, ${c.id})</option>`)}</select></label>`}
     </div>
@@ -193,8 +193,8 @@ export function EndpointForm({ endpoint, onDone }) {
       <label>Name <input ...${bind('name')} /></label>
       <label>Scaler type <select ...${bind('scalerType')} onChange=${(ev) => setValues({ ...v, scalerType: ev.currentTarget.value })}>
         <option value="QUEUE_DELAY">QUEUE_DELAY</option><option value="REQUEST_COUNT">REQUEST_COUNT</option></select></label>
-      ${INTEGER_FIELDS.map(([f, label, human]) => html`<label>${label} <input ...${bind(f)} type="number" step="1" placeholder=${schema && schema[f] ? String(schema[f].default) : ''} aria-describedby=${`hint-${f}`} />
-        <span class="hint" id=${`hint-${f}`}>${hintOf(schema, f, v[f], human)}</span></label>`)}
+      ${INTEGER_FIELDS.map(([f, label, human]) => html`<div><label>${label} <input ...${bind(f)} type="number" step="1" placeholder=${schema && schema[f] ? String(schema[f].default) : ''} aria-describedby=${`hint-${f}`} /></label>
+        <span class="hint" id=${`hint-${f}`}>${hintOf(schema, f, v[f], human)}</span></div>`)}
       <label>Webhook secret <input ...${bind('webhookSecret')} type="password" autocomplete="new-password" disabled=${v.removeSecret} placeholder=${e.webhookSigning ? '(set; blank keeps it)' : '(none)'} /></label>
     </div>
     ${e.webhookSigning ? html`<label class="inline"><input type="checkbox" checked=${v.removeSecret} onChange=${(ev) => setValues({ ...v, removeSecret: ev.currentTarget.checked })} /> Remove the webhook secret (webhook calls go unsigned)</label>` : ''}
