@@ -310,6 +310,22 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('operating Gantry from
     await shot('overview');
   });
 
+  it('draws durations in the unit their largest value reads best in', async () => {
+    // A job that works 2.5 s: the minute's execution p98 is seconds, not milliseconds.
+    expect((await admin('POST', '/v2/echo-op/runsync', { input: { delayMs: 2500 } })).status).toBe('COMPLETED');
+    const charts = page.waitForResponse((r) => r.url().includes('/console/api/charts/echo-op'));
+    await go('charts/echo-op');
+    const points = ((await (await charts).json()) as { points: { delay: { p98: number | null }; execution: { p98: number | null } }[] }).points;
+    const unitFor = (maxMs: number) => (maxMs < 1000 ? 'ms' : maxMs < 120_000 ? 's' : 'min');
+    const largest = (kind: 'delay' | 'execution') => Math.max(0, ...points.map((p) => p[kind].p98 ?? 0));
+    expect(largest('execution')).toBeGreaterThanOrEqual(1000);
+    await page.locator('figure[aria-label="Execution time"] canvas').waitFor();
+    expect(await page.locator('figure[aria-label="Execution time"]').getAttribute('data-unit')).toBe(unitFor(largest('execution')));
+    expect(await page.locator('figure[aria-label="Delay time (queue)"]').getAttribute('data-unit')).toBe(unitFor(largest('delay')));
+    expect(await page.locator('figure[aria-label="Queue depth (deepest per minute)"]').getAttribute('data-unit')).toBe('');
+    await shot('charts-units');
+  }, 30_000);
+
   it('reaches every column of every table at a phone\'s width', async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     for (const hash of ['overview', 'endpoints', 'endpoint/echo-op', 'jobs/echo-op', 'workers/echo-op', 'keys']) {

@@ -37,6 +37,9 @@ export function durationUnit(maxMs) {
   return { unit: 'min', per: 60_000 };
 }
 
+/** Ticks of a count: whole numbers only (no "0.25 jobs"). */
+const COUNT_TICKS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000, 1_000_000];
+
 /** A tick or legend number without float noise (0.30000000000000004 → 0.3). */
 const tidy = (v) => String(Number(v.toFixed(3)));
 
@@ -62,7 +65,7 @@ function Chart({ title, points, series, duration }) {
       // Room at the top and right, so the top tick's label and the last time label are not cut.
       padding: [12, 18, 0, 0],
       series: [{}, ...series.map(([label, , colour]) => ({ label, stroke: cssVar(colour), width: 2, spanGaps: false, points: { show: duration, size: 6, fill: cssVar(colour) }, value: (u, v) => (v === null || v === undefined ? '—' : `${tidy(v)}${suffix}`) }))],
-      axes: [axis, { ...axis, size: axisSize, values: (u, vals) => vals.map((v) => `${tidy(v)}${suffix}`) }],
+      axes: [axis, { ...axis, size: axisSize, values: (u, vals) => vals.map((v) => `${tidy(v)}${suffix}`), ...(duration ? {} : { incrs: COUNT_TICKS }) }],
       scales: { y: { range: (u, min, max) => [0, Math.max(duration ? 1 / per : 1, max ?? 1)] } },
     };
     const plot = new uPlot(opts, data, box.current);

@@ -126,8 +126,8 @@ function JobTimes({ times }) {
 function JobCost({ cost }) {
   return html`<h2 id="h-cost">Cost</h2>
     <p><strong>${cost.costUsd} USD</strong>${cost.runs.length === 0 ? ' (no run has ended: a job that never ran costs nothing)' : ''}</p>
-    ${cost.runs.length > 1 ? html`<table aria-labelledby="h-cost"><thead><tr><th scope="col">Run</th><th scope="col">Ended</th><th scope="col">Execution (s)</th><th scope="col">Cost (USD)</th></tr></thead>
-      <tbody>${cost.runs.map((r) => html`<tr key=${r.run}><td>${r.run + 1}</td><td>${r.status}</td><td>${r.executionSeconds}</td><td>${r.costUsd}</td></tr>`)}</tbody></table>` : ''}`;
+    ${cost.runs.length > 1 ? html`<table aria-labelledby="h-cost"><thead><tr><th scope="col">Run</th><th scope="col">Ended</th><th scope="col">Execution</th><th scope="col">Cost (USD)</th></tr></thead>
+      <tbody>${cost.runs.map((r) => html`<tr key=${r.run}><td>${r.run + 1}</td><td>${r.status}</td><td>${ms(Math.round(r.executionSeconds * 1000))}</td><td>${r.costUsd}</td></tr>`)}</tbody></table>` : ''}`;
 }
 
 /** The job as /status answers it, with the input the job route gave (when /status left it out: the job ended). */
