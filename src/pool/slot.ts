@@ -120,7 +120,8 @@ export function infoOf(slot: Slot, handle: WorkerHandle | null): PoolWorkerInfo 
 
 /**
  * How a worker's process ended, in words. `asked`: the pool had asked it to stop (SIGTERM), so
- * ending on that signal is the normal stop, not a kill; SIGKILL then means the grace ran out.
+ * ending on that signal (or with code 0) is the normal stop, not a kill; a SIGKILL after the
+ * grace period stays "killed by SIGKILL".
  *
  * @example describeExit({ code: null, signal: 'SIGTERM' }, true) // 'stopped by SIGTERM, as asked'
  */
@@ -129,7 +130,6 @@ export function describeExit(exit: WorkerExit, asked = false): string {
   if (exit.error) text = `failed to start (${exit.error})`;
   else if (asked && (exit.signal === 'SIGTERM' || exit.code === 143)) text = 'stopped by SIGTERM, as asked';
   else if (asked && exit.code === 0) text = 'exited with code 0, as asked';
-  else if (asked && exit.signal === 'SIGKILL') text = 'killed by SIGKILL: it did not stop within the grace period';
   else if (exit.signal) text = `killed by ${exit.signal}`;
   else if (exit.code === null) text = 'lost';
   else text = `exited with code ${exit.code}`;
