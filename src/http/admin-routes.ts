@@ -170,7 +170,7 @@ export function adminRoutes(deps: AdminRouteDeps): Route[] {
  */
 async function revokeKey(keys: KeyService, id: string, force: boolean): Promise<{ id: string; deleted: true }> {
   if ((await keys.get(id))?.managed && !force) {
-    throw new AppError('KEY_MANAGED', `API key ${id} belongs to a pool worker and is revoked by the gateway when the worker stops; revoke it anyway with ?force=true (the worker loses its jobs)`, { id });
+    throw new AppError('KEY_MANAGED', `API key ${id} belongs to a pool worker and is revoked by the gateway when the worker stops; revoke it anyway with ?force=true (gantry keys delete --force; the worker loses its jobs)`, { id });
   }
   if (!(await keys.revoke(id))) throw new AppError('KEY_NOT_FOUND', `API key ${id} not found`, { id });
   return { id, deleted: true };

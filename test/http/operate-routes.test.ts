@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../cli/run-cli.js';
 import { eventually, startTestGantry, type TestGantry } from '../helpers/gantry.js';
 import { call, clientFor, startReceiver, uniqueId, workerFor, type Json } from './http-helpers.js';
 
@@ -115,11 +116,15 @@ describe("a pool worker's key, jobs done and stop", () => {
     await eventually(async () => ((await keys()).some((k) => k.id === poolKey.id) ? undefined : true), 10_000, 'the key revoked with its worker');
   }, 90_000);
 
-  it('revokes a managed key with ?force=true', async () => {
+  it('revokes a managed key with ?force=true (the CLI: --force)', async () => {
     const ep = uniqueId('forced');
     await t.createEndpoint(ep, { workersMin: 1, workersMax: 1, worker: { command: 'exec sleep 600' } });
     const poolKey = await eventually(async () => (await keys()).find((k) => k.managed && k.name.includes(ep)), 20_000, 'the pool key');
-    expect((await admin('DELETE', `/admin/v1/keys/${poolKey.id}?force=true`)).status).toBe(200);
+    const env = { GANTRY_URL: t.url, GANTRY_ADMIN_KEY: t.adminKey };
+    const refused = await runCli(['keys', 'delete', poolKey.id], env);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('--force');
+    expect((await runCli(['keys', 'delete', poolKey.id, '--force'], env)).code).toBe(0);
     expect((await keys()).some((k) => k.id === poolKey.id)).toBe(false);
     await admin('DELETE', `/admin/v1/endpoints/${ep}`);
   }, 30_000);
