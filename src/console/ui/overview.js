@@ -45,7 +45,7 @@ export function OverviewPage() {
     <${ErrorBox} error=${error} />
     ${rows ? html`<div class="tiles" aria-label="Totals">
         <div class="card tile"><span class="big">${total('requests')}</span> requests in the last hour</div>
-        <div class="card tile"><span class="big">${total('failed')}</span> failed or timed out in the last hour</div>
+        <div class="card tile"><span class="big">${total('failed')}</span> failed, timed out or cancelled in the last hour</div>
         <div class="card tile"><span class="big">${total('inQueue')}</span> queued now</div>
         <div class="card tile"><span class="big">${workersTotal}</span> workers now</div></div>
       <div class="scroll"><table aria-label="Endpoints overview"><thead><tr><th scope="col">Endpoint</th><th scope="col">Requests (1 h)</th><th scope="col">Completed (1 h)</th><th scope="col">Failed (1 h)</th><th scope="col">Queue now</th><th scope="col">Workers by state</th><th scope="col">Cold starts</th></tr></thead>
