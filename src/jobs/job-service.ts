@@ -27,6 +27,8 @@ export interface SubmitOptions {
 export type CancelResult = { ok: true; job: JobRecord } | { ok: false; reason: 'not-found' } | { ok: false; reason: 'wrong-state'; job: JobRecord };
 /** What a retry did: the requeued job, or why nothing changed (expired: the result is past its retention). */
 export type RetryResult = CancelResult | { ok: false; reason: 'expired'; job: JobRecord };
+/** What redeliverWebhook did: the job's delivery is due again, or why not. */
+export type RedeliverResult = { ok: true; job: JobRecord } | { ok: false; reason: 'not-found' } | { ok: false; reason: 'no-webhook' | 'not-ended' | 'pending'; job: JobRecord };
 
 export type { StreamRead } from './stream-reads.js';
 
@@ -84,6 +86,8 @@ export interface JobService {
   /** Waits until the job is terminal or `waitMs` passes; returns its latest state. */
   waitTerminal(endpointId: string, id: string, waitMs: number, signal?: AbortSignal): Promise<JobRecord | undefined>;
   cancel(endpointId: string, id: string): Promise<CancelResult>;
+  /** Delivers a finished job's webhook once more (the console's "Resend webhook"): not while the job runs or a delivery is pending. */
+  redeliverWebhook(endpointId: string, id: string): Promise<RedeliverResult>;
   retry(endpointId: string, id: string): Promise<RetryResult>;
   /** Cancels every queued job of the endpoint; returns how many. */
   purgeQueue(endpointId: string): Promise<number>;
@@ -271,6 +275,16 @@ class Jobs implements JobService {
     const cancelled = await this.deps.transitions.cancel(id);
     if (cancelled) return { ok: true, job: cancelled };
     return { ok: false, reason: 'wrong-state', job: (await this.getJob(endpointId, id)) ?? job };
+  }
+
+  async redeliverWebhook(endpointId: string, id: string): Promise<RedeliverResult> {
+    const job = await this.getJob(endpointId, id);
+    if (!job) return { ok: false, reason: 'not-found' };
+    if (job.webhook === null) return { ok: false, reason: 'no-webhook', job };
+    if (await this.deps.transitions.redeliverWebhook(id)) return { ok: true, job };
+    // Refused by the store: read again to say why (it may have ended, or its delivery started, meanwhile).
+    const now = (await this.getJob(endpointId, id)) ?? job;
+    return { ok: false, reason: isTerminal(now.status) ? 'pending' : 'not-ended', job: now };
   }
 
   async retry(endpointId: string, id: string): Promise<RetryResult> {

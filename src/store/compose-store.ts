@@ -63,6 +63,7 @@ export function composeStore(parts: StoreParts): Store {
     jobStates: (ids) => jobs.jobStates(ids),
     dueWebhooks: (args) => jobs.dueWebhooks(args),
     markWebhook: (args) => jobs.markWebhook(args),
+    redeliverWebhook: (args) => jobs.redeliverWebhook(args),
     listWebhookAttempts: (id) => jobs.listWebhookAttempts(id),
 
     touchWorker: (args) => workers.touchWorker(args),
@@ -71,11 +72,7 @@ export function composeStore(parts: StoreParts): Store {
     deleteWorkers: (ids) => workers.deleteWorkers(ids),
     jobsHeldBy: (workerId) => workers.jobsHeldBy(workerId),
 
-    createEndpoint: (endpoint) => endpoints.createEndpoint(endpoint),
-    getEndpoint: (id) => endpoints.getEndpoint(id),
-    listEndpoints: () => endpoints.listEndpoints(),
-    updateEndpoint: (endpoint) => endpoints.updateEndpoint(endpoint),
-    deleteEndpoint: (id) => endpoints.deleteEndpoint(id),
+    ...endpointMethods(endpoints),
 
     createKey: (key) => keys.createKey(key),
     listKeys: () => keys.listKeys(),
@@ -84,18 +81,26 @@ export function composeStore(parts: StoreParts): Store {
     countKeysWithScope: (scope) => keys.countKeysWithScope(scope),
     getKey: (id) => keys.getKey(id),
     updateKeyLimits: (args) => keys.updateKeyLimits(args),
+    touchKey: (args) => keys.touchKey(args),
 
     ...registryMethods(parts.registry),
     ...usageMethods(usage),
-
     ...minuteMethods(parts.minutes),
-
     ...logMethods(parts.logs),
     ...fileMethods(parts.files),
-
-    probeWrite: (now) => parts.upkeep.probeWrite(now),
-
     ...auditMethods(parts.audit),
+    probeWrite: (now) => parts.upkeep.probeWrite(now),
+  };
+}
+
+/** The endpoints' methods, as plain forwarding arrows like the rest. */
+function endpointMethods(endpoints: EndpointStore): EndpointStore {
+  return {
+    createEndpoint: (endpoint) => endpoints.createEndpoint(endpoint),
+    getEndpoint: (id) => endpoints.getEndpoint(id),
+    listEndpoints: () => endpoints.listEndpoints(),
+    updateEndpoint: (endpoint) => endpoints.updateEndpoint(endpoint),
+    deleteEndpoint: (id) => endpoints.deleteEndpoint(id),
   };
 }
 
@@ -117,6 +122,7 @@ function usageMethods(usage: UsageStore): UsageStore {
     sumUsage: (args) => usage.sumUsage(args),
     keySpend: (args) => usage.keySpend(args),
     listJobMeters: (jobId) => usage.listJobMeters(jobId),
+    countWorkerRuns: (args) => usage.countWorkerRuns(args),
     countLiveJobs: (keyId) => usage.countLiveJobs(keyId),
     openWorkerMeter: (meter) => usage.openWorkerMeter(meter),
     advanceWorkerMeters: (args) => usage.advanceWorkerMeters(args),

@@ -71,7 +71,7 @@ function endpoint(id: string, overrides: Partial<EndpointRecord> = {}): Endpoint
 }
 
 function key(id: string, overrides: Partial<KeyRecord> = {}): KeyRecord {
-  return { id, name: `key ${id}`, hash: `hash-${id}`, scopes: ['run'], endpoints: null, createdAt: T0, budgetUnits: null, budgetPeriod: null, maxConcurrentJobs: null, ...overrides };
+  return { id, name: `key ${id}`, hash: `hash-${id}`, scopes: ['run'], endpoints: null, createdAt: T0, budgetUnits: null, budgetPeriod: null, maxConcurrentJobs: null, prefix: null, lastUsedAt: null, managed: false, ...overrides };
 }
 
 /**
@@ -1273,6 +1273,27 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
       });
     });
 
+    describe('redeliverWebhook', () => {
+      it('makes a finished delivery due again, keeping its attempts; refuses a live job, one without a webhook, and a pending delivery', async () => {
+        const hooked = await insert({ webhook: 'https://hook.example/a' });
+        const plain = await insert();
+        const live = await insert({ webhook: 'https://hook.example/live' });
+        await store.cancelJob({ id: hooked.id, now: T0 + 100 });
+        await store.cancelJob({ id: plain.id, now: T0 + 100 });
+        // Pending (due since the cancel): not again.
+        expect(await store.redeliverWebhook({ id: hooked.id, now: T0 + 200 })).toBe(false);
+        await store.markWebhook({ id: hooked.id, attempts: 3, nextAt: null });
+        expect(await store.redeliverWebhook({ id: hooked.id, now: T0 + 300 })).toBe(true);
+        expect(await get(hooked.id)).toMatchObject({ webhookNextAt: T0 + 300, webhookAttempts: 3, status: 'CANCELLED' });
+        expect((await store.dueWebhooks({ now: T0 + 300, limit: 10 })).map((j) => j.id)).toEqual([hooked.id]);
+        expect(await store.redeliverWebhook({ id: hooked.id, now: T0 + 400 })).toBe(false);
+        expect(await store.redeliverWebhook({ id: plain.id, now: T0 + 300 })).toBe(false);
+        expect(await store.redeliverWebhook({ id: live.id, now: T0 + 300 })).toBe(false);
+        expect(await store.redeliverWebhook({ id: 'nope', now: T0 + 300 })).toBe(false);
+        expect((await get(live.id))?.webhookNextAt).toBeNull();
+      });
+    });
+
     describe('webhook attempts', () => {
       const attempt = (n: number, over: Partial<WebhookAttempt> = {}): WebhookAttempt => ({ retries: 0, attempt: n, at: T0 + n * 1000, httpStatus: 500, error: null, ...over });
 
@@ -1498,6 +1519,20 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect((await store.listKeys()).map((k) => k.id)).toEqual(['k2', 'k3']);
       });
 
+      it('keeps a key\'s prefix and managed flag, and writes its last use at most once a gap', async () => {
+        const pool = key('kp', { prefix: 'gk_AbCdE', managed: true });
+        await store.createKey(pool);
+        expect(await store.getKey('kp')).toEqual(pool);
+        await store.touchKey({ id: 'kp', at: T0 + 1000, minGapMs: 60_000 });
+        expect((await store.getKey('kp'))?.lastUsedAt).toBe(T0 + 1000);
+        // Within the gap: left as it is.
+        await store.touchKey({ id: 'kp', at: T0 + 30_000, minGapMs: 60_000 });
+        expect((await store.getKey('kp'))?.lastUsedAt).toBe(T0 + 1000);
+        await store.touchKey({ id: 'kp', at: T0 + 61_000, minGapMs: 60_000 });
+        expect(await store.getKeyByHash('hash-kp')).toEqual({ ...pool, lastUsedAt: T0 + 61_000 });
+        await store.touchKey({ id: 'nope', at: T0, minGapMs: 60_000 });
+      });
+
       it('rejects a second key with the same hash', async () => {
         await store.createKey(key('k1'));
         await expect(store.createKey(key('k2', { hash: 'hash-k1' }))).rejects.toThrow();
@@ -1516,6 +1551,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         executionMs: 1000,
         pixels: 1024 * 1024,
         costUnits,
+        workerId: null,
         createdAt,
         ...extra,
       });
@@ -1537,6 +1573,22 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           { endpoint: 'image-fast', jobs: 4, executionMs: 4000, pixels: 4 * 1024 * 1024, costUnits: 50_331_656n },
         ]);
         expect(await store.sumUsage({ from: T0 + 100, to: T0 + 200, groupBy: ['key'] })).toEqual([]);
+      });
+
+      it("counts each worker's metered runs on the endpoint, and the completed ones", async () => {
+        await store.recordJobMeter(meter('w1', 'k1', 'ep', 1n, T0, { workerId: 'wa' }));
+        await store.recordJobMeter(meter('w2', 'k1', 'ep', 1n, T0, { workerId: 'wa', status: 'FAILED' }));
+        await store.recordJobMeter(meter('w2', 'k1', 'ep', 1n, T0, { workerId: 'wa', run: 1 }));
+        await store.recordJobMeter(meter('w3', 'k1', 'ep', 1n, T0, { workerId: 'wb' }));
+        await store.recordJobMeter(meter('w4', 'k1', 'other', 1n, T0, { workerId: 'wb' }));
+        await store.recordJobMeter(meter('w5', 'k1', 'ep', 1n, T0));
+        const counts = await store.countWorkerRuns({ endpointId: 'ep', workerIds: ['wa', 'wb', 'wc'] });
+        expect(counts.sort((x, y) => x.workerId.localeCompare(y.workerId))).toEqual([
+          { workerId: 'wa', runs: 3, completed: 2 },
+          { workerId: 'wb', runs: 1, completed: 1 },
+        ]);
+        expect(await store.countWorkerRuns({ endpointId: 'ep', workerIds: [] })).toEqual([]);
+        expect((await store.listJobMeters('w2')).map((m) => m.workerId)).toEqual(['wa', 'wa']);
       });
 
       it('meters a retried job per run, and groups by UTC day with key and endpoint', async () => {

@@ -309,6 +309,14 @@ export class PgJobStore implements JobStore {
     await this.db.query(RECORD_ATTEMPT_SQL, [id, attempts, nextAt, retries, n, at, httpStatus, error]);
   }
 
+  async redeliverWebhook({ id, now }: Args<'redeliverWebhook'>): Promise<boolean> {
+    const rows = await this.db.query(
+      `UPDATE jobs SET webhook_next_at = $1 WHERE id = $2 AND webhook IS NOT NULL AND webhook_next_at IS NULL AND status IN ${TERMINAL_STATUS_LIST} RETURNING 1`,
+      [now, id],
+    );
+    return rows.length === 1;
+  }
+
   listWebhookAttempts(id: string): Promise<WebhookAttempt[]> {
     return this.db.query<{ retries: number; attempt: number; at: number; httpStatus: number | null; error: string | null }>(LIST_ATTEMPTS_SQL, [id]);
   }

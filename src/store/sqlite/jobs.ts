@@ -438,6 +438,13 @@ export class SqliteJobStore implements JobStore {
     );
   }
 
+  redeliverWebhook({ id, now }: Args<'redeliverWebhook'>): Promise<boolean> {
+    return this.c.write(
+      () =>
+        this.c.q(`UPDATE jobs SET webhook_next_at = ? WHERE id = ? AND webhook IS NOT NULL AND webhook_next_at IS NULL AND status IN ${TERMINAL_STATUS_LIST}`).run(now, id).changes === 1,
+    );
+  }
+
   listWebhookAttempts(id: string): Promise<WebhookAttempt[]> {
     return this.c.read(() => this.c.q(LIST_ATTEMPTS_SQL).all(id) as WebhookAttempt[]);
   }
