@@ -1,5 +1,5 @@
-import { modelLabel, placeWorker, type HostLoad } from '../pool/docker/placement.js';
-import { describeBlock, holderSummary } from './allocator-reasons.js';
+import type { HostLoad } from '../pool/docker/placement.js';
+import { Fleet, type Claimant } from './allocator-fleet.js';
 
 /**
  * The allocator (docs/scaling.md, "One allocator for the whole fleet"), pure: each endpoint's
@@ -94,33 +94,14 @@ export interface EndpointAllocation {
 export const AGING_STEP = 10;
 const DEFAULT_AGING_MS = 60_000;
 
-/** A worker holding GPUs, with its place in the fleet. */
-export interface Holding {
-  workerId: string;
-  /** Its endpoint's state; null: not an endpoint's current worker (being stopped: its GPUs are being freed). */
-  owner: EndpointState | null;
-  kind: 'freeing' | 'idle' | 'starting' | 'busy';
-  host: HostLoad;
-  devices: readonly string[];
-  type: string;
-  taken: boolean;
-}
-
 /** An endpoint during one decision. */
-export interface EndpointState {
+export interface EndpointState extends Claimant {
   d: EndpointDemand;
   out: EndpointAllocation;
-  /** GPUs it holds, counting grants and GPUs being freed for it. */
-  held: number;
-  /** Workers it has, counting grants and those being freed for it, less those reclaimed. */
-  count: number;
   left: number;
   blocked: boolean;
   /** Effective priority (with aging). */
   rank: number;
-  /** How long its oldest job has waited, and the aging step. */
-  waitedMs: number;
-  agingMs: number;
 }
 
 /**
@@ -141,7 +122,7 @@ export function allocate(input: AllocatorInput): Map<string, EndpointAllocation>
     const out: EndpointAllocation = { start: 0, reclaim: [], preempt: [], waiting: 0, reason: null };
     states.set(d.id, { d, out, held: 0, count: d.workers.length, left: d.want, blocked: false, rank, waitedMs: waited, agingMs });
   }
-  const fleet = new Fleet(input.hosts, states);
+  const fleet = new Fleet(input.hosts, states.values());
   const queue = new Heap<EndpointState>(before);
   for (const s of states.values()) if (s.left > 0) queue.push(s);
   for (let s = queue.pop(); s !== undefined; s = queue.pop()) {
@@ -200,196 +181,6 @@ function serveOne(s: EndpointState, fleet: Fleet): void {
   s.left = 0;
   const why = fleet.whyNot(s);
   s.out.reason = s.out.reason === null ? `waiting for room: ${why}` : `${s.out.reason}; then ${why}`;
-}
-
-/** The fleet during one decision: free devices (mutated as grants are made) and who holds the rest. */
-class Fleet {
-  private readonly hosts: HostLoad[];
-  private readonly holdings: Holding[] = [];
-  private readonly reasons = new Map<string, string>();
-  /** Free devices on hosts that are up, in all and by model. */
-  private freeTotal = 0;
-  private readonly freeOfType = new Map<string, number>();
-  /** Candidates to free, by kind, each sorted by its endpoint's priority (lowest first). */
-  private readonly byKind: Record<Holding['kind'], Holding[]> = { freeing: [], idle: [], starting: [], busy: [] };
-
-  constructor(hosts: readonly HostLoad[], states: ReadonlyMap<string, EndpointState>) {
-    this.hosts = hosts.map((h) => ({ ...h, gpusInUse: new Set(h.gpusInUse) }));
-    const owners = new Map<string, [EndpointState, AllocWorker]>();
-    for (const s of states.values()) for (const w of s.d.workers) owners.set(w.id, [s, w]);
-    for (const host of this.hosts) {
-      this.addHoldings(host, owners);
-      if (!host.up) continue;
-      for (const [i, id] of host.gpus.entries()) {
-        if (host.gpusInUse.has(id)) continue;
-        const type = host.gpuTypes?.[i] ?? '';
-        this.freeTotal++;
-        this.freeOfType.set(type, (this.freeOfType.get(type) ?? 0) + 1);
-      }
-    }
-    for (const list of Object.values(this.byKind)) list.sort((a, b) => (a.owner?.d.priority ?? -1) - (b.owner?.d.priority ?? -1));
-  }
-
-  private addHoldings(host: HostLoad, owners: ReadonlyMap<string, [EndpointState, AllocWorker]>): void {
-    for (const [workerId, devices] of host.holders ?? []) {
-      if (devices.length === 0) continue;
-      const found = owners.get(workerId);
-      const owner = found?.[0] ?? null;
-      const w = found?.[1];
-      const kind: Holding['kind'] = !w ? 'freeing' : w.busy ? 'busy' : w.starting ? 'starting' : 'idle';
-      const type = host.gpuTypes?.[host.gpus.indexOf(devices[0] ?? '')] ?? '';
-      const holding: Holding = { workerId, owner, kind, host, devices, type, taken: false };
-      if (owner) owner.held += devices.length;
-      this.holdings.push(holding);
-      // Busy workers of endpoints that are not preemptible are never candidates.
-      if (kind !== 'busy' || owner?.d.preemptible) this.byKind[kind].push(holding);
-    }
-  }
-
-  /**
-   * Places one worker of `s` on free devices (placeWorker, as the driver will); false when none
-   * fits. Asked of few hosts at a time, with the same answer as of all: hosts holding the image
-   * first, then, per acceptable model in order, hosts by how many GPUs they have free, fewest
-   * first (placement bin-packs: the first group where one fits holds its choice).
-   */
-  place(s: EndpointState): boolean {
-    const { d } = s;
-    const typeList = d.gpuTypes && d.gpuTypes.length > 0 ? d.gpuTypes : null;
-    if (!typeList ? this.freeTotal < d.gpus : !typeList.some((t) => (this.freeOfType.get(t) ?? 0) >= d.gpus)) return false;
-    const levels: HostLoad[][] = [];
-    const withImage: HostLoad[] = [];
-    for (const h of this.hosts) {
-      const free = h.gpus.length - h.gpusInUse.size;
-      if (!h.up || free < d.gpus) continue;
-      (levels[free] ??= []).push(h);
-      if (d.image !== undefined && h.images?.has(d.image)) withImage.push(h);
-    }
-    const tries: HostLoad[][] = withImage.length > 0 ? [withImage] : [];
-    for (const level of levels) if (level) tries.push(level);
-    const types = d.gpuTypes && d.gpuTypes.length > 0 ? d.gpuTypes.map((t) => [t]) : [undefined];
-    for (const type of types) {
-      for (const group of tries) if (group.some((h) => fitsOn(h, d.gpus, type?.[0] ?? null)) && this.placeIn(s, group, type)) return true;
-    }
-    return false;
-  }
-
-  private placeIn(s: EndpointState, group: HostLoad[], types: string[] | undefined): boolean {
-    const placed = placeWorker(group, { count: s.d.gpus, types, image: s.d.image });
-    if ('refused' in placed) return false;
-    const host = group.find((h) => h.name === placed.host)!;
-    this.use(host, placed.deviceIds, placed.gpuType);
-    host.workers++;
-    // Granted now: a holding for the reasons, not to be freed again in this decision.
-    this.holdings.push({ workerId: '', owner: s, kind: 'starting', host, devices: placed.deviceIds, type: placed.gpuType, taken: true });
-    return true;
-  }
-
-  /**
-   * Frees room for one worker of `s` (rule 3): the cheapest set of holdings on one host that,
-   * with its free devices of one acceptable model, makes the worker's count. Stops them (the
-   * orders go to their endpoints) and holds the free devices for `s`. Returns what it waits
-   * for, in words, or null when nothing may be freed for it.
-   */
-  reclaim(s: EndpointState): string | null {
-    const need = s.d.gpus;
-    const buckets = new Map<string, { host: HostLoad; type: string; have: number; picked: Holding[] }>();
-    for (const kind of ['freeing', 'idle', 'starting', 'busy'] as const) {
-      for (const h of this.byKind[kind]) {
-        if (h.owner && h.owner.d.priority > s.d.priority && s.count >= s.d.workersMin) break;
-        if (h.taken || !h.host.up || !this.acceptable(s, h) || !mayTake(s, h)) continue;
-        const key = `${h.host.name}\u0000${h.type}`;
-        let b = buckets.get(key);
-        if (!b) buckets.set(key, (b = { host: h.host, type: h.type, have: freeOf(h.host, h.type), picked: [] }));
-        b.have += h.devices.length;
-        b.picked.push(h);
-        if (b.have >= need) return this.take(s, b.host, b.type, b.picked);
-      }
-    }
-    return null;
-  }
-
-  /** Marks devices of a host in use for the rest of the decision. */
-  private use(host: HostLoad, ids: readonly string[], type: string): void {
-    for (const id of ids) (host.gpusInUse as Set<string>).add(id);
-    this.freeTotal -= ids.length;
-    this.freeOfType.set(type, (this.freeOfType.get(type) ?? 0) - ids.length);
-  }
-
-  private acceptable(s: EndpointState, h: Holding): boolean {
-    const types = s.d.gpuTypes;
-    return h.owner !== s && (!types || types.length === 0 || types.includes(h.type));
-  }
-
-  /** Stops the picked holdings for `s` and holds the host's free devices of `type` for it. */
-  private take(s: EndpointState, host: HostLoad, type: string, picked: Holding[]): string {
-    const freed = picked.reduce((n, h) => n + h.devices.length, 0);
-    const fromFree = Math.max(0, s.d.gpus - freed);
-    const free = host.gpus.filter((id, i) => (host.gpuTypes?.[i] ?? '') === type && !host.gpusInUse.has(id));
-    this.use(host, free.slice(0, fromFree), type);
-    const stopped: string[] = [];
-    for (const h of picked) {
-      h.taken = true;
-      if (!h.owner) continue;
-      const why = h.kind === 'busy' ? 'preempted' : 'reclaimed';
-      const reason = `${why} for \`${s.d.id}\` (priority ${s.d.priority}): ${h.devices.length} ${modelLabel(h.type)} on ${host.name}${h.kind === 'busy' ? ', its jobs requeued' : `, ${h.kind} beyond workersMin`}`;
-      (h.kind === 'busy' ? h.owner.out.preempt : h.owner.out.reclaim).push({ workerId: h.workerId, why: reason });
-      h.owner.held -= h.devices.length;
-      h.owner.count--;
-      stopped.push(`\`${h.owner.d.id}\``);
-    }
-    const what = `${s.d.gpus} ${modelLabel(type)} on ${host.name} being freed`;
-    return stopped.length === 0 ? what : `${what} (stopping workers of ${[...new Set(stopped)].join(', ')})`;
-  }
-
-  /** Why `s` must wait: no room, and who holds the GPUs it could use (one text per request shape in a decision: a big fleet has many waiting). */
-  whyNot(s: EndpointState): string {
-    const types = s.d.gpuTypes && s.d.gpuTypes.length > 0 ? s.d.gpuTypes : null;
-    const key = `${s.d.gpus}|${types ? types.join('\u0000') : ''}`;
-    let text = this.reasons.get(key);
-    if (text === undefined) {
-      const usable = this.holdings.filter((h) => !types || types.includes(h.type));
-      this.reasons.set(key, (text = `${describeBlock(this.hosts, s.d)}${holderSummary(usable)}`));
-    }
-    return text;
-  }
-}
-
-/** Whether a host has `count` free devices of `type` (null: of any one model). */
-function fitsOn(host: HostLoad, count: number, type: string | null): boolean {
-  if (host.gpus.length - host.gpusInUse.size < count) return false;
-  const seen = new Map<string, number>();
-  for (const [i, id] of host.gpus.entries()) {
-    if (host.gpusInUse.has(id)) continue;
-    const t = host.gpuTypes?.[i] ?? '';
-    if (type !== null && t !== type) continue;
-    const n = (seen.get(t) ?? 0) + 1;
-    if (n >= count) return true;
-    seen.set(t, n);
-  }
-  return false;
-}
-
-/** Free devices of `type` on a host now. */
-function freeOf(host: HostLoad, type: string): number {
-  let n = 0;
-  for (const [i, id] of host.gpus.entries()) if ((host.gpuTypes?.[i] ?? '') === type && !host.gpusInUse.has(id)) n++;
-  return n;
-}
-
-/** Whether `s` may have holding `h` freed for it (rule 3). */
-function mayTake(s: EndpointState, h: Holding): boolean {
-  const v = h.owner;
-  if (!v) return true; // already being stopped
-  if (v.count <= v.d.workersMin) return false;
-  if (s.count < s.d.workersMin) return true; // a reservation
-  if (v.d.priority < s.d.priority) return true;
-  if (v.d.priority > s.d.priority) return false;
-  // Same priority: never a worker still starting (two bursts would take each other's cold starts
-  // in turn); only from one over its fair share, and never so far that the two swap places.
-  if (h.kind === 'starting') return false;
-  // A running job is preempted for an equal only once the waiting one has aged a step (starvation, not a moment's imbalance).
-  if (h.kind === 'busy' && s.waitedMs < s.agingMs) return false;
-  return (v.held - h.devices.length) / v.d.shareWeight >= (s.held + s.d.gpus) / s.d.shareWeight;
 }
 
 /** A binary heap ordered by `before` (first out: the one before all others). */

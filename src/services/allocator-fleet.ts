@@ -1,0 +1,328 @@
+import { modelLabel, type HostLoad } from '../pool/docker/placement.js';
+import { describeBlock, fleetBlock, holderSummary, namesEachHost, type HeldGpus } from './allocator-reasons.js';
+import { FreeDevices } from './free-index.js';
+
+/**
+ * The fleet during one allocator decision (allocator.ts): its free devices (free-index.ts)
+ * and the workers holding the rest, as candidates to free. Made from the input without
+ * copying it: host states only for the hosts a decision touches, and the holders kept field
+ * by field in arrays (a fleet of 10,000 GPUs has thousands; a record each would be garbage
+ * to collect every pass), candidates listed by kind, each list in priority order.
+ */
+
+/** A worker of an endpoint: what the fleet needs of allocator.ts's AllocWorker. */
+interface WorkerKind {
+  id: string;
+  busy: boolean;
+  starting: boolean;
+}
+
+/** An endpoint during one decision: what the fleet reads and writes of allocator.ts's EndpointState. */
+export interface Claimant {
+  d: {
+    id: string;
+    priority: number;
+    shareWeight: number;
+    preemptible: boolean;
+    workersMin: number;
+    gpus: number;
+    gpuTypes?: readonly string[];
+    image?: string;
+    workers: readonly WorkerKind[];
+  };
+  /** Its orders to stop workers for others. */
+  out: { reclaim: { workerId: string; why: string }[]; preempt: { workerId: string; why: string }[] };
+  /** GPUs it holds, counting grants and GPUs being freed for it. */
+  held: number;
+  /** Workers it has, counting grants and those being freed for it, less those reclaimed. */
+  count: number;
+  /** How long its oldest job has waited, and the aging step. */
+  waitedMs: number;
+  agingMs: number;
+}
+
+/** What a holder is: not an endpoint's current worker (being stopped, its GPUs being freed), idle, starting, busy. */
+const FREEING = 0;
+const BUSY = 3;
+const KINDS = ['freeing', 'idle', 'starting', 'busy'] as const;
+
+/** Candidates on one host for one model, and the devices they make with the free ones. */
+interface Picked {
+  host: number;
+  type: string;
+  have: number;
+  picked: number[];
+}
+
+/** GPUs held by one endpoint (or, owner null, by workers being stopped) of one model, for the reasons. */
+interface HeldPair extends HeldGpus {
+  owner: Claimant | null;
+}
+
+/** The workers holding GPUs at the start of a decision, field by field; `h` below is an index. */
+class Holders {
+  readonly worker: string[];
+  readonly devices: (readonly string[])[];
+  readonly type: string[];
+  /** Its endpoint's index among the claimants; -1: none (being stopped). */
+  readonly owner: Int32Array;
+  readonly kind: Uint8Array;
+  readonly host: Int32Array;
+  readonly taken: Uint8Array;
+  n = 0;
+
+  constructor(size: number) {
+    this.worker = new Array<string>(size);
+    this.devices = new Array<readonly string[]>(size);
+    this.type = new Array<string>(size);
+    this.owner = new Int32Array(size);
+    this.kind = new Uint8Array(size);
+    this.host = new Int32Array(size);
+    this.taken = new Uint8Array(size);
+  }
+}
+
+/** The fleet during one decision: free devices (taken as grants are made) and who holds the rest. */
+export class Fleet {
+  private readonly free: FreeDevices;
+  private readonly claimants: Claimant[];
+  private readonly h: Holders;
+  /** Candidates to free, by kind, each in its endpoints' priority order (lowest first, being stopped before all). */
+  private readonly byKind: Int32Array[];
+  /** Per kind, how many of the first candidates are taken already (skipped without a look). */
+  private readonly takenPrefix = [0, 0, 0, 0];
+  private readonly reasons = new Map<string, string>();
+  /** GPUs held per endpoint and model, in the order first met, grants included (made when a reason first needs them). */
+  private pairs: HeldPair[] | null = null;
+  /** The pairs of each endpoint, by its index + 1 (0: being stopped). */
+  private pairOf: HeldPair[][] = [];
+  /** Grants made so far: folded into the pairs when they are made. */
+  private readonly grants: [number, string, number][] = [];
+  /** Each claimant's index. */
+  private readonly indexOf: Map<Claimant, number>;
+  /** GPUs per model on hosts that are up, and how many hosts are up (made when a large fleet's reason first needs them). */
+  private totals: { byModel: Map<string, number>; up: number } | null = null;
+
+  constructor(hosts: readonly HostLoad[], states: Iterable<Claimant>) {
+    this.free = new FreeDevices(hosts);
+    this.claimants = [...states];
+    this.indexOf = new Map(this.claimants.map((c, i) => [c, i]));
+    // Worker id → its endpoint's index and its kind, packed in a number (no record per worker).
+    const owners = new Map<string, number>();
+    for (const [e, s] of this.claimants.entries()) for (const w of s.d.workers) owners.set(w.id, e * 4 + (w.busy ? 3 : w.starting ? 2 : 1));
+    let size = 0;
+    for (const host of hosts) size += host.holders?.size ?? 0;
+    const h = (this.h = new Holders(size));
+    for (let i = 0; i < hosts.length; i++) {
+      const host = hosts[i]!;
+      // forEach: no entry pair made per holder.
+      host.holders?.forEach((devices, workerId) => {
+        if (devices.length === 0) return;
+        const code = owners.get(workerId);
+        const k = h.n++;
+        h.worker[k] = workerId;
+        h.devices[k] = devices;
+        h.type[k] = host.gpuTypes?.[host.gpus.indexOf(devices[0] ?? '')] ?? '';
+        h.host[k] = i;
+        h.owner[k] = code === undefined ? -1 : code >> 2;
+        h.kind[k] = code === undefined ? FREEING : code & 3;
+        if (code !== undefined) this.claimants[code >> 2]!.held += devices.length;
+      });
+    }
+    this.byKind = this.candidates();
+  }
+
+  /**
+   * The holders that may be freed, by kind, each list stably sorted by its endpoint's priority
+   * (being stopped: first): counted by (kind, priority), then placed (a counting sort).
+   */
+  private candidates(): Int32Array[] {
+    const { h } = this;
+    const prio = new Float64Array(h.n);
+    const counts = KINDS.map(() => new Map<number, number>());
+    for (let k = 0; k < h.n; k++) {
+      const owner = this.claimants[h.owner[k]!];
+      // Busy workers of endpoints that are not preemptible are never candidates.
+      if (h.kind[k] === BUSY && !owner?.d.preemptible) {
+        prio[k] = NaN;
+        continue;
+      }
+      const p = (prio[k] = owner?.d.priority ?? -1);
+      const count = counts[h.kind[k]!]!;
+      count.set(p, (count.get(p) ?? 0) + 1);
+    }
+    const lists = counts.map((count) => {
+      let total = 0;
+      for (const p of [...count.keys()].sort((a, b) => a - b)) {
+        const n = count.get(p)!;
+        count.set(p, total);
+        total += n;
+      }
+      return new Int32Array(total);
+    });
+    for (let k = 0; k < h.n; k++) {
+      if (Number.isNaN(prio[k])) continue;
+      const at = counts[h.kind[k]!]!;
+      const i = at.get(prio[k]!)!;
+      lists[h.kind[k]!]![i] = k;
+      at.set(prio[k]!, i + 1);
+    }
+    return lists;
+  }
+
+  /**
+   * Places one worker of `s` on free devices, where placeWorker over the whole fleet would
+   * (the driver's own choice); false when none fits.
+   */
+  place(s: Claimant): boolean {
+    const { d } = s;
+    const typeList = d.gpuTypes && d.gpuTypes.length > 0 ? d.gpuTypes : null;
+    if (!typeList ? this.free.total < d.gpus : !typeList.some((t) => this.free.freeOfModel(t) >= d.gpus)) return false;
+    const placed = this.free.place(d.gpus, typeList, d.image);
+    if (!placed) return false;
+    // Granted now: counted among what it holds in the reasons.
+    const e = this.indexOf.get(s)!;
+    this.grants.push([e, placed.gpuType, placed.deviceIds.length]);
+    if (this.pairs) this.addPair(e, placed.gpuType, placed.deviceIds.length);
+    return true;
+  }
+
+  /**
+   * Frees room for one worker of `s` (rule 3): the cheapest set of holdings on one host that,
+   * with its free devices of one acceptable model, makes the worker's count. Stops them (the
+   * orders go to their endpoints) and holds the free devices for `s`. Returns what it waits
+   * for, in words, or null when nothing may be freed for it.
+   */
+  reclaim(s: Claimant): string | null {
+    const { h } = this;
+    const need = s.d.gpus;
+    const buckets = new Map<string, Picked>();
+    for (let kind = 0; kind < KINDS.length; kind++) {
+      const list = this.byKind[kind]!;
+      let first = this.takenPrefix[kind]!;
+      while (first < list.length && h.taken[list[first]!]) first++;
+      this.takenPrefix[kind] = first;
+      for (let i = first; i < list.length; i++) {
+        const k = list[i]!;
+        const v = this.claimants[h.owner[k]!];
+        if (v && v.d.priority > s.d.priority && s.count >= s.d.workersMin) break;
+        if (h.taken[k] || !this.free.hosts[h.host[k]!]!.up || !this.acceptable(s, k) || !mayTake(s, v ?? null, kind, h.devices[k]!.length)) continue;
+        const key = `${h.host[k]}\u0000${h.type[k]}`;
+        let b = buckets.get(key);
+        if (!b) buckets.set(key, (b = { host: h.host[k]!, type: h.type[k]!, have: this.free.freeOn(h.host[k]!, h.type[k]!), picked: [] }));
+        b.have += h.devices[k]!.length;
+        b.picked.push(k);
+        if (b.have >= need) return this.take(s, b);
+      }
+    }
+    return null;
+  }
+
+  private acceptable(s: Claimant, k: number): boolean {
+    const types = s.d.gpuTypes;
+    return this.claimants[this.h.owner[k]!] !== s && (!types || types.length === 0 || types.includes(this.h.type[k]!));
+  }
+
+  /** Stops the picked holders for `s` and holds the host's free devices of the model for it. */
+  private take(s: Claimant, b: Picked): string {
+    const { h } = this;
+    const name = this.free.hosts[b.host]!.name;
+    const freed = b.picked.reduce((n, k) => n + h.devices[k]!.length, 0);
+    this.free.hold(b.host, b.type, Math.max(0, s.d.gpus - freed));
+    const stopped: string[] = [];
+    for (const k of b.picked) {
+      h.taken[k] = 1;
+      const v = this.claimants[h.owner[k]!];
+      if (!v) continue;
+      const gpus = h.devices[k]!.length;
+      const busy = h.kind[k] === BUSY;
+      const reason = `${busy ? 'preempted' : 'reclaimed'} for \`${s.d.id}\` (priority ${s.d.priority}): ${gpus} ${modelLabel(h.type[k]!)} on ${name}${busy ? ', its jobs requeued' : `, ${KINDS[h.kind[k]!]} beyond workersMin`}`;
+      (busy ? v.out.preempt : v.out.reclaim).push({ workerId: h.worker[k]!, why: reason });
+      v.held -= gpus;
+      v.count--;
+      stopped.push(`\`${v.d.id}\``);
+    }
+    const what = `${s.d.gpus} ${modelLabel(b.type)} on ${name} being freed`;
+    return stopped.length === 0 ? what : `${what} (stopping workers of ${[...new Set(stopped)].join(', ')})`;
+  }
+
+  /** Why `s` must wait: no room, and who holds the GPUs it could use (one text per request shape in a decision: a big fleet has many waiting). */
+  whyNot(s: Claimant): string {
+    const types = s.d.gpuTypes && s.d.gpuTypes.length > 0 ? s.d.gpuTypes : null;
+    const key = `${s.d.gpus}|${types ? types.join('\u0000') : ''}`;
+    let text = this.reasons.get(key);
+    if (text === undefined) {
+      const pairs = this.heldPairs();
+      const usable = types ? pairs.filter((p) => types.includes(p.type)) : pairs;
+      this.reasons.set(key, (text = `${this.block(s)}${holderSummary(usable)}`));
+    }
+    return text;
+  }
+
+  /** GPUs held per endpoint and model in the order first met (holders in the input's order, then grants). */
+  private heldPairs(): HeldPair[] {
+    if (this.pairs) return this.pairs;
+    this.pairs = [];
+    const { h } = this;
+    for (let k = 0; k < h.n; k++) this.addPair(h.owner[k]!, h.type[k]!, h.devices[k]!.length);
+    for (const [e, type, gpus] of this.grants) this.addPair(e, type, gpus);
+    return this.pairs;
+  }
+
+  /** Counts GPUs of `type` held by the endpoint of index `e` (-1: being stopped). */
+  private addPair(e: number, type: string, gpus: number): void {
+    const mine = (this.pairOf[e + 1] ??= []);
+    for (const pair of mine) {
+      if (pair.type !== type) continue;
+      pair.gpus += gpus;
+      return;
+    }
+    const fresh = { owner: this.claimants[e] ?? null, type, gpus };
+    mine.push(fresh);
+    this.pairs!.push(fresh);
+  }
+
+  /** Why no host has room: each host named on a small fleet, the sums on a large one. */
+  private block(s: Claimant): string {
+    const hosts = this.free.hosts;
+    if (namesEachHost(hosts.length)) return describeBlock(this.free.views(), s.d);
+    const totals = (this.totals ??= modelTotals(hosts));
+    const types = s.d.gpuTypes && s.d.gpuTypes.length > 0 ? [...new Set(s.d.gpuTypes)] : null;
+    let total = 0;
+    let free = 0;
+    for (const [model, n] of totals.byModel) if (!types || types.includes(model)) total += n;
+    if (types) for (const model of types) free += this.free.freeOfModel(model);
+    else free = this.free.total;
+    return fleetBlock(s.d, { free, total, up: totals.up, hosts: hosts.length });
+  }
+}
+
+/** GPUs per model on the hosts that are up, and how many hosts are up. */
+function modelTotals(hosts: readonly HostLoad[]): { byModel: Map<string, number>; up: number } {
+  const byModel = new Map<string, number>();
+  let up = 0;
+  for (const h of hosts) {
+    if (!h.up) continue;
+    up++;
+    for (let i = 0; i < h.gpus.length; i++) {
+      const model = h.gpuTypes?.[i] ?? '';
+      byModel.set(model, (byModel.get(model) ?? 0) + 1);
+    }
+  }
+  return { byModel, up };
+}
+
+/** Whether `s` may have a holder of `v` (null: being stopped) of this kind and size freed for it (rule 3). */
+function mayTake(s: Claimant, v: Claimant | null, kind: number, gpus: number): boolean {
+  if (!v) return true; // already being stopped
+  if (v.count <= v.d.workersMin) return false;
+  if (s.count < s.d.workersMin) return true; // a reservation
+  if (v.d.priority < s.d.priority) return true;
+  if (v.d.priority > s.d.priority) return false;
+  // Same priority: never a worker still starting (two bursts would take each other's cold starts
+  // in turn); only from one over its fair share, and never so far that the two swap places.
+  if (KINDS[kind] === 'starting') return false;
+  // A running job is preempted for an equal only once the waiting one has aged a step (starvation, not a moment's imbalance).
+  if (kind === BUSY && s.waitedMs < s.agingMs) return false;
+  return (v.held - gpus) / v.d.shareWeight >= (s.held + s.d.gpus) / s.d.shareWeight;
+}
