@@ -15,6 +15,7 @@ interface WorkerKind {
   id: string;
   busy: boolean;
   starting: boolean;
+  busySince?: number;
 }
 
 /** An endpoint during one decision: what the fleet reads and writes of allocator.ts's EndpointState. */
@@ -36,13 +37,29 @@ export interface Claimant {
   held: number;
   /** Workers it has, counting grants and those being freed for it, less those reclaimed. */
   count: number;
+  /** Its priority raised by aging (allocator.ts): what it counts for while it has no worker, or keeps its last. */
+  rank: number;
   /** How long its oldest job has waited, and the aging step. */
   waitedMs: number;
   agingMs: number;
 }
 
+/**
+ * What an endpoint counts for when it asks for its next worker (`giving` 0) or is asked to give
+ * one up (`giving` 1): its priority raised by aging while that worker is its first (or last),
+ * its plain priority otherwise. The same measure orders requests and decides who may take
+ * whose GPUs, so a worker granted for aging is never reclaimed by the one it went before.
+ *
+ * @example rankOf({ count: 0, rank: 70, d: { priority: 30 } }, 0) // 70: aged, it has no worker yet
+ */
+export function rankOf(s: Pick<Claimant, 'count' | 'rank'> & { d: { priority: number } }, giving: 0 | 1): number {
+  return s.count - giving <= 0 ? s.rank : s.d.priority;
+}
+
 /** What a holder is: not an endpoint's current worker (being stopped, its GPUs being freed), idle, starting, busy. */
 const FREEING = 0;
+const IDLE = 1;
+const STARTING = 2;
 const BUSY = 3;
 const KINDS = ['freeing', 'idle', 'starting', 'busy'] as const;
 
@@ -98,18 +115,33 @@ export class Fleet {
   private pairOf: HeldPair[][] = [];
   /** Grants made so far: folded into the pairs when they are made. */
   private readonly grants: [number, string, number][] = [];
+  /** When each holder's current job started, where known (busy workers: the least run is preempted first). */
+  private since: Float64Array | null = null;
   /** Each claimant's index. */
   private readonly indexOf: Map<Claimant, number>;
   /** GPUs per model on hosts that are up, and how many hosts are up (made when a large fleet's reason first needs them). */
   private totals: { byModel: Map<string, number>; up: number } | null = null;
 
-  constructor(hosts: readonly HostLoad[], states: Iterable<Claimant>) {
+  /** `stopped`: told of each endpoint whose worker is stopped for another (its standing in the queue changed). */
+  constructor(
+    hosts: readonly HostLoad[],
+    states: Iterable<Claimant>,
+    private readonly stopped: (owner: Claimant) => void = () => {},
+  ) {
     this.free = new FreeDevices(hosts);
     this.claimants = [...states];
     this.indexOf = new Map(this.claimants.map((c, i) => [c, i]));
-    // Worker id → its endpoint's index and its kind, packed in a number (no record per worker).
+    // Worker id → its index among all endpoints' workers (a number: no record per worker).
     const owners = new Map<string, number>();
-    for (const [e, s] of this.claimants.entries()) for (const w of s.d.workers) owners.set(w.id, e * 4 + (w.busy ? 3 : w.starting ? 2 : 1));
+    const workers: WorkerKind[] = [];
+    const ownerOf: number[] = [];
+    for (const [e, s] of this.claimants.entries()) {
+      for (const w of s.d.workers) {
+        owners.set(w.id, workers.length);
+        workers.push(w);
+        ownerOf.push(e);
+      }
+    }
     let size = 0;
     for (const host of hosts) size += host.holders?.size ?? 0;
     const h = (this.h = new Holders(size));
@@ -118,15 +150,17 @@ export class Fleet {
       // forEach: no entry pair made per holder.
       host.holders?.forEach((devices, workerId) => {
         if (devices.length === 0) return;
-        const code = owners.get(workerId);
+        const g = owners.get(workerId);
+        const w = g === undefined ? undefined : workers[g]!;
         const k = h.n++;
         h.worker[k] = workerId;
         h.devices[k] = devices;
         h.type[k] = host.gpuTypes?.[host.gpus.indexOf(devices[0] ?? '')] ?? '';
         h.host[k] = i;
-        h.owner[k] = code === undefined ? -1 : code >> 2;
-        h.kind[k] = code === undefined ? FREEING : code & 3;
-        if (code !== undefined) this.claimants[code >> 2]!.held += devices.length;
+        h.owner[k] = g === undefined ? -1 : ownerOf[g]!;
+        h.kind[k] = !w ? FREEING : w.busy ? BUSY : w.starting ? STARTING : IDLE;
+        if (w?.busySince !== undefined) (this.since ??= new Float64Array(size).fill(-Infinity))[k] = w.busySince;
+        if (g !== undefined) this.claimants[ownerOf[g]!]!.held += devices.length;
       });
     }
     this.byKind = this.candidates();
@@ -167,6 +201,9 @@ export class Fleet {
       lists[h.kind[k]!]![i] = k;
       at.set(prio[k]!, i + 1);
     }
+    // Busy ones of a priority: the job that started last first (the least work lost), unknown last.
+    const since = this.since;
+    if (since) lists[BUSY] = Int32Array.from([...lists[BUSY]!].sort((a, b) => prio[a]! - prio[b]! || since[b]! - since[a]! || a - b));
     return lists;
   }
 
@@ -205,7 +242,7 @@ export class Fleet {
       for (let i = first; i < list.length; i++) {
         const k = list[i]!;
         const v = this.claimants[h.owner[k]!];
-        if (v && v.d.priority > s.d.priority && s.count >= s.d.workersMin) break;
+        if (v && v.d.priority > rankOf(s, 0) && s.count >= s.d.workersMin) break;
         if (h.taken[k] || !this.free.hosts[h.host[k]!]!.up || !this.acceptable(s, k) || !mayTake(s, v ?? null, kind, h.devices[k]!.length)) continue;
         const key = `${h.host[k]}\u0000${h.type[k]}`;
         let b = buckets.get(key);
@@ -240,6 +277,7 @@ export class Fleet {
       (busy ? v.out.preempt : v.out.reclaim).push({ workerId: h.worker[k]!, why: reason });
       v.held -= gpus;
       v.count--;
+      this.stopped(v);
       stopped.push(`\`${v.d.id}\``);
     }
     const what = `${s.d.gpus} ${modelLabel(b.type)} on ${name} being freed`;
@@ -317,11 +355,13 @@ function mayTake(s: Claimant, v: Claimant | null, kind: number, gpus: number): b
   if (!v) return true; // already being stopped
   if (v.count <= v.d.workersMin) return false;
   if (s.count < s.d.workersMin) return true; // a reservation
-  if (v.d.priority < s.d.priority) return true;
-  if (v.d.priority > s.d.priority) return false;
+  const held = rankOf(v, 1);
+  const wants = rankOf(s, 0);
+  if (held < wants) return true;
+  if (held > wants) return false;
   // Same priority: never a worker still starting (two bursts would take each other's cold starts
   // in turn); only from one over its fair share, and never so far that the two swap places.
-  if (KINDS[kind] === 'starting') return false;
+  if (kind === STARTING) return false;
   // A running job is preempted for an equal only once the waiting one has aged a step (starvation, not a moment's imbalance).
   if (kind === BUSY && s.waitedMs < s.agingMs) return false;
   return (v.held - gpus) / v.d.shareWeight >= (s.held + s.d.gpus) / s.d.shareWeight;

@@ -1,5 +1,6 @@
 import type { HostLoad } from '../pool/docker/placement.js';
-import { Fleet, type Claimant } from './allocator-fleet.js';
+import { Heap } from '../util/heap.js';
+import { Fleet, rankOf, type Claimant } from './allocator-fleet.js';
 
 /**
  * The allocator (docs/scaling.md, "One allocator for the whole fleet"), pure: each endpoint's
@@ -34,6 +35,8 @@ export interface AllocWorker {
   busy: boolean;
   /** Not yet serving (starting, or waiting to restart). */
   starting: boolean;
+  /** When its current job started (busy), where known: among equals, the least run is preempted first. */
+  busySince?: number;
 }
 
 /** One endpoint's settings, workers and wants. */
@@ -100,8 +103,6 @@ export interface EndpointState extends Claimant {
   out: EndpointAllocation;
   left: number;
   blocked: boolean;
-  /** Effective priority (with aging). */
-  rank: number;
 }
 
 /**
@@ -122,8 +123,9 @@ export function allocate(input: AllocatorInput): Map<string, EndpointAllocation>
     const out: EndpointAllocation = { start: 0, reclaim: [], preempt: [], waiting: 0, reason: null };
     states.set(d.id, { d, out, held: 0, count: d.workers.length, left: d.want, blocked: false, rank, waitedMs: waited, agingMs });
   }
-  const fleet = new Fleet(input.hosts, states.values());
   const queue = new Heap<EndpointState>(before);
+  // A worker stopped for another changes its endpoint's standing (its share; its rank, were it its last).
+  const fleet = new Fleet(input.hosts, states.values(), (owner) => queue.update(owner as EndpointState));
   for (const s of states.values()) if (s.left > 0) queue.push(s);
   for (let s = queue.pop(); s !== undefined; s = queue.pop()) {
     serveOne(s, fleet);
@@ -137,7 +139,9 @@ function before(a: EndpointState, b: EndpointState): boolean {
   const ra = a.count < a.d.workersMin ? 0 : 1;
   const rb = b.count < b.d.workersMin ? 0 : 1;
   if (ra !== rb) return ra < rb;
-  if (a.rank !== b.rank) return a.rank > b.rank;
+  const ka = rankOf(a, 0);
+  const kb = rankOf(b, 0);
+  if (ka !== kb) return ka > kb;
   const sa = share(a);
   const sb = share(b);
   if (sa !== sb) return sa < sb;
@@ -181,40 +185,4 @@ function serveOne(s: EndpointState, fleet: Fleet): void {
   s.left = 0;
   const why = fleet.whyNot(s);
   s.out.reason = s.out.reason === null ? `waiting for room: ${why}` : `${s.out.reason}; then ${why}`;
-}
-
-/** A binary heap ordered by `before` (first out: the one before all others). */
-class Heap<T> {
-  private readonly items: T[] = [];
-  constructor(private readonly before: (a: T, b: T) => boolean) {}
-
-  push(item: T): void {
-    const a = this.items;
-    a.push(item);
-    for (let i = a.length - 1; i > 0; ) {
-      const p = (i - 1) >> 1;
-      if (!this.before(a[i]!, a[p]!)) break;
-      [a[i], a[p]] = [a[p]!, a[i]!];
-      i = p;
-    }
-  }
-
-  pop(): T | undefined {
-    const a = this.items;
-    const top = a[0];
-    const last = a.pop();
-    if (a.length === 0 || last === undefined) return top;
-    a[0] = last;
-    for (let i = 0; ; ) {
-      const l = 2 * i + 1;
-      const r = l + 1;
-      let m = i;
-      if (l < a.length && this.before(a[l]!, a[m]!)) m = l;
-      if (r < a.length && this.before(a[r]!, a[m]!)) m = r;
-      if (m === i) break;
-      [a[i], a[m]] = [a[m]!, a[i]!];
-      i = m;
-    }
-    return top;
-  }
 }

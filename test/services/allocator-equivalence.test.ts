@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { HostLoad } from '../../src/pool/docker/placement.js';
-import { allocate, type AllocatorInput, type EndpointDemand } from '../../src/services/allocator.js';
+import { allocate, type AllocatorInput, type AllocWorker, type EndpointDemand } from '../../src/services/allocator.js';
 import { allocateReference } from './allocator-reference.js';
 
 /** mulberry32: a small seeded generator, so a failing fleet can be made again from its seed. */
@@ -64,7 +64,8 @@ function randomInput(seed: number): AllocatorInput {
       for (const d of ids) inUse.add(d);
       const state = r();
       // A worker being stopped is held by no endpoint's current workers.
-      if (state > 0.1) (ep.workers as { id: string; busy: boolean; starting: boolean }[]).push({ id, busy: state > 0.6, starting: state <= 0.3 });
+      const since = r() < 0.5 ? { busySince: 1_000_000 - Math.floor(r() * 50) * 1000 } : {};
+      if (state > 0.1) (ep.workers as AllocWorker[]).push({ id, busy: state > 0.6, starting: state <= 0.3, ...(state > 0.6 || r() < 0.1 ? since : {}) });
       k += width;
     }
     hosts.push({

@@ -1,5 +1,7 @@
 import { modelLabel, placeWorker, type HostLoad } from '../../src/pool/docker/placement.js';
 import { describeBlock, holderSummary } from '../../src/services/allocator-reasons.js';
+import { Heap } from '../../src/util/heap.js';
+import { rankOf } from '../../src/services/allocator-fleet.js';
 import type { AllocatorInput, AllocWorker, EndpointAllocation, EndpointDemand } from '../../src/services/allocator.js';
 
 /**
@@ -23,6 +25,8 @@ interface Holding {
   devices: readonly string[];
   type: string;
   taken: boolean;
+  /** When its current job started (busy workers; -Infinity: not known). */
+  since: number;
 }
 
 /** An endpoint during one decision. */
@@ -35,7 +39,7 @@ interface EndpointState {
   count: number;
   left: number;
   blocked: boolean;
-  /** Effective priority (with aging). */
+  /** Priority raised by aging (counts for its first worker, and its last). */
   rank: number;
   /** How long its oldest job has waited, and the aging step. */
   waitedMs: number;
@@ -52,8 +56,8 @@ export function allocateReference(input: AllocatorInput): Map<string, EndpointAl
     const out: EndpointAllocation = { start: 0, reclaim: [], preempt: [], waiting: 0, reason: null };
     states.set(d.id, { d, out, held: 0, count: d.workers.length, left: d.want, blocked: false, rank, waitedMs: waited, agingMs });
   }
-  const fleet = new Fleet(input.hosts, states);
   const queue = new Heap<EndpointState>(before);
+  const fleet = new Fleet(input.hosts, states, (owner) => queue.update(owner));
   for (const s of states.values()) if (s.left > 0) queue.push(s);
   for (let s = queue.pop(); s !== undefined; s = queue.pop()) {
     serveOne(s, fleet);
@@ -67,7 +71,7 @@ function before(a: EndpointState, b: EndpointState): boolean {
   const ra = a.count < a.d.workersMin ? 0 : 1;
   const rb = b.count < b.d.workersMin ? 0 : 1;
   if (ra !== rb) return ra < rb;
-  if (a.rank !== b.rank) return a.rank > b.rank;
+  if (rankOf(a, 0) !== rankOf(b, 0)) return rankOf(a, 0) > rankOf(b, 0);
   const sa = share(a);
   const sb = share(b);
   if (sa !== sb) return sa < sb;
@@ -124,7 +128,11 @@ class Fleet {
   /** Candidates to free, by kind, each sorted by its endpoint's priority (lowest first). */
   private readonly byKind: Record<Holding['kind'], Holding[]> = { freeing: [], idle: [], starting: [], busy: [] };
 
-  constructor(hosts: readonly HostLoad[], states: ReadonlyMap<string, EndpointState>) {
+  constructor(
+    hosts: readonly HostLoad[],
+    states: ReadonlyMap<string, EndpointState>,
+    private readonly stopped: (owner: EndpointState) => void,
+  ) {
     this.hosts = hosts.map((h) => ({ ...h, gpusInUse: new Set(h.gpusInUse) }));
     const owners = new Map<string, [EndpointState, AllocWorker]>();
     for (const s of states.values()) for (const w of s.d.workers) owners.set(w.id, [s, w]);
@@ -138,7 +146,7 @@ class Fleet {
         this.freeOfType.set(type, (this.freeOfType.get(type) ?? 0) + 1);
       }
     }
-    for (const list of Object.values(this.byKind)) list.sort((a, b) => (a.owner?.d.priority ?? -1) - (b.owner?.d.priority ?? -1));
+    for (const list of Object.values(this.byKind)) list.sort((a, b) => (a.owner?.d.priority ?? -1) - (b.owner?.d.priority ?? -1) || b.since - a.since);
   }
 
   private addHoldings(host: HostLoad, owners: ReadonlyMap<string, [EndpointState, AllocWorker]>): void {
@@ -149,7 +157,7 @@ class Fleet {
       const w = found?.[1];
       const kind: Holding['kind'] = !w ? 'freeing' : w.busy ? 'busy' : w.starting ? 'starting' : 'idle';
       const type = host.gpuTypes?.[host.gpus.indexOf(devices[0] ?? '')] ?? '';
-      const holding: Holding = { workerId, owner, kind, host, devices, type, taken: false };
+      const holding: Holding = { workerId, owner, kind, host, devices, type, taken: false, since: w?.busy ? (w.busySince ?? -Infinity) : -Infinity };
       if (owner) owner.held += devices.length;
       this.holdings.push(holding);
       // Busy workers of endpoints that are not preemptible are never candidates.
@@ -191,7 +199,7 @@ class Fleet {
     this.use(host, placed.deviceIds, placed.gpuType);
     host.workers++;
     // Granted now: a holding for the reasons, not to be freed again in this decision.
-    this.holdings.push({ workerId: '', owner: s, kind: 'starting', host, devices: placed.deviceIds, type: placed.gpuType, taken: true });
+    this.holdings.push({ workerId: '', owner: s, kind: 'starting', host, devices: placed.deviceIds, type: placed.gpuType, taken: true, since: -Infinity });
     return true;
   }
 
@@ -206,7 +214,7 @@ class Fleet {
     const buckets = new Map<string, { host: HostLoad; type: string; have: number; picked: Holding[] }>();
     for (const kind of ['freeing', 'idle', 'starting', 'busy'] as const) {
       for (const h of this.byKind[kind]) {
-        if (h.owner && h.owner.d.priority > s.d.priority && s.count >= s.d.workersMin) break;
+        if (h.owner && h.owner.d.priority > rankOf(s, 0) && s.count >= s.d.workersMin) break;
         if (h.taken || !h.host.up || !this.acceptable(s, h) || !mayTake(s, h)) continue;
         const key = `${h.host.name}\u0000${h.type}`;
         let b = buckets.get(key);
@@ -246,6 +254,7 @@ class Fleet {
       (h.kind === 'busy' ? h.owner.out.preempt : h.owner.out.reclaim).push({ workerId: h.workerId, why: reason });
       h.owner.held -= h.devices.length;
       h.owner.count--;
+      this.stopped(h.owner);
       stopped.push(`\`${h.owner.d.id}\``);
     }
     const what = `${s.d.gpus} ${modelLabel(type)} on ${host.name} being freed`;
@@ -293,48 +302,12 @@ function mayTake(s: EndpointState, h: Holding): boolean {
   if (!v) return true; // already being stopped
   if (v.count <= v.d.workersMin) return false;
   if (s.count < s.d.workersMin) return true; // a reservation
-  if (v.d.priority < s.d.priority) return true;
-  if (v.d.priority > s.d.priority) return false;
+  if (rankOf(v, 1) < rankOf(s, 0)) return true;
+  if (rankOf(v, 1) > rankOf(s, 0)) return false;
   // Same priority: never a worker still starting (two bursts would take each other's cold starts
   // in turn); only from one over its fair share, and never so far that the two swap places.
   if (h.kind === 'starting') return false;
   // A running job is preempted for an equal only once the waiting one has aged a step (starvation, not a moment's imbalance).
   if (h.kind === 'busy' && s.waitedMs < s.agingMs) return false;
   return (v.held - h.devices.length) / v.d.shareWeight >= (s.held + s.d.gpus) / s.d.shareWeight;
-}
-
-/** A binary heap ordered by `before` (first out: the one before all others). */
-class Heap<T> {
-  private readonly items: T[] = [];
-  constructor(private readonly before: (a: T, b: T) => boolean) {}
-
-  push(item: T): void {
-    const a = this.items;
-    a.push(item);
-    for (let i = a.length - 1; i > 0; ) {
-      const p = (i - 1) >> 1;
-      if (!this.before(a[i]!, a[p]!)) break;
-      [a[i], a[p]] = [a[p]!, a[i]!];
-      i = p;
-    }
-  }
-
-  pop(): T | undefined {
-    const a = this.items;
-    const top = a[0];
-    const last = a.pop();
-    if (a.length === 0 || last === undefined) return top;
-    a[0] = last;
-    for (let i = 0; ; ) {
-      const l = 2 * i + 1;
-      const r = l + 1;
-      let m = i;
-      if (l < a.length && this.before(a[l]!, a[m]!)) m = l;
-      if (r < a.length && this.before(a[r]!, a[m]!)) m = r;
-      if (m === i) break;
-      [a[i], a[m]] = [a[m]!, a[i]!];
-      i = m;
-    }
-    return top;
-  }
 }
