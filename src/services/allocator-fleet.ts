@@ -133,13 +133,16 @@ export class Fleet {
     this.indexOf = new Map(this.claimants.map((c, i) => [c, i]));
     // Worker id → its index among all endpoints' workers (a number: no record per worker).
     const owners = new Map<string, number>();
-    const workers: WorkerKind[] = [];
-    const ownerOf: number[] = [];
-    for (const [e, s] of this.claimants.entries()) {
-      for (const w of s.d.workers) {
-        owners.set(w.id, workers.length);
-        workers.push(w);
-        ownerOf.push(e);
+    let all = 0;
+    for (const s of this.claimants) all += s.d.workers.length;
+    const workers = new Array<WorkerKind>(all);
+    const ownerOf = new Int32Array(all);
+    let g = 0;
+    for (let e = 0; e < this.claimants.length; e++) {
+      for (const w of this.claimants[e]!.d.workers) {
+        owners.set(w.id, g);
+        workers[g] = w;
+        ownerOf[g++] = e;
       }
     }
     let size = 0;

@@ -131,7 +131,9 @@ export function allocate(input: AllocatorInput): Map<string, EndpointAllocation>
     serveOne(s, fleet);
     if (s.left > 0 && !s.blocked) queue.push(s);
   }
-  return new Map([...states].map(([id, s]) => [id, s.out]));
+  const decided = new Map<string, EndpointAllocation>();
+  for (const [id, s] of states) decided.set(id, s.out);
+  return decided;
 }
 
 /** Whether `a`'s next request goes before `b`'s (rule 1). */

@@ -186,14 +186,34 @@ export class FreeDevices {
     for (const model of models ?? [ANY_MODEL]) {
       const host = (image !== undefined ? this.imageIndex(image).best(model, count) : null) ?? this.index.best(model, count);
       if (!host) continue;
-      // The devices on the chosen host: placement's own choice, asked of that host alone.
-      const placed = placeWorker([this.view(host)], { count, ...(model !== ANY_MODEL ? { types: [model] } : {}), ...(image !== undefined ? { image } : {}) });
-      if ('refused' in placed) continue;
+      const placed = this.devicesOn(host, count, model, image);
+      if (!placed) continue;
       host.workers++;
       this.take(host, placed.deviceIds, placed.gpuType);
       return { host: host.order, deviceIds: placed.deviceIds, gpuType: placed.gpuType };
     }
     return null;
+  }
+
+  /**
+   * The devices placement gives on the chosen host. Where only one model is free there, or a
+   * model is named, they are the first free ones of it in device order (placement's pickOfType),
+   * taken here without a copy of the host; otherwise placement itself is asked of that host alone.
+   */
+  private devicesOn(host: HostState, count: number, model: string, image: string | undefined): { deviceIds: string[]; gpuType: string } | null {
+    let only: string | null = model !== ANY_MODEL ? model : null;
+    if (only === null && host.freeOf.size === 1) only = host.freeOf.keys().next().value!;
+    if (only === null) {
+      const placed = placeWorker([this.view(host)], { count, ...(image !== undefined ? { image } : {}) });
+      return 'refused' in placed ? null : placed;
+    }
+    const { load } = host;
+    const ids: string[] = [];
+    for (let k = 0; k < load.gpus.length && ids.length < count; k++) {
+      const id = load.gpus[k]!;
+      if ((load.gpuTypes?.[k] ?? '') === only && !load.gpusInUse.has(id) && !host.taken?.has(id)) ids.push(id);
+    }
+    return ids.length === count ? { deviceIds: ids, gpuType: only } : null;
   }
 
   /** Free devices of `model` on a host now. */
