@@ -15,7 +15,7 @@ const LAYERS = [
   ['pool', '^src/pool/'],
   ['services', '^src/services/'],
   ['http', '^src/http/'],
-  ['features', '^src/(images|openai|metrics|console)/'],
+  ['features', '^src/(images|openai|metrics|console|tracing)/'],
   ['composition', '^src/(gateway|server)\\.ts$'],
   ['cli', '^src/cli/'],
 ];

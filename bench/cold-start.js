@@ -30,8 +30,17 @@
  *   launch    spawn → the driver's start resolved (container: placement, create and start
  *             calls to the engine; process: the spawn call), from the worker log's `started` note
  *
+ * Warm pool (--flashboot, with --driver docker): the container endpoint has `flashboot: true`;
+ * after a first run each run waits until its worker is paused (not gone) and measures the
+ * resume instead: `spawn` and `ready` count from the resume request (the worker log's
+ * `resuming` note), and the `ready` phase is then the unpause and the worker's next poll.
+ *
+ * The three ways up, on the engine alone (--paths: create+start, start of a kept container,
+ * resume of a paused one, each to the worker's first job-take): see bench/cold-start-paths.js.
+ *
  * usage: npm run build && node bench/cold-start.js [--runs N] [--worker node|python] [--json]
  *          [--driver process|docker|both] [--image IMAGE] [--docker-host unix:///…] [--python PATH]
+ *          [--flashboot] [--paths]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -50,10 +59,18 @@ const { values } = parseArgs({
     image: { type: 'string' },
     'docker-host': { type: 'string', default: 'unix:///run/gantry-test-docker/a/docker.sock' },
     python: { type: 'string', default: 'python3' },
+    flashboot: { type: 'boolean', default: false },
+    paths: { type: 'boolean', default: false },
   },
 });
 const runs = Number(values.runs);
 if (!Number.isInteger(runs) || runs < 1 || runs > 100) throw new Error('--runs must be an integer from 1 to 100');
+if (values.paths) {
+  const { runPaths } = await import('./cold-start-paths.js');
+  await runPaths({ ...values, worker: values.worker === 'node' ? 'node' : 'python' }, runs);
+  process.exit(0);
+}
+if (values.flashboot && values.driver !== 'docker') throw new Error('--flashboot needs --driver docker (the warm pool pauses containers)');
 const COMMANDS = {
   node: `node ${JSON.stringify(join(ROOT, 'dist/src/cli/main.js'))} worker ${JSON.stringify(join(ROOT, 'dist/examples/echo-worker.js'))}`,
   python: `${values.python} -u ${JSON.stringify(join(ROOT, 'test/e2e/fixtures/runpod_like_worker.py'))} --handler echo`,
@@ -101,19 +118,24 @@ async function until(check, timeoutMs, what) {
   }
 }
 
-/** One cold start of endpoint `id`: waits for its pool to be empty, runs a job, returns the phases. */
-async function coldStart(id, i) {
+/** One cold start of endpoint `id`: waits for its pool to be empty (or, resuming, its worker paused), runs a job, returns the phases. */
+async function coldStart(id, i, resuming = false) {
   const pool = () => gantry.gateway.autoscaler.view.workers(id) ?? [];
-  await until(() => pool().length === 0, 60_000, 'the pool to be empty');
+  if (resuming) await until(() => pool().length === 1 && pool()[0].state === 'paused', 60_000, 'the worker to be paused');
+  else await until(() => pool().length === 0, 60_000, 'the pool to be empty');
   // The pool forgets a worker once it exits; note its timestamps while it is alive.
   let seen;
   let launched;
+  let resumedAt;
+  const t0 = Date.now();
   const watch = setInterval(() => {
     const w = pool()[0];
-    if (w?.readyAt) seen = w;
-    if (w && launched === undefined) launched = gantry.gateway.autoscaler.view.logs(id, w.id, 20)?.find((l) => l.line.startsWith('started:'))?.at;
+    const log = w ? (gantry.gateway.autoscaler.view.logs(id, w.id, 500) ?? []) : [];
+    // Resuming: `spawn` and `ready` count from this run's resume request (its log note).
+    if (resuming && w && resumedAt === undefined) resumedAt = log.find((l) => l.line.startsWith('resuming (') && l.at >= t0)?.at;
+    if (w?.readyAt && (!resuming || (resumedAt !== undefined && w.readyAt >= resumedAt))) seen = resuming ? { ...w, startedAt: resumedAt } : w;
+    if (w && !resuming && launched === undefined) launched = log.find((l) => l.line.startsWith('started:'))?.at;
   }, 1);
-  const t0 = Date.now();
   const job = await post(`/v2/${id}/runsync?wait=60000`, { input: { run: i } });
   const t1 = Date.now();
   if (job.status !== 'COMPLETED') throw new Error(`run ${i}: ${JSON.stringify(job)}`);
@@ -142,9 +164,11 @@ const endpoints = {
 };
 const measured = Object.fromEntries(Object.keys(endpoints).map((k) => [k, []]));
 try {
-  for (const { id, worker } of Object.values(endpoints)) await post('/admin/v1/endpoints', { id, workersMax: 1, idleTimeout: 1, worker });
+  for (const { id, worker } of Object.values(endpoints)) await post('/admin/v1/endpoints', { id, workersMax: 1, idleTimeout: 1, worker, ...(values.flashboot ? { flashboot: true } : {}) });
+  // The warm pool's first worker is a fresh container: started once, then every run resumes it.
+  if (values.flashboot) await coldStart(endpoints.docker.id, -1);
   for (let i = 0; i < runs; i++) {
-    for (const [driver, { id }] of Object.entries(endpoints)) measured[driver].push(await coldStart(id, i));
+    for (const [driver, { id }] of Object.entries(endpoints)) measured[driver].push(await coldStart(id, i, values.flashboot));
   }
 } finally {
   // Keeps the event loop alive while close() waits for background threads that are unref'd.
@@ -167,7 +191,7 @@ if (values.json) {
   console.log(JSON.stringify({ worker: values.worker, runs, machine, summaries, containerAddsMs: added, measured }, null, 2));
 } else {
   for (const [driver, summary] of Object.entries(summaries)) {
-    console.log(`cold start, ${values.worker} worker as a ${driver === 'docker' ? `container (${values.image})` : 'local process'}, ${runs} runs (${machine})`);
+    console.log(`${values.flashboot ? 'resume from the warm pool (flashboot)' : 'cold start'}, ${values.worker} worker as a ${driver === 'docker' ? `container (${values.image})` : 'local process'}, ${runs} runs (${machine})`);
     console.log('phase      median ms   max ms');
     for (const k of keys) console.log(`${k.padEnd(10)} ${String(summary[k].median).padStart(9)} ${String(summary[k].max).padStart(8)}`);
     if (driver === 'process') {

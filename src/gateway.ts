@@ -10,11 +10,12 @@ import { adminRoutes } from './http/admin-routes.js';
 import { clientRoutes } from './http/client-routes.js';
 import type { FileLinks } from './http/file-links.js';
 import { createRouteTable, type RouteTable } from './http/route-table.js';
+import { createLogFeed } from './http/log-feed.js';
 import type { HttpServices } from './http/server.js';
 import { workerRoutes } from './http/worker-routes.js';
 import { createEndpointService, type EndpointService } from './jobs/endpoint-service.js';
 import type { WorkerSettings } from './jobs/endpoint-settings.js';
-import { observeTransitions, type JobObserver } from './jobs/job-observer.js';
+import { joinJobObservers, observeTransitions, type JobObserver, type SubmitTracer } from './jobs/job-observer.js';
 import { createJobService, type JobService } from './jobs/job-service.js';
 import type { PoolView } from './jobs/pool-view.js';
 import { QueueGauge, type SpaceCheck } from './jobs/queue-gauge.js';
@@ -29,9 +30,12 @@ import { createDriverSet } from './pool/driver-set.js';
 import { createLocalProcessDriver } from './pool/local-process-driver.js';
 import type { WorkerDriver } from './pool/driver.js';
 import { createKeyService, type KeyService } from './security/keys.js';
+import { createAuditLog, type AuditLog } from './security/audit-log.js';
 import { createRegistryCredentials, type RegistryCredentials } from './security/registry-credentials.js';
 import type { SecretBox } from './security/secret-box.js';
 import { createWorkerMeters } from './pool/worker-meters.js';
+import { createJobHolders } from './pool/job-holders.js';
+import { createLogWriter, type LogWriter } from './pool/log-writer.js';
 import { createAutoscaler, type Autoscaler } from './services/autoscaler.js';
 import { createImagePrepuller, type ImagePrepuller } from './services/image-prepuller.js';
 import { createReaper, type Reaper } from './services/reaper.js';
@@ -66,8 +70,10 @@ export interface GatewayOptions {
 export interface GatewayObservers {
   /** Told of every committed job transition. */
   jobs?: JobObserver;
-  /** The fetch the webhook sender calls webhooks with (a wrapper that counts outcomes). */
+  /** The fetch the webhook sender calls webhooks with (a wrapper that counts outcomes, one that traces deliveries). */
   webhookFetch?: typeof fetch;
+  /** Makes each new job's submit span and trace context (the tracing feature); none: nothing traced, nothing stored. */
+  submits?: SubmitTracer;
 }
 
 /** The parts of one gateway, wired: what src/server.ts runs and serves. */
@@ -76,6 +82,8 @@ export interface Gateway {
   readonly endpoints: EndpointService;
   /** Registry logins saved once and named by endpoints' `worker.registryCredentials`. */
   readonly registry: RegistryCredentials;
+  /** Who changed what through the admin API, and every console sign-in. */
+  readonly audit: AuditLog;
   readonly transitions: JobTransitions;
   readonly jobs: JobService;
   readonly workers: WorkerService;
@@ -86,6 +94,8 @@ export interface Gateway {
   readonly webhooks: WebhookSender;
   /** Pulls the images of endpoints with `worker.prepull` onto the hosts ahead of need. */
   readonly prepuller: ImagePrepuller;
+  /** Stores the pool workers' lines in batches (docs/logs.md): its counts of lines written and dropped. */
+  readonly logs: Pick<LogWriter, 'flush' | 'stats'>;
   /** Worker settings features provide for their endpoints (the image workers). */
   readonly builtIns: Map<string, WorkerSettings>;
   /** The one route table: the client, worker and admin routes, and those features add (/files, OpenAI, …). */
@@ -110,15 +120,17 @@ export function createGateway(options: GatewayOptions): Gateway {
   const endpoints = createEndpointService({ store, notifier, secrets, now });
   const registry = createRegistryCredentials({ store, secrets, now });
   const plainTransitions = createJobTransitions({ store, notifier, logger, now, meterOf: createMeterOf({ endpoints }) });
-  const jobObserver = options.observers?.jobs;
-  const transitions = jobObserver ? observeTransitions(plainTransitions, jobObserver) : plainTransitions;
+  // Worker logs (docs/logs.md): which job each pool worker holds, and the batched writer of their lines.
+  const holders = createJobHolders(now);
+  const logs = createLogWriter({ store, clock, logger, limits: { linesPerSecond: config.logLinesPerSecond, burstLines: config.logBurstLines } });
+  const transitions = observeTransitions(plainTransitions, joinJobObservers(holders.observer, options.observers?.jobs));
   // Which workers may still be handed jobs: not those the pool is stopping, nor silent ones (docs/worker-protocol.md).
   const liveness = createWorkerLiveness({ now, defaultPingIntervalMs: workerPingIntervalMs(config) });
   const takeQueue = workerTakeQueue(transitions, liveness, logger, now);
   const builtIns = new Map<string, WorkerSettings>();
   const driver = options.driver ?? createDrivers(options, clock, registry);
   // meters: the pools' worker seconds (docs/api.md, "Usage").
-  const autoscaler = createAutoscaler({ store, endpoints, keys, transitions, notifier, driver, builtIns, baseUrl: options.baseUrl, config, logger, clock, meters: createWorkerMeters({ store, clock, logger }) });
+  const autoscaler = createAutoscaler({ store, endpoints, keys, transitions, notifier, driver, builtIns, baseUrl: options.baseUrl, config, logger, clock, meters: createWorkerMeters({ store, clock, logger }), logs, holders });
   const pool: PoolView = autoscaler.view;
   const prepuller = createImagePrepuller({ endpoints, driver, notifier, everyMs: Math.max(config.autoscalerIntervalMs, 1_000), logger, clock });
   const waiters = createJobWaiters();
@@ -126,18 +138,21 @@ export function createGateway(options: GatewayOptions): Gateway {
   const gauge = new QueueGauge({ store, factor: config.queueLimitFactor, maxInputBytes: config.queueMaxInputBytes, ...(options.disk ? { space: options.disk } : {}), logger, now });
   const outbound = createOutboundPolicy(config.outboundAllow);
   const quotas = createKeyQuotas({ store, now }); // budgets and job caps per key, checked at each submit
-  const jobs = createJobService({ store, transitions, endpoints, gauge, waiters, pool, secrets, config, outbound, quotas, now });
+  const tracer = options.observers?.submits;
+  const jobs = createJobService({ store, transitions, endpoints, gauge, waiters, pool, secrets, config, outbound, quotas, ...(tracer ? { tracer } : {}), now });
   const workers = createWorkerService({ store, transitions, takeQueue, stopSignals, liveness, notifier, secrets, config, logger, now });
   const rateLimiter = createRateLimiter(config.rateLimits, now);
+  const audit = createAuditLog({ store, logger, now }); // admin changes and console sign-ins (docs/security.md)
   const reaper = createReaper({ transitions, workers, store, config, logger, clock });
   const webhooks = createWebhookSender({ store, endpoints, secrets, notifier, config, logger, clock, outbound, ...(options.observers?.webhookFetch ? { fetch: options.observers.webhookFetch } : {}) });
-  const unsubscribe = subscribeDispatch(notifier, { takeQueue, waiters, stopSignals, endpoints, liveness });
-  const http: HttpServices = { jobs, workers, endpoints, keys, quotas, registry, rateLimiter, pool, workerRows: store, usage: store, config, logger, now, clientAddress: createClientAddress(config.trustedProxies), ...(options.fileLinks ? { fileLinks: options.fileLinks } : {}) };
+  const unsubscribe = subscribeDispatch(notifier, { takeQueue, waiters, stopSignals, endpoints, liveness, workers });
+  const http: HttpServices = { jobs, workers, endpoints, keys, quotas, registry, rateLimiter, pool, workerRows: store, usage: store, logs: store, logFeed: createLogFeed({ store, clock, logger }), config, logger, now, clientAddress: createClientAddress(config.trustedProxies), audit, ...(options.fileLinks ? { fileLinks: options.fileLinks } : {}) };
   const routes = coreRoutes(http);
   return {
     keys,
     endpoints,
     registry,
+    audit,
     transitions,
     jobs,
     workers,
@@ -146,6 +161,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     reaper,
     webhooks,
     prepuller,
+    logs,
     builtIns,
     routes,
     http,
@@ -201,7 +217,7 @@ function createDrivers(options: GatewayOptions, clock: Clock, registry: Registry
 /** Events → the waiting parts of this gateway: job-take long-polls, job waiters, stop lists, caches. */
 function subscribeDispatch(
   notifier: Notifier,
-  parts: { takeQueue: TakeQueue; waiters: JobWaiters; stopSignals: StopSignals; endpoints: EndpointService; liveness: WorkerLiveness },
+  parts: { takeQueue: TakeQueue; waiters: JobWaiters; stopSignals: StopSignals; endpoints: EndpointService; liveness: WorkerLiveness; workers: Pick<WorkerService, 'resumed'> },
 ): () => void {
   return notifier.subscribe((event) => {
     switch (event.type) {
@@ -218,6 +234,9 @@ function subscribeDispatch(
         parts.liveness.markStopping(event.workerId);
         parts.takeQueue.release(event.endpointId, event.workerId);
         return parts.stopSignals.release(event.workerId);
+      case 'worker-resuming':
+        parts.workers.resumed(event.workerId);
+        return parts.liveness.resumed(event.workerId);
       default:
         return;
     }

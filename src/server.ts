@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { loadConfig, poolStopGraceMs, type GantryConfig } from './config/config.js';
-import { createGateway, type Gateway } from './gateway.js';
+import { createGateway, type Gateway, type GatewayObservers } from './gateway.js';
 import { createFileLinks } from './http/file-links.js';
 import { createBodyBudget, type BodyBudget } from './http/body.js';
 import { connectionCap, guardConnections } from './http/connection-guard.js';
@@ -14,7 +14,10 @@ import { setUpOpenAiFeature } from './openai/openai-feature.js';
 import { setUpConsole } from './console/console-feature.js';
 import { createMinuteRecorder, joinObservers } from './console/minute-recorder.js';
 import { loadMetricsConfig, type MetricsConfig } from './metrics/metrics-config.js';
-import { createMetrics } from './metrics/metrics-feature.js';
+import { createMetrics, type Metrics } from './metrics/metrics-feature.js';
+import type { JobObserver } from './jobs/job-observer.js';
+import { loadTracingConfig } from './tracing/tracing-config.js';
+import { createTracing, type Tracing } from './tracing/tracing-feature.js';
 import type { KeyService } from './security/keys.js';
 import { createSecretBox, loadSecretKey } from './security/secret-box.js';
 import { createOutboundFetch, createOutboundPolicy } from './security/outbound.js';
@@ -94,6 +97,8 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   let url = '';
   // With GANTRY_METRICS=off nothing is wrapped or counted (docs/metrics.md).
   const metrics = metricsConfig.access === 'off' ? undefined : createMetrics();
+  // OpenTelemetry traces only when the OTEL_* variables ask for them (docs/observability.md): otherwise nothing is made or wrapped.
+  const tracing = startTracing(env, clock, logger);
   // Per-minute job aggregates for the console's charts (docs/console.md).
   const minutes = createMinuteRecorder(clock.now);
   const fileSigningKey = deriveFileSigningKey(secretKey);
@@ -108,17 +113,14 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
     // Links to the image endpoints' files as each client reached the gateway (GANTRY_PUBLIC_URL unset).
     fileLinks: createFileLinks({ publicUrl: config.publicUrl, verify: (key, expires, sig) => verifyFileSignature(fileSigningKey, key, expires, sig, clock.now()) }),
     disk,
-    observers: {
-      jobs: joinObservers(minutes.observer, metrics?.jobs),
-      ...(metrics ? { webhookFetch: metrics.webhooks.wrapFetch(createOutboundFetch(createOutboundPolicy(config.outboundAllow), { maxSockets: WEBHOOK_CONCURRENCY })) } : {}),
-    },
+    observers: observersOf(config, minutes.observer, metrics, tracing),
   });
   const adminKey = await ensureAdminKey(gateway.keys, config.adminKey);
   const images = await setUpImageFeature({ config, endpoints: gateway.endpoints, routes: gateway.routes, builtIns: gateway.builtIns, fileSigningKey, logger, now: clock.now });
   const openai = setUpOpenAiFeature({ routes: gateway.routes, ...gateway.http });
   await setUpConsole({ routes: gateway.routes, http: gateway.http, publicUrl: config.publicUrl, now: clock.now, minutes, consolePassword: config.consolePassword, secretKey });
   minutes.start({ store, endpoints: gateway.endpoints, logger, clock });
-  metrics?.serve({ config: metricsConfig, routes: gateway.routes, keys: gateway.keys, endpoints: gateway.endpoints, jobs: gateway.jobs, isLeader: () => leader.isLeader() });
+  metrics?.serve({ config: metricsConfig, routes: gateway.routes, keys: gateway.keys, endpoints: gateway.endpoints, jobs: gateway.jobs, isLeader: () => leader.isLeader(), pool: gateway.autoscaler.view });
   const readiness = createReadiness({ store, health: storeHealth, disk, logger });
 
   const { bodies, jsonThreads } = bodyReading(config);
@@ -136,8 +138,31 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
 
   let closing: Promise<void> | undefined;
   const stopGraceMs = poolStopGraceMs(config);
-  const close = (): Promise<void> => shutDown({ logger, readiness, listener, gateway, singletons, poller, images, openai, minutes, server, notifier, store, storeHealth, disk, stopGraceMs, jsonThreads });
+  const close = (): Promise<void> => shutDown({ logger, readiness, listener, gateway, singletons, poller, images, openai, minutes, server, notifier, store, storeHealth, disk, stopGraceMs, jsonThreads, tracing });
   return { gateway, server, url, port, adminKey, leader, bodies, jsonThreads, close: () => (closing ??= close()) };
+}
+
+/** The tracing feature when the OTEL_* variables turn it on (tracing/tracing-config.ts); undefined otherwise. */
+function startTracing(env: NodeJS.ProcessEnv, clock: Clock, logger: Logger): Tracing | undefined {
+  const config = loadTracingConfig(env);
+  return config ? createTracing(config, { now: clock.now, logger }) : undefined;
+}
+
+/**
+ * What the features watch in the gateway: the console's minutes, the metrics and the traces
+ * observe the jobs; the webhook sender's fetch is counted by the metrics and traced by the
+ * tracing feature (neither: the sender's own); the tracing feature makes each job's submit span.
+ */
+function observersOf(config: GantryConfig, minutes: JobObserver, metrics: Metrics | undefined, tracing: Tracing | undefined): GatewayObservers {
+  const observers: GatewayObservers = { jobs: joinObservers(joinObservers(minutes, metrics?.jobs), tracing?.jobs) };
+  if (metrics || tracing) {
+    let wrapped = createOutboundFetch(createOutboundPolicy(config.outboundAllow), { maxSockets: WEBHOOK_CONCURRENCY });
+    if (metrics) wrapped = metrics.webhooks.wrapFetch(wrapped);
+    if (tracing) wrapped = tracing.wrapFetch(wrapped);
+    observers.webhookFetch = wrapped;
+  }
+  if (tracing) observers.submits = tracing.submits;
+  return observers;
 }
 
 /**
@@ -190,6 +215,8 @@ interface Running {
   storeHealth: { stop(): void };
   disk: { stop(): Promise<void> };
   jsonThreads: JsonThreads | undefined;
+  /** Exports the spans still waiting; undefined with tracing off. */
+  tracing: Pick<Tracing, 'shutdown'> | undefined;
 }
 
 /**
@@ -225,6 +252,7 @@ async function shutDown(r: Running): Promise<void> {
   r.storeHealth.stop();
   await r.disk.stop();
   await r.jsonThreads?.close();
+  await r.tracing?.shutdown();
   await r.store.close();
   r.logger.info({ ms: Date.now() - began }, 'shutdown finished');
 }

@@ -6,10 +6,11 @@
 import { DEFAULT_LOG_LINES, MAX_LOG_LINES } from '../http/pool-routes.js';
 import { ENDPOINT_DEFAULTS, INTEGER_FIELDS } from '../jobs/endpoint-settings.js';
 import { isObject } from '../model/json.js';
-import { SCALER_TYPES, type Endpoint, type EndpointRateLimits, type EndpointSettings, type EndpointWorker, type ScalerType, type WorkerHost, type WorkerListing } from '../sdk/admin-client.js';
+import { SCALER_TYPES, type ColdStartSummary, type Endpoint, type EndpointRateLimits, type EndpointSettings, type EndpointWorker, type ScalerType, type WorkerHost, type WorkerListing } from '../sdk/admin-client.js';
 import { expectPositionals, parseFlags, parseInteger, range, UsageError, type ParsedFlags } from './args.js';
 import { ADMIN_CONNECTION_HELP, ADMIN_OPTIONS, connectAdmin } from './connection.js';
 import { formatTable, formatTime, printFields, printJson } from './output.js';
+import { formatLogLine } from './logs-command.js';
 import { dispatch, listSubcommands, type Subcommand } from './subcommands.js';
 import { describeWorker, isContainerSpec, namesWholeWorker, WORKER_HELP, WORKER_OPTIONS, workerFlagsGiven, workerFromFlags } from './worker-flags.js';
 
@@ -27,6 +28,10 @@ const ENDPOINT_OPTIONS = {
   'webhook-secret': { type: 'string' },
   'rate-limits': { type: 'string' },
   'price-per-second': { type: 'string' },
+  priority: { type: 'string' },
+  'share-weight': { type: 'string' },
+  preemptible: { type: 'string' },
+  flashboot: { type: 'string' },
 } as const;
 
 const ENDPOINT_UPDATE_OPTIONS = { ...ENDPOINT_OPTIONS, 'no-worker': { type: 'boolean' } } as const;
@@ -42,6 +47,8 @@ const INTEGER_FLAGS: [flag: keyof EndpointFlags & string, setting: IntegerSettin
   ['execution-timeout-ms', 'executionTimeoutMs', 'longest a job may run, ms'],
   ['scaler-value', 'scalerValue', 'seconds of queue delay / requests per worker'],
   ['max-attempts', 'maxAttempts', 'runs of a job before a lost worker fails it'],
+  ['priority', 'priority', "who gets the fleet's GPUs first, higher first"],
+  ['share-weight', 'shareWeight', 'weight of its GPU share among equal priorities'],
 ];
 
 const SETTINGS_HELP = `settings:
@@ -54,7 +61,11 @@ ${WORKER_HELP}
   --rate-limits LIMITS           this endpoint's rate limits: "off", "default", or JSON such as
                                  '{"run":{"per10s":5000,"concurrent":500},"status":"off"}'
   --price-per-second USD         USD per second of execution (at most 10 decimals), billed to
-                                 the submitting key in 'gantry usage'; "none" removes it`;
+                                 the submitting key in 'gantry usage'; "none" removes it
+  --preemptible true|false       its running workers may be stopped for a higher priority,
+                                 their jobs requeued uncounted (default false)
+  --flashboot true|false         idle container workers are paused with their GPUs and resumed
+                                 for the next job: a warm pool (default false)`;
 
 const endpointSubcommands: Record<string, Subcommand> = {
   create: { summary: 'create an endpoint', usage: `usage: gantry endpoints create ID [settings] [options]\n\n${SETTINGS_HELP}\n\n${ADMIN_CONNECTION_HELP}`, run: endpointsCreate },
@@ -175,12 +186,18 @@ async function endpointsWorkers(argv: string[]): Promise<number> {
  *
  * @example formatWorkerListing(await admin.workerListing('sd'))
  */
-export function formatWorkerListing(listing: Pick<WorkerListing, 'workers' | 'hosts'>): string {
+export function formatWorkerListing(listing: Pick<WorkerListing, 'workers' | 'hosts' | 'coldStarts'>): string {
   const { workers } = listing;
   const hosts = listing.hosts ?? []; // gateways before the hosts view send none
   const parts = [workers.length === 0 ? 'no workers' : formatTable(['ID', 'STATE', 'MANAGED', 'PID', 'HOST', 'CONTAINER', 'JOBS', 'RESTARTS', 'STARTED', 'REASON'], workers.map(workerRow))];
   const used = hosts.some((h) => h.state !== 'unknown') || workers.some((w) => w.host);
   if (hosts.length > 0 && used) parts.push(formatTable(['HOST', 'STATE', 'ENGINE', 'GPUS USED/TOTAL', 'WORKERS', 'ERROR'], hosts.map(hostRow)));
+  const cold = listing.coldStarts;
+  if (cold && cold.count > 0) {
+    const ms = (v: number | null): string => (v === null ? '-' : `${v} ms`);
+    const row = (kind: string, c: ColdStartSummary): string[] => [kind, String(c.count), ms(c.p70Ms), ms(c.p90Ms), ms(c.p98Ms), ms(c.lastMs)];
+    parts.push(formatTable(['COLD STARTS', 'COUNT', 'P70', 'P90', 'P98', 'LAST'], [row('all', cold), row('start', cold.start), row('resume', cold.resume)]));
+  }
   return parts.join('\n\n');
 }
 
@@ -200,7 +217,7 @@ async function endpointsLogs(argv: string[]): Promise<number> {
   const lines = values.lines === undefined ? undefined : parseInteger('--lines', values.lines, 1, MAX_LOG_LINES);
   const log = await connectAdmin(values).workerLogs(id, workerId, lines);
   if (values.json) printJson(log);
-  else for (const l of log) console.log(`${l.at} ${l.stream.padEnd(6)} ${l.line}`);
+  else for (const l of log) console.log(formatLogLine(l));
   return 0;
 }
 
@@ -223,6 +240,12 @@ function endpointSettings(values: EndpointFlags): EndpointSettings {
   const secret = values['webhook-secret'];
   if (secret !== undefined) settings.webhookSecret = secret === 'none' ? null : secret;
   if (values['rate-limits'] !== undefined) settings.rateLimits = parseRateLimitsFlag(values['rate-limits']);
+  for (const flag of ['preemptible', 'flashboot'] as const) {
+    const value = values[flag];
+    if (value === undefined) continue;
+    if (value !== 'true' && value !== 'false') throw new UsageError(`--${flag} must be true or false, got '${value}'`);
+    settings[flag] = value === 'true';
+  }
   const price = values['price-per-second'];
   if (price !== undefined) {
     if (price !== 'none' && !/^\d+(\.\d{1,10})?$/.test(price)) throw new UsageError(`--price-per-second must be USD with at most 10 decimals, or none, got '${price}'`);

@@ -5,10 +5,12 @@
  */
 import { codeSchemaVersion } from '../store/migrations.js';
 import { packageVersion } from '../util/package-version.js';
+import { auditCommandSpec } from './audit-command.js';
 import { backupCommand, restoreCommand } from './backup-command.js';
 import { endpointsCommand } from './endpoint-commands.js';
 import { jobCommands } from './job-commands.js';
 import { keysCommand } from './key-commands.js';
+import { logsCommandSpec } from './logs-command.js';
 import { registryCredentialsCommand } from './registry-commands.js';
 import { serveCommand } from './serve-command.js';
 import { listSubcommands, runSubcommand } from './subcommands.js';
@@ -38,6 +40,8 @@ const commands: Record<string, Command> = {
   backup: { summary: backupCommand.summary, args: 'FILE', run: (argv) => runSubcommand('gantry backup', backupCommand, argv) },
   restore: { summary: restoreCommand.summary, args: 'FILE', run: (argv) => runSubcommand('gantry restore', restoreCommand, argv) },
   usage: { summary: usageCommandSpec.summary, args: '', run: (argv) => runSubcommand('gantry usage', usageCommandSpec, argv) },
+  audit: { summary: auditCommandSpec.summary, args: '', run: (argv) => runSubcommand('gantry audit', auditCommandSpec, argv) },
+  logs: { summary: logsCommandSpec.summary, args: 'ENDPOINT', run: (argv) => runSubcommand('gantry logs', logsCommandSpec, argv) },
 };
 
 const USAGE = `usage: gantry <command> [options]
@@ -46,7 +50,7 @@ commands:
 ${listSubcommands(commands, (name) => `${name} ${commands[name]?.args ?? ''}`.trimEnd())}
 
 Most commands talk to a gateway: GANTRY_URL (default http://localhost:8080), GANTRY_API_KEY
-for the job commands, GANTRY_ADMIN_KEY for keys, registry credentials, endpoints and usage.
+for the job commands, GANTRY_ADMIN_KEY for keys, registry credentials, endpoints, usage and audit.
 --json prints JSON for scripts. Run 'gantry <command> --help' for its options and their
 ranges; docs/cli.md has more.
 

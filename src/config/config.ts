@@ -43,6 +43,16 @@ export interface GantryConfig {
   syncRetentionMs: number;
   /** Days the console charts' per-minute aggregates are kept (GANTRY_MINUTES_KEEP_DAYS); at least the charts' longest span (1 day). */
   minutesKeepDays: number;
+  /** Days pool workers' log lines are kept in the store (GANTRY_LOG_KEEP_DAYS). */
+  logKeepDays: number;
+  /** Lines of worker logs kept per endpoint, the oldest deleted first (GANTRY_LOG_MAX_LINES_PER_ENDPOINT). */
+  logMaxLinesPerEndpoint: number;
+  /** Lines a second each pool worker may print into the store over time; more are counted and dropped (GANTRY_LOG_LINES_PER_SECOND). */
+  logLinesPerSecond: number;
+  /** The burst of lines a worker may print at once beyond that rate (GANTRY_LOG_BURST_LINES). */
+  logBurstLines: number;
+  /** Days audit log entries are kept (GANTRY_AUDIT_KEEP_DAYS); the leader's reaper deletes older ones. */
+  auditKeepDays: number;
   /** Delay between webhook attempts (GANTRY_WEBHOOK_RETRY_MS); attempts are 1 + 2 retries. */
   webhookRetryMs: number;
   /** Request timeout of one webhook call (GANTRY_WEBHOOK_TIMEOUT_MS). */
@@ -104,6 +114,11 @@ export const DEFAULTS: GantryConfig = {
   asyncRetentionMs: 30 * 60_000,
   syncRetentionMs: 60_000,
   minutesKeepDays: 7,
+  logKeepDays: 7,
+  logMaxLinesPerEndpoint: 200_000,
+  logLinesPerSecond: 100,
+  logBurstLines: 1_000,
+  auditKeepDays: 90,
   webhookRetryMs: 10_000,
   webhookTimeoutMs: 10_000,
   outboundAllow: [],
@@ -137,6 +152,11 @@ const INT_VARS: [keyof GantryConfig, string, number, number][] = [
   ['asyncRetentionMs', 'GANTRY_ASYNC_RETENTION_MS', 1_000, 7 * 86_400_000],
   ['syncRetentionMs', 'GANTRY_SYNC_RETENTION_MS', 1_000, 7 * 86_400_000],
   ['minutesKeepDays', 'GANTRY_MINUTES_KEEP_DAYS', 1, 3_650],
+  ['logKeepDays', 'GANTRY_LOG_KEEP_DAYS', 1, 3_650],
+  ['logMaxLinesPerEndpoint', 'GANTRY_LOG_MAX_LINES_PER_ENDPOINT', 1_000, 1e9],
+  ['logLinesPerSecond', 'GANTRY_LOG_LINES_PER_SECOND', 1, 100_000],
+  ['logBurstLines', 'GANTRY_LOG_BURST_LINES', 1, 1_000_000],
+  ['auditKeepDays', 'GANTRY_AUDIT_KEEP_DAYS', 1, 3_650],
   ['webhookRetryMs', 'GANTRY_WEBHOOK_RETRY_MS', 0, 3_600_000],
   ['webhookTimeoutMs', 'GANTRY_WEBHOOK_TIMEOUT_MS', 100, 300_000],
   ['pgPoolSize', 'GANTRY_PG_POOL_SIZE', 2, 1000],

@@ -7,11 +7,16 @@ import { AppError, routeNotFound } from '../model/errors.js';
 import { sendCharts } from './charts-route.js';
 import { sendJobPage } from './job-page-route.js';
 import type { MinuteRecorder } from './minute-recorder.js';
-import { csrfMatches, SESSION_DEFAULTS, type ConsoleSession, type SessionTable } from './sessions.js';
-import type { SignInGuard } from './sign-in.js';
+import { markConsoleSession } from '../http/audit-routes.js';
+import type { AuditActor } from '../store/audit-store.js';
+import { csrfMatches, sessionRef, SESSION_DEFAULTS, type ConsoleSession, type SessionTable } from './sessions.js';
+import { SIGN_IN_LIMITS, type SignedIn, type SignInGuard } from './sign-in.js';
+import { isObject } from '../model/json.js';
 
 /** The session cookie's name; its path is /console, so no other route ever receives it. */
 export const SESSION_COOKIE = 'gantry_console';
+/** The known-browser cookie (sign-in.ts): sent only to the sign-in route, so a browser that signed in before is spared the waits others' guesses cause. */
+export const KNOWN_BROWSER_COOKIE = 'gantry_console_browser';
 
 /** What the console API uses: the services of the admin and client routes, and the sessions. */
 export interface ConsoleApiDeps {
@@ -39,6 +44,10 @@ export function cookieOf(req: IncomingMessage, name: string): string | undefined
 
 function sessionCookie(deps: ConsoleApiDeps, value: string, maxAgeS: number): string {
   return `${SESSION_COOKIE}=${value}; Path=/console; HttpOnly; SameSite=Strict; Max-Age=${maxAgeS}${deps.secureCookie ? '; Secure' : ''}`;
+}
+
+function knownBrowserCookie(deps: ConsoleApiDeps, token: string): string {
+  return `${KNOWN_BROWSER_COOKIE}=${token}; Path=/console/api/session; HttpOnly; SameSite=Strict; Max-Age=${Math.floor(SIGN_IN_LIMITS.knownBrowserMs / 1000)}${deps.secureCookie ? '; Secure' : ''}`;
 }
 
 const unauthorized = (): AppError => new AppError('UNAUTHORIZED', 'Not signed in to the console (POST /console/api/session with an admin key or the console password)');
@@ -95,10 +104,13 @@ export function consoleApiRoutes(deps: ConsoleApiDeps): Route[] {
 async function withSession(deps: ConsoleApiDeps, call: RouteCall, handle: (call: RouteCall) => Promise<void>): Promise<void> {
   const { req, res } = call;
   res.setHeader('cache-control', 'no-store');
-  const session = deps.sessions.get(cookieOf(req, SESSION_COOKIE), deps.now());
-  if (!session) throw unauthorized();
+  const id = cookieOf(req, SESSION_COOKIE);
+  const session = deps.sessions.get(id, deps.now());
+  if (!session || id === undefined) throw unauthorized();
   checkCsrf(req, session);
   req.headers.authorization = `Bearer ${session.key}`;
+  // Changes made through the console are the session's in the audit log.
+  markConsoleSession(req, sessionRef(id));
   return handle(call);
 }
 
@@ -114,6 +126,9 @@ async function sessionRoute(deps: ConsoleApiDeps, { req, res }: RouteCall): Prom
   if (method === 'DELETE') {
     checkCsrf(req, session);
     deps.sessions.close(id);
+    const outcome = await deps.http.keys.authorize(session.key, 'admin');
+    const actor: AuditActor = { kind: 'console', keyId: outcome.ok ? outcome.principal.keyId : null, keyName: outcome.ok ? outcome.principal.keyName : null, session: sessionRef(id!) };
+    await deps.http.audit.record({ action: 'console.sign-out', actor, address: deps.http.clientAddress(req) });
     return sendJson(res, 200, { signedIn: false }, { 'set-cookie': sessionCookie(deps, '', 0) });
   }
   throw new AppError('METHOD_NOT_ALLOWED', `${method} is not allowed on /console/api/session`, undefined, { allow: 'GET, POST, DELETE' });
@@ -122,16 +137,36 @@ async function sessionRoute(deps: ConsoleApiDeps, { req, res }: RouteCall): Prom
 /**
  * Sign-in: the body must be JSON (`Content-Type: application/json`, which a cross-site form
  * cannot send without a CORS preflight this gateway never grants) holding an admin key or the
- * console password (sign-in.ts checks it and counts failures per client address).
+ * console password (sign-in.ts checks it and limits wrong guesses). Every sign-in, right or
+ * wrong, is written to the audit log (refusals at a bounded rate).
  */
 async function signIn(deps: ConsoleApiDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
   if (!(req.headers['content-type'] ?? '').startsWith('application/json')) {
     throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Sign in with a JSON body: Content-Type: application/json');
   }
   const body = await readJsonBody(req, MB / 100);
-  const key = await deps.signIns.verify(deps.http.clientAddress(req), body, deps.now());
+  const address = deps.http.clientAddress(req);
+  const method = isObject(body) && body.password !== undefined ? 'password' : 'key';
+  let signed: SignedIn;
+  try {
+    signed = await deps.signIns.verify({ address, body, knownBrowser: cookieOf(req, KNOWN_BROWSER_COOKIE) }, deps.now());
+  } catch (err) {
+    if (err instanceof AppError && (err.status === 401 || err.status === 429)) {
+      const detail = { method, ...(err.status === 429 ? { retryAfterS: err.extra?.retryAfterS } : {}) };
+      await deps.http.audit.record({ action: 'console.sign-in', outcome: err.status === 429 ? 'limited' : 'failed', actor: NOBODY, address, detail });
+    }
+    throw err;
+  }
   // A new sign-in from this browser ends its previous session (no session outlives its cookie).
   deps.sessions.close(cookieOf(req, SESSION_COOKIE));
-  const { id, session } = deps.sessions.open(key, deps.now());
-  sendJson(res, 200, { signedIn: true, csrfToken: session.csrf }, { 'set-cookie': sessionCookie(deps, id, Math.floor(SESSION_DEFAULTS.maxAgeMs / 1000)) });
+  const { id, session } = deps.sessions.open(signed.key, deps.now());
+  const actor: AuditActor = { kind: 'console', keyId: signed.principal.keyId, keyName: signed.principal.keyName, session: sessionRef(id) };
+  await deps.http.audit.record({ action: 'console.sign-in', actor, address, detail: { method, knownBrowser: signed.knownBrowser } });
+  const cookies = [sessionCookie(deps, id, Math.floor(SESSION_DEFAULTS.maxAgeMs / 1000))];
+  if (signed.knownBrowserToken !== null) cookies.push(knownBrowserCookie(deps, signed.knownBrowserToken));
+  res.setHeader('set-cookie', cookies);
+  sendJson(res, 200, { signedIn: true, csrfToken: session.csrf });
 }
+
+/** The actor of a refused sign-in: nobody known. */
+const NOBODY: AuditActor = { kind: 'anonymous', keyId: null, keyName: null, session: null };

@@ -176,5 +176,6 @@ export function joinObservers(first: JobObserver, second: JobObserver | undefine
     ended: (job) => (first.ended(job), second.ended(job)),
     purged: (endpointId, count) => (first.purged(endpointId, count), second.purged(endpointId, count)),
     requeued: (jobs, why) => (first.requeued(jobs, why), second.requeued(jobs, why)),
+    preempted: (jobs) => (first.preempted?.(jobs), second.preempted?.(jobs)),
   };
 }

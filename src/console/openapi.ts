@@ -1,7 +1,9 @@
 import { DEFAULT_STREAM_WAIT_MS, DEFAULT_SYNC_WAIT_MS } from '../http/client-routes.js';
 import { DEFAULT_LOG_LINES, MAX_LOG_LINES } from '../http/pool-routes.js';
+import { DEFAULT_LOG_PAGE, MAX_LOG_PAGE } from '../http/log-routes.js';
 import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../http/idempotency.js';
 import { MAX_BUDGET_USD, MAX_CONCURRENT_JOBS } from '../http/admin-routes.js';
+import { MAX_AUDIT_PAGE } from '../http/audit-routes.js';
 import { BOOLEAN_FIELDS, ENDPOINT_DEFAULTS, INTEGER_FIELDS, MAX_PRICE_PER_SECOND_USD, MAX_RATE, RATE_LIMITED_OPERATIONS } from '../jobs/endpoint-settings.js';
 import { POLICY_LIMITS } from '../jobs/policy.js';
 import { SCOPES } from '../security/keys.js';
@@ -273,6 +275,19 @@ function adminPaths(): Record<string, Record<string, Operation>> {
     '/admin/v1/endpoints/{endpoint}': { get: op('An endpoint', [id], ref('Endpoint')), patch: op('Change an endpoint\'s settings', [id], ref('Endpoint'), ref('EndpointSettings')), delete: op('Delete an endpoint', [id], deleted) },
     '/admin/v1/endpoints/{endpoint}/workers': { get: op('The endpoint\'s workers and Docker hosts', [id], { type: 'object' }) },
     '/admin/v1/endpoints/{endpoint}/workers/{worker}/logs': { get: op('The last lines of a pool worker\'s output', [id, pathParam('worker', 'Worker id'), intQuery('lines', 'How many lines', 1, MAX_LOG_LINES, DEFAULT_LOG_LINES)], { type: 'object' }) },
+    '/admin/v1/logs': {
+      get: op(
+        'Stored worker log lines, newest page in order printed, filtered; follow=1 or Accept: text/event-stream follows new lines (docs/logs.md)',
+        [
+          ...['endpoint', 'worker', 'job', 'q', 'cursor'].map((name) => ({ name, in: 'query', required: false, schema: { type: 'string' } })),
+          time('since'),
+          time('until'),
+          intQuery('limit', 'Lines per page', 1, MAX_LOG_PAGE, DEFAULT_LOG_PAGE),
+          { name: 'follow', in: 'query', required: false, schema: { type: 'string', enum: ['1'] } },
+        ],
+        { type: 'object' },
+      ),
+    },
     '/admin/v1/usage': {
       get: op(
         'Job meters and pool worker time over [from, to), grouped by key, endpoint and/or day (JSON or CSV)',
@@ -285,7 +300,22 @@ function adminPaths(): Record<string, Record<string, Operation>> {
         { type: 'object' },
       ),
     },
+    '/admin/v1/audit': { get: op('The audit log: admin changes and console sign-ins, newest first (never a secret value)', auditParams(time), { type: 'object' }) },
   };
+}
+
+/** The filters of GET /admin/v1/audit (http/audit-routes.ts). */
+function auditParams(time: (name: string) => Schema): Schema[] {
+  const text = (name: string, description: string) => ({ name, in: 'query', required: false, description, schema: { type: 'string', maxLength: 256 } });
+  return [
+    text('actor', 'A key id, key name or console session reference'),
+    text('action', 'An action (endpoint.update), or a prefix of one ending in a dot (endpoint.)'),
+    text('target', 'The id of what was changed (endpoint, key, registry credential)'),
+    time('since'),
+    time('until'),
+    intQuery('limit', 'Entries in the page', 1, MAX_AUDIT_PAGE, 100),
+    text('cursor', 'nextCursor of the previous page'),
+  ];
 }
 
 /**

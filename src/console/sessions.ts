@@ -38,6 +38,16 @@ export const SESSION_DEFAULTS: SessionLimits = { maxSessions: 1_000, idleMs: 2 *
 const digest = (id: string): string => createHash('sha256').update(id).digest('hex');
 
 /**
+ * How the audit log names a session: the first 12 hex digits of its id's digest (never a usable
+ * cookie value; the same for every call of the session).
+ *
+ * @example sessionRef(id) // 'a3f09c21b7e4'
+ */
+export function sessionRef(id: string): string {
+  return digest(id).slice(0, 12);
+}
+
+/**
  * The session table: ids are 256 random bits; a Map in least-recently-used order, so the
  * oldest session is evicted when the cap is reached.
  *

@@ -2,7 +2,8 @@
  * What this gateway knows, in memory, of whether a worker can still run what it is handed:
  *
  * - **Stopping.** The worker pool decided to stop the worker (idle, stopPod, a rolling update,
- *   a drain, shutdown): from then on it is handed nothing. Pool worker ids are never reused, so
+ *   a drain, shutdown) or to pause it (flashboot): from then on it is handed nothing, until
+ *   the pool resumes a paused one. Pool worker ids are never reused, so
  *   the mark is kept until it ages out (STOPPING_KEEP_MS) or the bound on marks pushes it out.
  * - **Silent.** A worker that pinged this gateway and then stopped pinging for a couple of its
  *   own ping intervals is handed nothing through a take it parked before it went quiet.
@@ -20,6 +21,8 @@ export interface WorkerLiveness {
   /** The pool is stopping `workerId`: nothing more is handed to it. */
   markStopping(workerId: string): void;
   isStopping(workerId: string): boolean;
+  /** The pool resumes `workerId` from the warm pool (flashboot): its stopping mark goes, and it is handed jobs again. */
+  resumed(workerId: string): void;
   /** Whether jobs may go to a take of `workerId` parked here since `parkedAt` (ms on this clock). */
   mayReceive(workerId: string, parkedAt: number): boolean;
   /** The workers pinging this gateway now (none of them silent), e.g. whose jobs a shutdown waits for. */
@@ -107,6 +110,10 @@ class Liveness implements WorkerLiveness {
 
   isStopping(workerId: string): boolean {
     return this.stopping.has(workerId);
+  }
+
+  resumed(workerId: string): void {
+    this.stopping.delete(workerId);
   }
 
   mayReceive(workerId: string, parkedAt: number): boolean {

@@ -8,13 +8,16 @@ import type { BudgetStatus, KeyQuotas } from '../jobs/key-quotas.js';
 import { usdToUnits } from '../model/money.js';
 import type { RegistryCredentials } from '../security/registry-credentials.js';
 import { MB } from './body.js';
+import { logRoutes, type LogRouteDeps } from './log-routes.js';
 import { sendPoolWorkers, sendWorkerLog, type PoolRouteDeps } from './pool-routes.js';
 import { sendJson } from './respond.js';
 import type { HttpMethod, Route, RouteCall } from './route-table.js';
 import { sendUsage, type UsageRouteDeps } from './usage-routes.js';
+import { noteChange, sendAudit, type AuditRouteDeps } from './audit-routes.js';
+import { describeEndpointChange } from '../jobs/endpoint-changes.js';
 
 /** What the admin API uses. */
-export interface AdminRouteDeps extends PoolRouteDeps, UsageRouteDeps {
+export interface AdminRouteDeps extends PoolRouteDeps, UsageRouteDeps, LogRouteDeps, AuditRouteDeps {
   keys: KeyService;
   endpoints: EndpointService;
   /** Registry logins endpoints pull their images with (never answered with the password). */
@@ -99,7 +102,8 @@ function parseKeyBody(body: unknown): KeySpec {
 
 /**
  * The admin API under /admin/v1 (admin-scoped key, docs/api.md) as entries of the route table:
- * keys, registry credentials, endpoints, their workers (pool-routes.ts) and usage (usage-routes.ts).
+ * keys, registry credentials, endpoints, their workers (pool-routes.ts), usage (usage-routes.ts)
+ * and the audit log (audit-routes.ts), where every change made here is recorded.
  *
  * @example routes.add(...adminRoutes(services));
  */
@@ -115,50 +119,93 @@ export function adminRoutes(deps: AdminRouteDeps): Route[] {
   const { keys, endpoints, registry } = deps;
   return [
     route('GET', '/keys', async ({ res }) => sendJson(res, 200, { keys: await Promise.all((await keys.list()).map((k) => withBudget(deps, k))) })),
-    route('PATCH', '/keys/{key}', async ({ res, params, body }) => {
-      const id = params.key!;
-      const key = await keys.get(id);
-      if (!key) throw new AppError('KEY_NOT_FOUND', `API key ${id} not found`, { id });
-      const updated = await keys.setLimits(id, parseKeyLimits(body, key));
-      if (!updated) throw new AppError('KEY_NOT_FOUND', `API key ${id} not found`, { id });
-      deps.quotas.forget(id);
-      sendJson(res, 200, await withBudget(deps, renderKey(updated)));
-    }, MB),
-    route('POST', '/keys', async ({ res, body }) => sendJson(res, 200, await keys.create(parseKeyBody(body))), MB),
-    route('DELETE', '/keys/{key}', async ({ res, params }) => {
-      const id = params.key!;
-      if (!(await keys.revoke(id))) throw new AppError('KEY_NOT_FOUND', `API key ${id} not found`, { id });
-      sendJson(res, 200, { id, deleted: true });
-    }),
+    route('PATCH', '/keys/{key}', (call) => setKeyLimits(deps, call), MB),
+    route('POST', '/keys', (call) => createKey(deps, call), MB),
+    route('DELETE', '/keys/{key}', (call) => revokeKey(deps, call)),
     route('GET', '/registry-credentials', async ({ res }) => sendJson(res, 200, { registryCredentials: await registry.list() })),
-    route('POST', '/registry-credentials', async ({ res, body }) => sendJson(res, 200, await registry.create(body)), 64 * 1024),
-    route('DELETE', '/registry-credentials/{credential}', async ({ res, params }) => {
-      const id = params.credential!;
-      const removal = await registry.remove(id);
-      if (!removal.ok && removal.reason === 'not-found') throw new AppError('REGISTRY_CREDENTIAL_NOT_FOUND', `Registry credential ${id} not found`, { id });
-      if (!removal.ok) {
-        const named = removal.endpoints;
-        throw new AppError('REGISTRY_CREDENTIAL_IN_USE', `Registry credential ${id} is named by endpoint${named.length > 1 ? 's' : ''} ${named.join(', ')}: change their worker.registryCredentials first`, { id, endpoints: named });
-      }
-      sendJson(res, 200, { id, deleted: true });
-    }),
+    route('POST', '/registry-credentials', (call) => createCredential(deps, call), 64 * 1024),
+    route('DELETE', '/registry-credentials/{credential}', (call) => deleteCredential(deps, call)),
     route('GET', '/endpoints', async ({ res }) => sendJson(res, 200, { endpoints: (await endpoints.list()).map(renderEndpoint) })),
-    route('POST', '/endpoints', async ({ res, body }) => sendJson(res, 200, renderEndpoint(changed(await endpoints.create(checkEndpointBody(body))))), MB),
+    route('POST', '/endpoints', (call) => createEndpoint(deps, call), MB),
     route('GET', '/endpoints/{endpoint}', async ({ res, params }) => sendJson(res, 200, renderEndpoint(await existing(endpoints, params.endpoint!)))),
-    route('PATCH', '/endpoints/{endpoint}', async ({ res, params, body }) => {
-      const id = params.endpoint!;
-      sendJson(res, 200, renderEndpoint(changed(await endpoints.update(id, checkEndpointBody(body)))));
-    }, MB),
-    route('DELETE', '/endpoints/{endpoint}', async ({ res, params }) => {
-      const id = params.endpoint!;
-      await existing(endpoints, id);
-      await endpoints.remove(id);
-      sendJson(res, 200, { id, deleted: true });
-    }),
+    route('PATCH', '/endpoints/{endpoint}', (call) => updateEndpoint(deps, call), MB),
+    route('DELETE', '/endpoints/{endpoint}', (call) => deleteEndpoint(deps, call)),
     route('GET', '/endpoints/{endpoint}/workers', (call) => sendPoolWorkers(deps, call)),
     route('GET', '/endpoints/{endpoint}/workers/{worker}/logs', (call) => sendWorkerLog(deps, call)),
     route('GET', '/usage', (call) => sendUsage(deps, call)),
+    ...logRoutes(deps),
+    route('GET', '/audit', (call) => sendAudit(deps, call)),
   ];
+}
+
+// The changes below are each written to the audit log (audit-routes.ts) once made.
+
+async function setKeyLimits(deps: AdminRouteDeps, call: RouteCall): Promise<void> {
+  const id = call.params.key!;
+  const key = await deps.keys.get(id);
+  if (!key) throw new AppError('KEY_NOT_FOUND', `API key ${id} not found`, { id });
+  const updated = await deps.keys.setLimits(id, parseKeyLimits(call.body, key));
+  if (!updated) throw new AppError('KEY_NOT_FOUND', `API key ${id} not found`, { id });
+  deps.quotas.forget(id);
+  await noteChange(deps, call, 'key.limits', { kind: 'key', id }, keyLimitsDetail(renderKey(key), renderKey(updated)));
+  sendJson(call.res, 200, await withBudget(deps, renderKey(updated)));
+}
+
+async function createKey(deps: AdminRouteDeps, call: RouteCall): Promise<void> {
+  const created = await deps.keys.create(parseKeyBody(call.body));
+  await noteChange(deps, call, 'key.create', { kind: 'key', id: created.id }, { name: created.name, scopes: created.scopes, endpoints: created.endpoints });
+  sendJson(call.res, 200, created);
+}
+
+async function revokeKey(deps: AdminRouteDeps, call: RouteCall): Promise<void> {
+  const id = call.params.key!;
+  const key = await deps.keys.get(id);
+  if (!(await deps.keys.revoke(id))) throw new AppError('KEY_NOT_FOUND', `API key ${id} not found`, { id });
+  await noteChange(deps, call, 'key.revoke', { kind: 'key', id }, { name: key?.name ?? null });
+  sendJson(call.res, 200, { id, deleted: true });
+}
+
+async function createCredential(deps: AdminRouteDeps, call: RouteCall): Promise<void> {
+  const created = await deps.registry.create(call.body);
+  // The username is listed by the API too; the password is only said to be set.
+  const username = isObject(call.body) ? call.body.username : null;
+  await noteChange(deps, call, 'registry-credential.create', { kind: 'registry-credential', id: created.id }, { name: created.name, username, password: 'set' });
+  sendJson(call.res, 200, created);
+}
+
+async function deleteCredential(deps: AdminRouteDeps, call: RouteCall): Promise<void> {
+  const id = call.params.credential!;
+  const name = (await deps.registry.list()).find((c) => c.id === id)?.name ?? null;
+  const removal = await deps.registry.remove(id);
+  if (!removal.ok && removal.reason === 'not-found') throw new AppError('REGISTRY_CREDENTIAL_NOT_FOUND', `Registry credential ${id} not found`, { id });
+  if (!removal.ok) {
+    const named = removal.endpoints;
+    throw new AppError('REGISTRY_CREDENTIAL_IN_USE', `Registry credential ${id} is named by endpoint${named.length > 1 ? 's' : ''} ${named.join(', ')}: change their worker.registryCredentials first`, { id, endpoints: named });
+  }
+  await noteChange(deps, call, 'registry-credential.delete', { kind: 'registry-credential', id }, { name });
+  sendJson(call.res, 200, { id, deleted: true });
+}
+
+async function createEndpoint(deps: AdminRouteDeps, call: RouteCall): Promise<void> {
+  const created = changed(await deps.endpoints.create(checkEndpointBody(call.body)));
+  await noteChange(deps, call, 'endpoint.create', { kind: 'endpoint', id: created.id }, { ...describeEndpointChange(undefined, created) });
+  sendJson(call.res, 200, renderEndpoint(created));
+}
+
+async function updateEndpoint(deps: AdminRouteDeps, call: RouteCall): Promise<void> {
+  const id = call.params.endpoint!;
+  const before = await deps.endpoints.load(id);
+  const updated = changed(await deps.endpoints.update(id, checkEndpointBody(call.body)));
+  await noteChange(deps, call, 'endpoint.update', { kind: 'endpoint', id }, { ...describeEndpointChange(before, updated) });
+  sendJson(call.res, 200, renderEndpoint(updated));
+}
+
+async function deleteEndpoint(deps: AdminRouteDeps, call: RouteCall): Promise<void> {
+  const id = call.params.endpoint!;
+  const endpoint = await existing(deps.endpoints, id);
+  await deps.endpoints.remove(id);
+  await noteChange(deps, call, 'endpoint.delete', { kind: 'endpoint', id }, { name: endpoint.name });
+  sendJson(call.res, 200, { id, deleted: true });
 }
 
 /** A key as listed, with its spend in the current budget period when it has a budget (`budget`: null otherwise). */
@@ -166,6 +213,15 @@ async function withBudget(deps: AdminRouteDeps, key: KeyView): Promise<KeyView &
   const budgetUnits = key.budgetUsd === null ? null : usdToUnits(key.budgetUsd);
   const budget = await deps.quotas.budgetStatus({ id: key.id, name: key.name, budgetUnits, budgetPeriod: key.budgetPeriod, maxConcurrentJobs: key.maxConcurrentJobs });
   return { ...key, budget };
+}
+
+/** A key's budget and job cap as changed: the fields that changed, each with its old and new value. */
+function keyLimitsDetail(before: KeyView, after: KeyView): Record<string, unknown> {
+  const changes: Record<string, { from: unknown; to: unknown }> = {};
+  for (const field of ['budgetUsd', 'budgetPeriod', 'maxConcurrentJobs'] as const) {
+    if (before[field] !== after[field]) changes[field] = { from: before[field], to: after[field] };
+  }
+  return { name: after.name, fields: Object.keys(changes), changes };
 }
 
 /** An endpoint settings body with its free-text `name` checked (the other fields are checked by endpoint-settings.ts). */

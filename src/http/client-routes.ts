@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { noteChange, type AuditRouteDeps } from './audit-routes.js';
 import type { JobService, RetryResult, StreamRead } from '../jobs/job-service.js';
 import { renderJob, renderJobRef } from '../jobs/job-view.js';
 import { parseSubmitBody } from '../jobs/policy.js';
@@ -16,7 +17,7 @@ import type { EndpointCall, EndpointRoute, HttpMethod } from './route-table.js';
 import { acceptsEventStream, sendJobEvents } from './sse.js';
 
 /** What the client routes use. */
-export interface ClientRouteDeps {
+export interface ClientRouteDeps extends AuditRouteDeps {
   jobs: JobService;
   rateLimiter: RateLimiter;
   /** The gateway's own file links as each client reached it (none: answers as stored). */
@@ -80,12 +81,18 @@ async function run(deps: ClientRouteDeps, { req, res, endpoint, principal, body 
   // With an Idempotency-Key (docs/api.md): the job an earlier try made, or a new one. Without: nothing more is read.
   const key = readIdempotencyKey(req);
   if (key !== undefined) {
-    const { job, replayed } = await submitWithKey(deps.jobs, endpoint, request, { key, keyId: principal.keyId, sync: false, operation: 'run' });
+    const { job, replayed } = await submitWithKey(deps.jobs, endpoint, request, { key, keyId: principal.keyId, sync: false, operation: 'run', traceparent: traceparentOf(req) });
     sendJsonText(res, 200, renderJobRef(job), replayed ? REPLAYED : undefined);
     return;
   }
-  const job = await deps.jobs.submit(endpoint, request, { sync: false, keyId: principal.keyId });
+  const job = await deps.jobs.submit(endpoint, request, { sync: false, keyId: principal.keyId, traceparent: traceparentOf(req) });
   sendJsonText(res, 200, renderJobRef(job));
+}
+
+/** The client's W3C `traceparent` header, continued by the job's trace while tracing is on (docs/observability.md); parsed there, not here. */
+function traceparentOf(req: IncomingMessage): string | undefined {
+  const header = req.headers.traceparent;
+  return typeof header === 'string' ? header : undefined;
 }
 
 async function runsync(deps: ClientRouteDeps, call: EndpointCall): Promise<void> {
@@ -103,8 +110,9 @@ async function submitSync(deps: ClientRouteDeps, call: EndpointCall): Promise<Ke
   call.body = undefined;
   const keyId = call.principal.keyId;
   const key = readIdempotencyKey(call.req);
-  if (key !== undefined) return submitWithKey(deps.jobs, call.endpoint, request, { key, keyId, sync: true, operation: 'runsync' });
-  return { job: await deps.jobs.submit(call.endpoint, request, { sync: true, keyId }), replayed: false };
+  const traceparent = traceparentOf(call.req);
+  if (key !== undefined) return submitWithKey(deps.jobs, call.endpoint, request, { key, keyId, sync: true, operation: 'runsync', traceparent });
+  return { job: await deps.jobs.submit(call.endpoint, request, { sync: true, keyId, traceparent }), replayed: false };
 }
 
 async function status(deps: ClientRouteDeps, { req, res, endpointId, params, query }: EndpointCall): Promise<void> {
@@ -189,8 +197,11 @@ async function retry(deps: ClientRouteDeps, { res, endpointId, params }: Endpoin
   sendJsonText(res, 200, renderJobRef(result.job));
 }
 
-async function purgeQueue(deps: ClientRouteDeps, { res, endpointId }: EndpointCall): Promise<void> {
+async function purgeQueue(deps: ClientRouteDeps, call: EndpointCall): Promise<void> {
+  const { res, endpointId, principal } = call;
   const removed = await deps.jobs.purgeQueue(endpointId);
+  // An admin's purge is an admin change (the audit log); a run key's is its own client's business.
+  if (principal.scopes.includes('admin')) await noteChange(deps, call, 'queue.purge', { kind: 'endpoint', id: endpointId }, { removed });
   sendJson(res, 200, { removed, status: 'completed' });
 }
 

@@ -62,10 +62,10 @@ export async function submitWithKey(
   jobs: Pick<JobService, 'submitOnce'>,
   endpoint: EndpointRecord,
   request: SubmitRequest,
-  opts: { key: string; keyId: string | null; sync: boolean; operation: SubmitOperation },
+  opts: { key: string; keyId: string | null; sync: boolean; operation: SubmitOperation; traceparent?: string | undefined },
 ): Promise<KeyedSubmission> {
   const key = idempotencyKeyOf({ key: opts.key, keyId: opts.keyId, endpointId: endpoint.id, operation: opts.operation, request });
-  const submitted = await jobs.submitOnce(endpoint, request, { sync: opts.sync, keyId: opts.keyId, key });
+  const submitted = await jobs.submitOnce(endpoint, request, { sync: opts.sync, keyId: opts.keyId, key, traceparent: opts.traceparent });
   if (submitted.outcome === 'conflict') throw idempotencyKeyReused(submitted.job);
   return { job: submitted.job, replayed: submitted.outcome === 'replayed' };
 }

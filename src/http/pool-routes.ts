@@ -4,7 +4,9 @@ import { AppError, endpointNotFound, invalidParameter } from '../model/errors.js
 import type { RouteCall } from './route-table.js';
 import type { WorkerRecord } from '../model/records.js';
 import type { JobStore, WorkerStore } from '../store/store.js';
-import type { PoolHostInfo, PoolView, PoolWorkerInfo } from '../jobs/pool-view.js';
+import type { LogStore } from '../store/log-store.js';
+import type { ColdStartStats, PoolHostInfo, PoolView, PoolWorkerInfo } from '../jobs/pool-view.js';
+import { renderLogLine } from './log-routes.js';
 import { sendJson } from './respond.js';
 
 /** How many log lines `.../logs` returns unless `lines` says, and the most it may say. */
@@ -23,11 +25,20 @@ function renderHost(h: PoolHostInfo, pool: PoolWorkerInfo[]) {
   return { ...h, lastSeenAt: iso(h.lastSeenAt), endpointWorkers: pool.filter((w) => w.host === h.name).length };
 }
 
+/** The cold starts as the listing shows them: counts and p70/p90/p98 (ms), all kinds and per kind; null where this gateway runs no pool for the endpoint. */
+function renderColdStarts(stats: ColdStartStats | undefined) {
+  if (!stats) return null;
+  const { buckets: _buckets, ...shown } = stats;
+  return shown;
+}
+
 /** What the worker listing reads: the pool of this gateway and the store's liveness rows. */
 export interface PoolRouteDeps {
   pool: PoolView;
   endpoints: Pick<EndpointService, 'load'>;
   workerRows: Pick<WorkerStore, 'listWorkers'> & Pick<JobStore, 'queueStats'>;
+  /** The stored worker logs (docs/logs.md): what a worker's log route reads. */
+  logs: Pick<LogStore, 'readLogs' | 'lastLogId'>;
   config: Pick<GantryConfig, 'workerLostMs'>;
   now(): number;
 }
@@ -36,8 +47,8 @@ export interface PoolRouteDeps {
  * `GET /admin/v1/endpoints/{endpoint}/workers`: pool workers (state, pid or Docker host and
  * container, startedAt, readyAt, jobs, restarts, reason, lastExit), workers connected by hand
  * (`managed: false`, as the store sees them), the pool workers that stopped lately (state
- * `stopped`, stoppedAt, most recent first), and the Docker hosts (state, GPUs in use, workers:
- * all and this endpoint's).
+ * `stopped`, stoppedAt, most recent first), the Docker hosts (state, GPUs in use, workers:
+ * all and this endpoint's), and the endpoint's cold starts (docs/scaling.md, "Cold starts").
  */
 export async function sendPoolWorkers(deps: PoolRouteDeps, { res, params }: RouteCall): Promise<void> {
   const endpointId = params.endpoint!;
@@ -56,6 +67,7 @@ export async function sendPoolWorkers(deps: PoolRouteDeps, { res, params }: Rout
     pool: deps.pool.running(),
     workers: [...(pool ?? []).map(renderPoolWorker), ...byHand, ...stopped.map(renderPoolWorker)],
     hosts: (deps.pool.hosts() ?? []).map((h) => renderHost(h, pool ?? [])),
+    coldStarts: renderColdStarts(deps.pool.coldStarts(endpointId)),
   });
 }
 
@@ -74,7 +86,11 @@ function byHandWorker(r: WorkerRecord, heldBy: ReadonlyMap<string, number>) {
   };
 }
 
-/** `GET /admin/v1/endpoints/{endpoint}/workers/{worker}/logs?lines=N`: the last N (default 100) output lines of a pool worker, running or stopped lately. */
+/**
+ * `GET /admin/v1/endpoints/{endpoint}/workers/{worker}/logs?lines=N`: the last N (default 100)
+ * lines of a pool worker from the store (docs/logs.md), running or stopped, until they are
+ * pruned; 404 when none is stored and the pool knows no such worker.
+ */
 export async function sendWorkerLog(deps: PoolRouteDeps, { res, params, query }: RouteCall): Promise<void> {
   const endpointId = params.endpoint!;
   const workerId = params.worker!;
@@ -82,7 +98,8 @@ export async function sendWorkerLog(deps: PoolRouteDeps, { res, params, query }:
   const raw = query.get('lines');
   const lines = raw === null || raw === '' ? DEFAULT_LOG_LINES : Number(raw);
   if (!Number.isInteger(lines) || lines < 1 || lines > MAX_LOG_LINES) throw invalidParameter('lines', `must be an integer from 1 to ${MAX_LOG_LINES}`);
-  const log = deps.pool.logs(endpointId, workerId, lines);
-  if (!log) throw new AppError('WORKER_NOT_FOUND', `No pool worker ${workerId} on endpoint ${endpointId}`, { id: workerId });
-  sendJson(res, 200, { endpointId, workerId, lines: log.map((l) => ({ at: new Date(l.at).toISOString(), stream: l.stream, line: l.line })) });
+  const stored = (await deps.logs.readLogs({ endpointId, workerId, limit: lines })).reverse();
+  const known = [...(deps.pool.workers(endpointId) ?? []), ...(deps.pool.stoppedWorkers(endpointId) ?? [])].some((w) => w.id === workerId);
+  if (stored.length === 0 && !known) throw new AppError('WORKER_NOT_FOUND', `No pool worker ${workerId} on endpoint ${endpointId}`, { id: workerId });
+  sendJson(res, 200, { endpointId, workerId, lines: stored.map(renderLogLine) });
 }

@@ -19,6 +19,24 @@ export interface JobObserver {
   purged(endpointId: string, count: number): void;
   /** Jobs back in the queue: a client's retry, or their worker was lost. */
   requeued(jobs: readonly JobRecord[], why: 'retry' | 'worker-lost'): void;
+  /** Jobs taken back from a worker the allocator stopped for a higher priority (requeued, no attempt counted). */
+  preempted?(jobs: readonly JobRecord[]): void;
+}
+
+/**
+ * What tracing adds to a submission (the tracing feature, docs/observability.md). Declared here
+ * for the same reason as JobObserver. `begin` runs after the job's record is made and before it
+ * is written: it starts the submit span (a child of `parent`, the client's `traceparent`
+ * header, when valid) and sets `job.traceparent` to it, so the context is written with the job;
+ * the returned end is called once the write settled. Without a tracer nothing of this runs.
+ */
+export interface SubmitTracer {
+  begin(job: JobRecord, parent: string | undefined): SubmitSpan;
+}
+
+/** The end of a submit span: the job was written (`replayed`: an Idempotency-Key found an earlier one instead), or the write failed. */
+export interface SubmitSpan {
+  end(outcome: 'stored' | 'replayed' | { error: unknown }): void;
 }
 
 /**
@@ -69,8 +87,12 @@ export function observeTransitions(inner: JobTransitions, observer: JobObserver)
         if (released.requeued.length > 0) observer.requeued(released.requeued, 'worker-lost');
         return released;
       }),
-    // Not a requeue the metrics count (neither a retry nor a lost worker): the job shows it in `preemptions`.
-    preempt: (workerId) => inner.preempt(workerId),
+    // Not a requeue (neither a retry nor a lost worker): counted as a preemption, and the job shows it in `preemptions`.
+    preempt: (workerId) =>
+      inner.preempt(workerId).then((jobs) => {
+        if (jobs.length > 0) observer.preempted?.(jobs);
+        return jobs;
+      }),
     deleteExpired: (limit) => inner.deleteExpired(limit),
     shortenRetention: (id, ttlMs) => inner.shortenRetention(id, ttlMs),
   };
@@ -84,4 +106,21 @@ function ended(observer: JobObserver, job: JobRecord | undefined): JobRecord | u
 function endedAll(observer: JobObserver, jobs: JobRecord[]): JobRecord[] {
   for (const job of jobs) observer.ended(job);
   return jobs;
+}
+
+/**
+ * One observer that tells `first`, then `second` (when there is one).
+ *
+ * @example const observer = joinJobObservers(holders.observer, options.observers?.jobs);
+ */
+export function joinJobObservers(first: JobObserver, second: JobObserver | undefined): JobObserver {
+  if (!second) return first;
+  return {
+    submitted: (job) => (first.submitted(job), second.submitted(job)),
+    started: (jobs) => (first.started(jobs), second.started(jobs)),
+    ended: (job) => (first.ended(job), second.ended(job)),
+    purged: (endpointId, count) => (first.purged(endpointId, count), second.purged(endpointId, count)),
+    requeued: (jobs, why) => (first.requeued(jobs, why), second.requeued(jobs, why)),
+    preempted: (jobs) => (first.preempted?.(jobs), second.preempted?.(jobs)),
+  };
 }

@@ -13,7 +13,15 @@ import type { SubmitRequest } from './policy.js';
 import type { QueueGauge } from './queue-gauge.js';
 import type { KeyQuotas } from './key-quotas.js';
 import { runOf, StreamReads, type StreamRead } from './stream-reads.js';
+import type { SubmitTracer } from './job-observer.js';
 import { initialJob, type JobTransitions } from './transitions.js';
+
+/** Who submits, and how: a runsync job, the submitting key, the client's W3C `traceparent` header (read only while tracing is on). */
+export interface SubmitOptions {
+  sync: boolean;
+  keyId: string | null;
+  traceparent?: string | undefined;
+}
 
 /** What a cancel did: the cancelled job, or why nothing changed. */
 export type CancelResult = { ok: true; job: JobRecord } | { ok: false; reason: 'not-found' } | { ok: false; reason: 'wrong-state'; job: JobRecord };
@@ -62,13 +70,13 @@ export interface EndpointHealth {
  */
 export interface JobService {
   /** Admits (queue-overload check, the endpoint's input hook), creates and queues a job. */
-  submit(endpoint: EndpointRecord, request: SubmitRequest, opts: { sync: boolean; keyId: string | null }): Promise<JobRecord>;
+  submit(endpoint: EndpointRecord, request: SubmitRequest, opts: SubmitOptions): Promise<JobRecord>;
   /**
    * submit under an Idempotency-Key: the job its key already made, while that job exists (not
    * admitted again: a retry during an overload still finds its job), else a new one. Two calls
    * with one key at once make one job.
    */
-  submitOnce(endpoint: EndpointRecord, request: SubmitRequest, opts: { sync: boolean; keyId: string | null; key: IdempotencyKey }): Promise<IdempotentSubmit>;
+  submitOnce(endpoint: EndpointRecord, request: SubmitRequest, opts: SubmitOptions & { key: IdempotencyKey }): Promise<IdempotentSubmit>;
   /** The job if it exists on this endpoint. */
   getJob(endpointId: string, id: string): Promise<JobRecord | undefined>;
   /** Status read; `ttlMs` (status?ttl=) shortens the job's retention. */
@@ -120,6 +128,8 @@ export interface JobServiceDeps {
   outbound?: OutboundPolicy;
   /** The submitting key's budget and job cap (key-quotas.ts); checked when the job is submitted. */
   quotas?: Pick<KeyQuotas, 'admit'>;
+  /** The tracing feature's submit spans (job-observer.ts); none: no trace context is made or stored. */
+  tracer?: SubmitTracer;
   now(): number;
 }
 
@@ -140,25 +150,47 @@ class Jobs implements JobService {
     this.streams = new StreamReads(deps);
   }
 
-  async submit(endpoint: EndpointRecord, request: SubmitRequest, opts: { sync: boolean; keyId: string | null }): Promise<JobRecord> {
+  async submit(endpoint: EndpointRecord, request: SubmitRequest, opts: SubmitOptions): Promise<JobRecord> {
     const inputBytes = Buffer.byteLength(request.inputJson);
     const checking = this.admit(endpoint, request, inputBytes);
     if (checking) await checking;
     const quota = this.deps.quotas?.admit(opts.keyId);
     if (quota) await quota;
     const job = this.newJob(endpoint, request, opts, inputBytes);
-    await this.deps.transitions.submit(job);
+    // Tracing off: no tracer, nothing made or called (docs/observability.md).
+    if (this.deps.tracer === undefined) await this.deps.transitions.submit(job);
+    else await this.submitTraced(this.deps.tracer, job, opts.traceparent);
     return job;
   }
 
-  async submitOnce(endpoint: EndpointRecord, request: SubmitRequest, opts: { sync: boolean; keyId: string | null; key: IdempotencyKey }): Promise<IdempotentSubmit> {
+  /** submit's write inside the job's submit span. */
+  private async submitTraced(tracer: SubmitTracer, job: JobRecord, parent: string | undefined): Promise<void> {
+    const span = tracer.begin(job, parent);
+    try {
+      await this.deps.transitions.submit(job);
+    } catch (error) {
+      span.end({ error });
+      throw error;
+    }
+    span.end('stored');
+  }
+
+  async submitOnce(endpoint: EndpointRecord, request: SubmitRequest, opts: SubmitOptions & { key: IdempotencyKey }): Promise<IdempotentSubmit> {
     const held = await this.deps.store.findIdempotentJob(opts.key.keyDigest);
     if (held) return replayOf(held, opts.key);
     const inputBytes = Buffer.byteLength(request.inputJson);
     await this.admit(endpoint, request, inputBytes);
     await this.deps.quotas?.admit(opts.keyId);
     const job = this.newJob(endpoint, request, opts, inputBytes);
-    const written = await this.deps.transitions.submitOnce(job, opts.key);
+    const span = this.deps.tracer?.begin(job, opts.traceparent);
+    let written: Awaited<ReturnType<JobTransitions['submitOnce']>>;
+    try {
+      written = await this.deps.transitions.submitOnce(job, opts.key);
+    } catch (error) {
+      span?.end({ error });
+      throw error;
+    }
+    span?.end(written.created ? 'stored' : 'replayed');
     // Another call with the key got there between the read and the write.
     return written.created ? { outcome: 'created', job } : replayOf(written.existing, opts.key);
   }
@@ -183,7 +215,7 @@ class Jobs implements JobService {
   }
 
   /** The new job's record (initialJob), with its id and retention. */
-  private newJob(endpoint: EndpointRecord, request: SubmitRequest, opts: { sync: boolean; keyId: string | null }, inputBytes: number): JobRecord {
+  private newJob(endpoint: EndpointRecord, request: SubmitRequest, opts: SubmitOptions, inputBytes: number): JobRecord {
     const t = this.deps.now();
     // Kept this long after it ends, however it ends (a queue ttl too): policy.ttl bounds the
     // job's wait, never the life of its result (docs/states.md, Retention).
@@ -280,15 +312,17 @@ class Jobs implements JobService {
     let idle = 0;
     let running = 0;
     let unhealthy = 0;
+    const pool = this.deps.pool.health(endpointId);
+    // A paused worker (flashboot) keeps its store row until it ages out: it is not ready.
+    const paused = new Set(pool?.paused ?? []);
     for (const worker of workers) {
-      if (worker.lastSeenAt < cutoff) continue;
+      if (worker.lastSeenAt < cutoff || paused.has(worker.id)) continue;
       polling.add(worker.id);
       if (!worker.healthy) unhealthy++;
       else if ((stats.heldBy.get(worker.id) ?? 0) > 0) running++;
       else idle++;
     }
     // A pool worker counts as initializing until the store shows it polling.
-    const pool = this.deps.pool.health(endpointId);
     const initializing = pool ? pool.initializing.filter((id) => !polling.has(id)).length : 0;
     unhealthy += pool ? pool.unhealthy.filter((id) => !polling.has(id)).length : 0;
     return { jobs, workers: { idle, initializing, ready: idle + running, running, throttled: pool?.throttled ?? 0, unhealthy } };

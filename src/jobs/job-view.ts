@@ -1,5 +1,6 @@
 import { delayTimeOf, executionTimeOf } from '../model/job-times.js';
 import type { JobRecord } from '../model/records.js';
+import { runTraceparent } from '../model/trace-context.js';
 
 /**
  * The job object of status/runsync/webhooks (docs/api.md), as JSON text. Built by
@@ -36,11 +37,20 @@ export function renderJobRef(job: Pick<JobRecord, 'id' | 'status'>): string {
   return `{"id":${JSON.stringify(job.id)},"status":"${job.status}"}`;
 }
 
-/** What job-take hands a worker: `{id, input, webhook?, policy?, s3Config?}` (s3Config and the webhook URL decrypted by the caller). */
+/**
+ * What job-take hands a worker: `{id, input, webhook?, policy?, s3Config?, traceparent?}`
+ * (s3Config and the webhook URL decrypted by the caller). `traceparent` only for a job with a
+ * trace context: the W3C context of this run's span, for the worker's own spans
+ * (model/trace-context.ts, docs/worker-protocol.md).
+ */
 export function renderTakenJob(job: JobRecord, s3ConfigJson: string | null, webhook: string | null): string {
   let text = `{"id":${JSON.stringify(job.id)},"input":${job.inputJson}`;
   if (webhook !== null) text += `,"webhook":${JSON.stringify(webhook)}`;
   text += `,"policy":{"executionTimeout":${job.executionTimeoutMs},"lowPriority":${job.lowPriority},"ttl":${job.ttlMs}}`;
   if (s3ConfigJson !== null) text += `,"s3Config":${s3ConfigJson}`;
+  if (job.traceparent !== null) {
+    const traceparent = runTraceparent(job);
+    if (traceparent !== undefined) text += `,"traceparent":"${traceparent}"`;
+  }
   return text + '}';
 }

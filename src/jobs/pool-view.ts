@@ -13,10 +13,40 @@ export interface LogLine {
  * States of a pool worker as the admin API shows them. /health folds them into RunPod's
  * counts: initializing, idle, running, throttled (wanted over workersMax, or waiting for a
  * host with room: no Docker host has the GPUs it asks for) and unhealthy; `draining` workers
- * still count as idle or running there. `stopped` workers are gone (their log is kept for a
- * while) and count nowhere.
+ * still count as idle or running there. `paused` workers (flashboot's warm pool: an idle
+ * container paused, its GPUs still held, resumed when a job comes) and `stopped` workers
+ * (gone, their log kept for a while) count nowhere.
  */
-export type PoolWorkerState = 'initializing' | 'idle' | 'running' | 'draining' | 'throttled' | 'unhealthy' | 'stopped';
+export type PoolWorkerState = 'initializing' | 'idle' | 'running' | 'draining' | 'throttled' | 'unhealthy' | 'paused' | 'stopped';
+
+/** How a cold start's worker came: a new process or container (or one restarted after a crash), or resumed from the warm pool (flashboot). */
+export type ColdStartKind = 'start' | 'resume';
+
+/** Cold starts counted since the pool was made, with p70/p90/p98 over the last ones (cold-starts.ts WINDOW); durations in ms, null while none. */
+export interface ColdStartSummary {
+  count: number;
+  /** How many of the latest cold starts the quantiles are over. */
+  window: number;
+  p70Ms: number | null;
+  p90Ms: number | null;
+  p98Ms: number | null;
+  lastMs: number | null;
+}
+
+/** Histogram buckets as plain numbers (cold-starts.ts COLD_START_BOUNDS, seconds; the last is +Inf). */
+export interface ColdStartHistogram {
+  readonly counts: Float64Array;
+  sum: number;
+  count: number;
+}
+
+/** One endpoint's cold starts (docs/scaling.md, "Cold starts"): all kinds together, then per kind. */
+export interface ColdStartStats extends ColdStartSummary {
+  start: ColdStartSummary;
+  resume: ColdStartSummary;
+  /** For /metrics. */
+  buckets: Record<ColdStartKind, ColdStartHistogram>;
+}
 
 /** One pool worker as `GET /admin/v1/endpoints/{id}/workers` lists it. */
 export interface PoolWorkerInfo {
@@ -77,6 +107,8 @@ export interface PoolHealth {
   unhealthy: string[];
   /** Workers the scaler wants beyond workersMax. */
   throttled: number;
+  /** Workers paused in the warm pool (flashboot): their store rows do not make them idle. */
+  paused: string[];
 }
 
 /**
@@ -96,4 +128,6 @@ export interface PoolView {
   logs(endpointId: string, workerId: string, lines: number): LogLine[] | undefined;
   /** The Docker hosts workers run on (empty with no Docker driver); undefined while this gateway runs no pool. */
   hosts(): PoolHostInfo[] | undefined;
+  /** The endpoint's cold starts since its pool was made on this gateway; undefined like `workers`. */
+  coldStarts(endpointId: string): ColdStartStats | undefined;
 }

@@ -53,6 +53,8 @@ export function initialJob(a: NewJobArgs): JobRecord {
     webhookNextAt: null,
     inputBytes: a.inputBytes ?? Buffer.byteLength(a.inputJson),
     preemptions: 0,
+    // Set by the tracing feature's SubmitTracer before the job is written (job-observer.ts).
+    traceparent: null,
   };
 }
 

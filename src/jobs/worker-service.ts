@@ -79,6 +79,11 @@ export interface WorkerService {
   touch(endpointId: string, workerId: string): Promise<void>;
   /** How many workers this gateway keeps a last-contact record of (they are pruned within seconds of the worker's last request). */
   trackedWorkers(): number;
+  /**
+   * The pool resumes a paused worker (flashboot): its next request writes its liveness row
+   * whatever the throttle, so the row tells when it first polled after the resume (its cold start).
+   */
+  resumed(workerId: string): void;
   /** Marks every worker with an open job-take long-poll on this gateway alive. */
   touchWaiting(): Promise<void>;
   /**
@@ -142,6 +147,10 @@ class Workers implements WorkerService {
 
   trackedWorkers(): number {
     return this.lastTouch.size;
+  }
+
+  resumed(workerId: string): void {
+    this.lastTouch.delete(workerId);
   }
 
   async touchWaiting(): Promise<void> {

@@ -19,6 +19,7 @@ class EndpointCounts {
   readonly finished = [0, 0, 0, 0];
   requeuedRetry = 0;
   requeuedLost = 0;
+  preempted = 0;
   readonly delay: Buckets = newBuckets(DELAY_BOUNDS);
   readonly execution: Buckets = newBuckets(EXECUTION_BOUNDS);
 }
@@ -64,6 +65,10 @@ export class JobMetrics implements JobObserver {
     }
   }
 
+  preempted(jobs: readonly JobRecord[]): void {
+    for (const job of jobs) this.of(job.endpointId).preempted++;
+  }
+
   /** Forgets endpoints not in `existing` (deleted ones). */
   keepOnly(existing: ReadonlySet<string>): void {
     for (const id of this.byEndpoint.keys()) if (!existing.has(id)) this.byEndpoint.delete(id);
@@ -83,6 +88,9 @@ export class JobMetrics implements JobObserver {
         set({ endpoint, reason: 'retry' }, c.requeuedRetry);
         set({ endpoint, reason: 'worker_lost' }, c.requeuedLost);
       }
+    });
+    counter(registry, 'gantry_preemptions_total', 'Jobs taken back from a running worker the allocator stopped for a higher priority (requeued, no attempt counted).', ['endpoint'], (set) => {
+      for (const [endpoint, c] of entries()) set({ endpoint }, c.preempted);
     });
     const series = (pick: (c: EndpointCounts) => Buckets) => () => [...entries()].map(([endpoint, c]) => ({ labels: { endpoint }, buckets: pick(c) }));
     registry.registerMetric(histogramMetric({ name: 'gantry_job_delay_seconds', help: 'Time jobs waited in the queue before a worker took them.', bounds: DELAY_BOUNDS, series: series((c) => c.delay) }));

@@ -2,12 +2,14 @@ import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { RouteTable } from '../http/route-table.js';
 import type { EndpointService } from '../jobs/endpoint-service.js';
 import type { EndpointHealth, JobService } from '../jobs/job-service.js';
+import type { PoolView } from '../jobs/pool-view.js';
 import type { KeyService } from '../security/keys.js';
 import { packageVersion } from '../util/package-version.js';
 import { HttpMetrics } from './http-metrics.js';
 import { JobMetrics } from './job-metrics.js';
 import type { MetricsConfig } from './metrics-config.js';
 import { createMetricsRoute } from './metrics-route.js';
+import { registerPoolMetrics } from './pool-metrics.js';
 import { StoreTiming } from './store-timing.js';
 import { WebhookMetrics } from './webhook-metrics.js';
 
@@ -20,6 +22,8 @@ export interface MetricsServeDeps {
   jobs: Pick<JobService, 'health'>;
   /** Whether this gateway runs the singletons now (gantry_leader). */
   isLeader(): boolean;
+  /** The worker pools' cold starts (gantry_cold_start_*); absent: none reported. */
+  pool?: Pick<PoolView, 'coldStarts'>;
 }
 
 /**
@@ -77,8 +81,10 @@ function registerStateGauges(registry: Registry, jobs: JobMetrics, deps: Metrics
   const workers = gauge('gantry_workers', 'Workers by state, as /health counts them.', ['endpoint', 'state']);
   const leader = gauge('gantry_leader', '1 while this gateway runs the singletons (reaper, webhook sender, autoscaler).', []);
   gauge('gantry_build_info', 'The running Gantry version.', ['version']).set({ version: packageVersion() }, 1);
+  const pools = deps.pool ? registerPoolMetrics(registry, deps.pool) : undefined;
   return async () => {
     const endpoints = await deps.endpoints.list();
+    pools?.(endpoints.map((e) => e.id));
     const health = await Promise.all(endpoints.map((e) => deps.jobs.health(e.id).then((h): [string, EndpointHealth] => [e.id, h])));
     jobs.keepOnly(new Set(endpoints.map((e) => e.id)));
     for (const g of [queued, inProgress, workers]) g.reset();

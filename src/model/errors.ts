@@ -42,7 +42,7 @@ export const ERROR_CODES = {
   QUEUE_FULL: { status: 429, when: "the endpoint's queue holds too many jobs; `Retry-After`" },
   INVALID_WORKER_ID: { status: 429, when: 'job-take with a worker id Gantry cannot use; `Retry-After` (runpod-python backs off)' },
   WORKER_BACK_OFF: { status: 429, when: "a worker's job-take or job-stop while the store is unavailable; `Retry-After` (runpod-python waits 5 s after a 429, but asks again at once after a 5xx)" },
-  TOO_MANY_SIGN_INS: { status: 429, when: 'too many failed console sign-ins from an address; `Retry-After`' },
+  TOO_MANY_SIGN_INS: { status: 429, when: "a wrong console sign-in past the address's free guesses, or a password from an address that must still wait; `Retry-After`, `retryAfterS`" },
   INTERNAL: { status: 500, when: 'a fault; logged, never detailed to the client' },
   WORKER_ERROR: { status: 500, when: "an OpenAI request's worker failed (its own status when it gave one)" },
   EMPTY_OUTPUT: { status: 502, when: 'an OpenAI request whose worker finished without output' },

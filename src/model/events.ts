@@ -13,6 +13,8 @@ export type GantryEvent =
   | { type: 'worker-recycle'; workerId: string; endpointId: string }
   /** The worker pool is stopping this worker: its parked job-take and job-stop polls answer now, and it is handed nothing more. */
   | { type: 'worker-stopping'; workerId: string; endpointId: string }
+  /** The worker pool resumes this paused worker (flashboot): it is handed jobs again. */
+  | { type: 'worker-resuming'; workerId: string; endpointId: string }
   /** An endpoint was created, changed or deleted (caches drop it; the autoscaler re-reads it). */
   | { type: 'endpoint-changed'; endpointId: string }
   /** A terminal job has a webhook to deliver. */

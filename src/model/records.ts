@@ -91,6 +91,12 @@ export interface JobRecord {
   inputBytes: number;
   /** Times the job was taken back from a worker the allocator stopped for a higher priority (not counted in attempts). */
   preemptions: number;
+  /**
+   * The job's trace context as a W3C `traceparent` (its submit span): set at the submit while
+   * tracing is on (docs/observability.md), null otherwise. Kept with the job so that every
+   * gateway continues the same trace.
+   */
+  traceparent: string | null;
 }
 
 /** Retained jobs of an endpoint by state (/health). */

@@ -103,6 +103,14 @@ export interface WorkerHandle {
    * returns the same promise.
    */
   stop(graceMs: number): Promise<WorkerExit>;
+  /**
+   * Freezes the worker where it is (the warm pool, flashboot): it keeps its memory, its
+   * devices and its place on the host, and runs nothing until `resume`. Rejects when the
+   * engine refuses (the pool then stops it instead). Absent: the driver cannot pause.
+   */
+  pause?(): Promise<void>;
+  /** Lets a paused worker run again. Rejects when it cannot (the pool then stops it). */
+  resume?(): Promise<void>;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { isContainerWorker, type WorkerSettings } from '../jobs/endpoint-settings.js';
-import type { PoolWorkerInfo, PoolWorkerState } from '../jobs/pool-view.js';
+import type { ColdStartKind, PoolWorkerInfo, PoolWorkerState } from '../jobs/pool-view.js';
 import type { WorkerExit, WorkerHandle } from './driver.js';
 import type { WorkerLog } from './worker-log.js';
 
@@ -15,19 +15,23 @@ import type { WorkerLog } from './worker-log.js';
  * - `crashed`: its process ended (or failed to start) on its own; restarted after a backoff;
  * - `draining`: asked to stop (SIGTERM, then SIGKILL after the grace); its process or its
  *   launch is still there;
+ * - `paused`: idle and paused in the warm pool (flashboot): its container kept, frozen, with
+ *   its GPUs and its key; resumed (`launching` again) when the pool wants a worker, or
+ *   removed when the allocator reclaims its GPUs;
  * - `gone`: out of the pool (its log kept among the stopped workers).
  */
-export type SlotState = 'new' | 'launching' | 'starting' | 'serving' | 'waiting-for-room' | 'crashed' | 'draining' | 'gone';
+export type SlotState = 'new' | 'launching' | 'starting' | 'serving' | 'waiting-for-room' | 'crashed' | 'draining' | 'paused' | 'gone';
 
 /** The moves a slot may make; any other is a bug (moveTo throws). */
 export const SLOT_MOVES: Readonly<Record<SlotState, readonly SlotState[]>> = {
   new: ['launching', 'waiting-for-room', 'gone'],
   launching: ['starting', 'waiting-for-room', 'crashed', 'draining', 'gone'],
   starting: ['serving', 'crashed', 'draining', 'gone'],
-  serving: ['crashed', 'draining', 'gone'],
+  serving: ['crashed', 'draining', 'paused', 'gone'],
   'waiting-for-room': ['launching', 'gone'],
   crashed: ['launching', 'gone'],
   draining: ['gone'],
+  paused: ['launching', 'draining', 'gone'],
   gone: [],
 };
 
@@ -52,6 +56,14 @@ export interface Slot {
   launching: Promise<void> | null;
   startedAt: number | null;
   readyAt: number | null;
+  /**
+   * The cold start being timed (docs/scaling.md, "Cold starts"): since when (the start or
+   * resume request) and how, set only when a job waited at that moment; recorded and cleared
+   * at the worker's first job-take.
+   */
+  coldStart: { from: number; kind: ColdStartKind } | null;
+  /** When it was last resumed from the warm pool; null for a fresh start. */
+  resumedAt: number | null;
   held: number;
   idleSince: number | null;
   restarts: number;
@@ -91,6 +103,7 @@ const UNHEALTHY_AFTER = 2;
 /** What the admin API and /health call the slot's state. */
 export function reportedState(slot: Slot): PoolWorkerState {
   if (slot.state === 'draining') return 'draining';
+  if (slot.state === 'paused') return 'paused';
   if (slot.selfUnhealthy !== null) return 'unhealthy';
   if (slot.state === 'serving') return slot.held > 0 ? 'running' : 'idle';
   if (slot.state === 'waiting-for-room') return 'throttled';

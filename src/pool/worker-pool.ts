@@ -1,15 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { isContainerWorker, type WorkerSettings } from '../jobs/endpoint-settings.js';
-import type { LogLine, PoolHealth, PoolWorkerInfo } from '../jobs/pool-view.js';
+import type { ColdStartStats, LogLine, PoolHealth, PoolWorkerInfo } from '../jobs/pool-view.js';
 import type { JobTransitions } from '../jobs/transitions.js';
 import type { QueueStats, WorkerRecord } from '../model/records.js';
 import type { KeyService } from '../security/keys.js';
+import { ColdStarts } from './cold-starts.js';
 import { NoCapacityError, PullError, type AnyStartSpec, type WorkerDriver, type WorkerExit, type WorkerHandle } from './driver.js';
 import { createStoppedWorkers, STOPPED_WORKER_DEFAULTS, type StoppedWorkerLimits, type StoppedWorkers } from './stopped-workers.js';
 import { describeExit, describeStart, infoOf, moveTo, reportedState, type Slot, type SlotState } from './slot.js';
 import { runpodWorkerEnv } from './worker-env.js';
 import { createWorkerLog } from './worker-log.js';
+import type { JobHolders } from './job-holders.js';
+import type { LogWriter, WorkerLogFeed } from './log-writer.js';
 import { gpusOf, type WorkerMeters } from './worker-meters.js';
 
 /**
@@ -62,8 +65,14 @@ export interface WorkerPoolOptions {
    * close), before its SIGTERM: the gateways answer its parked takes and hand it nothing more.
    */
   onStopping?(workerId: string): void;
+  /** Called before a paused worker (flashboot) is resumed: the gateways hand it jobs again. */
+  onResuming?(workerId: string): void;
   /** Meters each worker process from its start to its exit (worker-meters.ts). */
   meters?: Pick<WorkerMeters, 'started' | 'stopped'>;
+  /** Where every line of the workers goes to be stored (log-writer.ts); none: the log rings only. */
+  logs?: LogWriter;
+  /** Which jobs each worker holds, for the lines printed while it holds one (job-holders.ts). */
+  holders?: JobHolders;
 }
 
 /** The pool's view of a worker for the scaling rules. */
@@ -109,6 +118,20 @@ export interface WorkerPool {
   hold(n: number, reason: string): void;
   /** Drains a worker: SIGTERM, up to the grace period to finish its jobs, then SIGKILL. */
   stop(workerId: string, why: string): void;
+  /**
+   * Pauses an idle worker into the warm pool (flashboot, docs/scaling.md): its container is
+   * kept, frozen, with its GPUs; it is handed nothing until resumed. A worker whose driver
+   * cannot pause, or that holds a job, is stopped instead.
+   */
+  park(workerId: string, why: string): void;
+  /** Resumes up to `n` paused workers of the current settings; returns how many. */
+  resume(n: number): number;
+  /** The paused workers' ids, oldest pause first. */
+  paused(): string[];
+  /** Stops the paused workers beyond the `keep` most recently paused (0: all of them; flashboot turned off). */
+  trimPaused(keep: number, why: string): void;
+  /** The endpoint's cold starts since this pool was made (cold-starts.ts). */
+  coldStarts(): ColdStartStats;
   setThrottled(n: number): void;
   health(): PoolHealth;
   workers(): PoolWorkerInfo[];
@@ -134,6 +157,9 @@ class Pool implements WorkerPool {
   private settings: WorkerSettings = { command: '' };
   private throttled = 0;
   private closed = false;
+  /** Jobs queued at the last observe: a start made while some wait is a cold start. */
+  private queued = 0;
+  private readonly colds = new ColdStarts();
 
   constructor(private readonly options: WorkerPoolOptions) {
     this.endpointId = options.endpointId;
@@ -159,15 +185,15 @@ class Pool implements WorkerPool {
 
   observe(stats: QueueStats, rows: WorkerRecord[], now: number): void {
     const byId = new Map(rows.map((r) => [r.id, r]));
+    this.queued = stats.inQueue;
     for (const slot of this.slots.values()) {
       const row = byId.get(slot.id);
-      if (slot.handle && slot.readyAt === null && row && slot.startedAt !== null && row.lastSeenAt >= slot.startedAt) {
-        slot.readyAt = Math.max(row.firstSeenAt, slot.startedAt);
-        slot.log.note(`ready: first poll ${slot.readyAt - slot.startedAt} ms after start`);
-        if (slot.state === 'starting') moveTo(slot, 'serving', 'it polled for a job');
-      }
+      this.readyCheck(slot, row);
       slot.selfUnhealthy = row && !row.healthy ? (row.reason ?? 'reported unhealthy by the worker') : null;
       slot.held = stats.heldBy.get(slot.id) ?? 0;
+      this.options.holders?.settle(slot.id, slot.held, now);
+      // A job reached it as it was being paused: it runs it now.
+      if (slot.state === 'paused' && slot.held > 0) this.resumeSlot(slot, 'it held a job when it was paused');
       const serving = slot.state === 'serving';
       const waiting = slot.state === 'crashed' || slot.state === 'waiting-for-room';
       const idle = (serving || waiting) && slot.held === 0 && stats.inQueue === 0;
@@ -179,7 +205,7 @@ class Pool implements WorkerPool {
   active(): ActiveWorker[] {
     const list: ActiveWorker[] = [];
     for (const slot of this.slots.values()) {
-      if (slot.state === 'draining' || slot.spec !== this.spec) continue;
+      if (slot.state === 'draining' || slot.state === 'paused' || slot.spec !== this.spec) continue;
       list.push({ id: slot.id, starting: slot.state !== 'serving', idleSince: slot.idleSince, busy: slot.held > 0, waiting: slot.state === 'waiting-for-room' });
     }
     return list;
@@ -237,6 +263,54 @@ class Pool implements WorkerPool {
     this.options.onStopping?.(workerId);
   }
 
+  park(workerId: string, why: string): void {
+    const slot = this.slots.get(workerId);
+    if (!slot || slot.state !== 'serving') return;
+    const handle = slot.handle;
+    if (!handle?.pause || slot.held > 0 || this.closed) {
+      this.stop(workerId, why);
+      return;
+    }
+    moveTo(slot, 'paused', why);
+    slot.reason = `paused in the warm pool (flashboot): ${why}`;
+    slot.idleSince = null;
+    slot.log.note(`pausing (${why}): kept in the warm pool (flashboot)`);
+    this.log.info({ workerId, why }, 'pool worker pausing (flashboot)');
+    // Its parked takes are answered first, so it is frozen holding no job and asks for none.
+    this.options.onStopping?.(workerId);
+    handle.pause().then(
+      () => slot.log.note('paused'),
+      (err: unknown) => {
+        const message = err instanceof Error ? err.message : String(err);
+        if (slot.state === 'paused') this.stop(slot.id, `could not be paused (${message}): stopped instead`);
+      },
+    );
+  }
+
+  resume(n: number): number {
+    let resumed = 0;
+    for (const slot of this.slots.values()) {
+      if (resumed >= n || this.closed) break;
+      if (slot.state !== 'paused' || slot.spec !== this.spec) continue;
+      this.resumeSlot(slot, 'the pool wants a worker');
+      resumed++;
+    }
+    return resumed;
+  }
+
+  paused(): string[] {
+    return [...this.slots.values()].filter((s) => s.state === 'paused').map((s) => s.id);
+  }
+
+  trimPaused(keep: number, why: string): void {
+    const paused = this.paused();
+    for (const id of paused.slice(0, Math.max(0, paused.length - keep))) this.stop(id, why);
+  }
+
+  coldStarts(): ColdStartStats {
+    return this.colds.stats();
+  }
+
   setThrottled(n: number): void {
     this.throttled = n;
   }
@@ -244,15 +318,17 @@ class Pool implements WorkerPool {
   health(): PoolHealth {
     const initializing: string[] = [];
     const unhealthy: string[] = [];
+    const paused: string[] = [];
     let waiting = 0;
     for (const slot of this.slots.values()) {
       const state = reportedState(slot);
-      if (state === 'initializing') initializing.push(slot.id);
+      if (state === 'paused') paused.push(slot.id);
+      else if (state === 'initializing') initializing.push(slot.id);
       else if (state === 'throttled') waiting++;
       // A worker that pinged status=unhealthy is counted from its store row by /health.
       else if (state === 'unhealthy' && slot.selfUnhealthy === null) unhealthy.push(slot.id);
     }
-    return { initializing, unhealthy, throttled: this.throttled + waiting };
+    return { initializing, unhealthy, throttled: this.throttled + waiting, paused };
   }
 
   workers(): PoolWorkerInfo[] {
@@ -309,6 +385,8 @@ class Pool implements WorkerPool {
     moveTo(slot, 'gone', why);
     this.slots.delete(slot.id);
     slot.log.note(`stopped${slot.reason ? ` (${slot.reason})` : ''}`);
+    slot.log.end();
+    this.options.holders?.untrack(slot.id);
     this.stopped.add({ ...infoOf(slot, last), state: 'stopped', jobs: 0, restartAt: null, stoppedAt: this.options.now() }, slot.log);
   }
 
@@ -325,8 +403,9 @@ class Pool implements WorkerPool {
   }
 
   private newSlot(): Slot {
+    const id = `${this.endpointId}-${randomBytes(4).toString('hex')}`;
     const slot: Slot = {
-      id: `${this.endpointId}-${randomBytes(4).toString('hex')}`,
+      id,
       state: 'new',
       movedBecause: 'made',
       spec: this.spec,
@@ -334,6 +413,8 @@ class Pool implements WorkerPool {
       launching: null,
       startedAt: null,
       readyAt: null,
+      coldStart: null,
+      resumedAt: null,
       held: 0,
       idleSince: null,
       restarts: 0,
@@ -345,17 +426,26 @@ class Pool implements WorkerPool {
       progress: null,
       pullFailed: false,
       key: null,
-      log: createWorkerLog(this.options.logLines, this.options.now),
+      log: createWorkerLog(this.options.logLines, this.options.now, this.logFeed(id, () => slot.key?.key ?? null)),
       finished: Promise.resolve(),
     };
+    this.options.holders?.track(id);
     this.slots.set(slot.id, slot);
     return slot;
+  }
+
+  /** The store's feed of a new worker's lines: its key never stored, its lines filed under the one job it holds. */
+  private logFeed(workerId: string, secret: () => string | null): WorkerLogFeed | undefined {
+    const holders = this.options.holders;
+    return this.options.logs?.open({ endpointId: this.endpointId, workerId, secret, soleJob: () => holders?.soleJob(workerId) ?? null });
   }
 
   private launch(slot: Slot): void {
     moveTo(slot, 'launching', slot.state === 'new' ? 'started' : 'restarted');
     slot.restartAt = null;
     slot.readyAt = null;
+    slot.resumedAt = null;
+    slot.coldStart = this.queued > 0 ? { from: this.options.now(), kind: 'start' } : null;
     slot.idleSince = null;
     slot.held = 0;
     slot.launching = this.startProcess(slot).finally(() => {
@@ -406,6 +496,46 @@ class Pool implements WorkerPool {
     }
   }
 
+  /**
+   * Whether the slot's current process (or, resumed, its thawed one) has polled since it was
+   * started: its first job-take ends the cold start being timed. A resumed worker's store row
+   * may be older than the resume; then its first write after it (`lastSeenAt`) is the poll.
+   */
+  private readyCheck(slot: Slot, row: WorkerRecord | undefined): void {
+    const since = slot.resumedAt ?? slot.startedAt;
+    if (!slot.handle || slot.readyAt !== null || !row || since === null || row.lastSeenAt < since) return;
+    slot.readyAt = row.firstSeenAt >= since ? row.firstSeenAt : row.lastSeenAt;
+    slot.log.note(`ready: first poll ${slot.readyAt - since} ms after ${slot.resumedAt === null ? 'start' : 'resume'}`);
+    if (slot.coldStart) this.colds.record(slot.coldStart.kind, slot.readyAt - slot.coldStart.from);
+    slot.coldStart = null;
+    if (slot.state === 'starting') moveTo(slot, 'serving', 'it polled for a job');
+  }
+
+  /** Thaws a paused worker: handed jobs again first, then unpaused; one that cannot be is stopped (a fresh one starts on a later pass). */
+  private resumeSlot(slot: Slot, why: string): void {
+    const handle = slot.handle!;
+    moveTo(slot, 'launching', `resumed: ${why}`);
+    slot.readyAt = null;
+    slot.resumedAt = this.options.now();
+    slot.coldStart = this.queued > 0 ? { from: slot.resumedAt, kind: 'resume' } : null;
+    slot.reason = null;
+    slot.log.note(`resuming (${why})`);
+    this.options.onResuming?.(slot.id);
+    slot.launching = handle.resume!()
+      .then(
+        () => {
+          if (slot.state === 'launching') moveTo(slot, 'starting', 'unpaused');
+        },
+        (err: unknown) => {
+          const message = err instanceof Error ? err.message : String(err);
+          if (slot.state === 'launching') this.stop(slot.id, `could not be resumed (${message})`);
+        },
+      )
+      .finally(() => {
+        slot.launching = null;
+      });
+  }
+
   /** No host has room for the worker now: it is throttled (RunPod: waiting for a GPU), tried again every backoff base, and not counted as a crash. */
   private waitForRoom(slot: Slot, why: string): void {
     const reason = `waiting for room: ${why}`;
@@ -432,10 +562,11 @@ class Pool implements WorkerPool {
     await this.revokeKey(slot);
     // A clean exit of a worker that served (e.g. it asked to be recycled) is not a crash.
     const clean = exit.code === 0 && slot.readyAt !== null;
-    if (slot.state === 'draining' || this.closed || clean || slot.spec !== this.spec) {
+    if (slot.state === 'paused') slot.reason = `its paused container ended (${slot.lastExit})`;
+    if (slot.state === 'draining' || slot.state === 'paused' || this.closed || clean || slot.spec !== this.spec) {
       this.log.info({ workerId: slot.id, pid: handle.pid, host: handle.host, exit }, 'pool worker exited');
       // Stopping, closing and a settings change all went through stop(), which set the reason.
-      if (slot.state !== 'draining') slot.reason = 'exited by itself after serving (code 0)';
+      if (slot.state !== 'draining' && slot.state !== 'paused') slot.reason = 'exited by itself after serving (code 0)';
       this.retire(slot, handle, slot.reason ?? 'exited');
     } else {
       if (ranMs >= STABLE_MS) slot.failures = 0;

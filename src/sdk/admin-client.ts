@@ -127,6 +127,14 @@ export interface EndpointSettings {
   rateLimits?: EndpointRateLimits | null;
   /** USD per second of execution (at most 10 decimals; a number or decimal text); null: metered, not priced. */
   pricePerSecond?: number | string | null;
+  /** 0–100 (default 50): who gets the fleet's GPUs first (docs/scaling.md, the allocator). */
+  priority?: number;
+  /** 1–100 (default 1): the weight of its fair share of GPUs among endpoints of the same priority. */
+  shareWeight?: number;
+  /** Its running workers may be stopped for a higher priority, their jobs requeued without counting an attempt (default false). */
+  preemptible?: boolean;
+  /** Idle container workers are paused in a warm pool (GPUs kept) and resumed for the next job, instead of stopped (default false). */
+  flashboot?: boolean;
 }
 
 /** Per-operation limits of one endpoint (`run`, `runsync`, `status`, `long-poll`, `cancel`, `purge-queue`, `requests`, `openai`), or "off". */
@@ -155,6 +163,10 @@ export interface Endpoint {
   rateLimits?: EndpointRateLimits | null;
   /** USD per second of execution; null when not priced by time. */
   pricePerSecond?: number | null;
+  priority?: number;
+  shareWeight?: number;
+  preemptible?: boolean;
+  flashboot?: boolean;
   createdAt: number | string;
   updatedAt: number | string;
 }
@@ -162,7 +174,7 @@ export interface Endpoint {
 /** A worker of an endpoint as `GET /admin/v1/endpoints/{id}/workers` lists it. */
 export interface EndpointWorker {
   id: string;
-  /** initializing, idle, running, draining, throttled, unhealthy, or stopped (gone; its log is kept for a while). */
+  /** initializing, idle, running, draining, throttled, unhealthy, paused (flashboot's warm pool), or stopped (gone; its log is kept for a while). */
   state: string;
   /** true: started by Gantry's worker pool; false: connected by hand. */
   managed: boolean;
@@ -207,13 +219,32 @@ export interface WorkerHost {
   lastSeenAt: string | null;
 }
 
-/** `GET /admin/v1/endpoints/{id}/workers` whole: the workers, and the Docker hosts of the pool. */
+/** Cold starts counted since the pool was made, with p70/p90/p98 (ms) over the last ones; null while there were none. */
+export interface ColdStartSummary {
+  count: number;
+  /** How many of the latest cold starts the quantiles are over. */
+  window: number;
+  p70Ms: number | null;
+  p90Ms: number | null;
+  p98Ms: number | null;
+  lastMs: number | null;
+}
+
+/** An endpoint's cold starts (a worker started while a job waited, timed to its first job-take): all, then new starts and resumes from the warm pool. */
+export interface ColdStarts extends ColdStartSummary {
+  start: ColdStartSummary;
+  resume: ColdStartSummary;
+}
+
+/** `GET /admin/v1/endpoints/{id}/workers` whole: the workers, the Docker hosts of the pool, and its cold starts. */
 export interface WorkerListing {
   endpointId: string;
   /** Whether the gateway asked runs the pool (with several gateways only the leader does; the others list no hosts). */
   pool: boolean;
   workers: EndpointWorker[];
   hosts: WorkerHost[];
+  /** Null where the gateway asked runs no pool for the endpoint. */
+  coldStarts?: ColdStarts | null;
 }
 
 /** One line of a pool worker's log. */
@@ -222,6 +253,42 @@ export interface WorkerLogLine {
   /** stdout, stderr, or gantry (the pool's own notes: started, exited, stopping). */
   stream: string;
   line: string;
+  /** `debug`, `info`, `warn`, `error`, … when the line says; null otherwise (gateways before the stored logs send none). */
+  level?: string | null;
+  /** The line without its JSON or level word around it. */
+  message?: string;
+  /** The job it belongs to, when known. */
+  jobId?: string | null;
+}
+
+/** One stored line of GET /admin/v1/logs (docs/logs.md). */
+export interface LogLine {
+  /** The line's id: the cursor of pages and follows. */
+  id: string;
+  at: string;
+  level: string | null;
+  message: string;
+  stream: string;
+  endpointId: string;
+  workerId: string;
+  jobId: string | null;
+  /** The line as the worker printed it (a JSON line whole). */
+  line: string;
+}
+
+/** Filters of GET /admin/v1/logs; times are ISO 8601 or epoch ms. */
+export interface LogQuery {
+  endpoint?: string;
+  worker?: string;
+  job?: string;
+  since?: string | number;
+  until?: string | number;
+  /** Text the line holds, ASCII letters in any case. */
+  q?: string;
+  /** Lines per page (default 100, at most 1,000). */
+  limit?: number;
+  /** The `cursor` of the page after which to read older lines. */
+  cursor?: string;
 }
 
 /** One row of a usage report: its groups (those asked for) and what was used and spent. */
@@ -313,10 +380,53 @@ export interface AdminClient {
   /** The workers with the Docker hosts they run on (state, engine, GPUs in use). */
   workerListing(endpointId: string): Promise<WorkerListing>;
   workerLogs(endpointId: string, workerId: string, lines?: number): Promise<WorkerLogLine[]>;
+  /** The newest stored lines matching the filters, oldest first, and the cursor of the page before (null at the start). */
+  logs(query?: LogQuery): Promise<{ lines: LogLine[]; cursor: string | null }>;
+  /**
+   * The newest `limit` lines, then each new one as it is stored (server-sent events), until
+   * `signal` aborts; a dropped connection is resumed after the last line seen.
+   */
+  followLogs(query: LogQuery, onLine: (line: LogLine) => void, signal?: AbortSignal): Promise<void>;
   /** Execution, worker and GPU seconds, megapixels and cost, by key, endpoint and/or day. */
   usage(query?: UsageQuery): Promise<UsageReport>;
   /** The same report as CSV text. */
   usageCsv(query?: UsageQuery): Promise<string>;
+  /** A page of the audit log, newest first; pass `nextCursor` as `cursor` for the next. */
+  audit(query?: AuditQuery): Promise<AuditPage>;
+}
+
+/** Filters of GET /admin/v1/audit (docs/api.md, "Audit log"). */
+export interface AuditQuery {
+  /** A key id, key name or console session reference. */
+  actor?: string;
+  /** An action (`endpoint.update`), or a prefix ending in a dot (`endpoint.`). */
+  action?: string;
+  /** The changed thing's id (an endpoint id, key id, registry credential id). */
+  target?: string;
+  /** Epoch milliseconds or ISO 8601; `until` exclusive. */
+  since?: number | string;
+  until?: number | string;
+  /** 1-1000 entries (default 100). */
+  limit?: number;
+  cursor?: string;
+}
+
+/** One audit entry: who did what, when, from where. Never holds a secret value. */
+export interface AuditEntry {
+  id: string;
+  at: string;
+  action: string;
+  outcome: 'ok' | 'failed' | 'limited';
+  actor: { kind: 'key' | 'console' | 'anonymous'; keyId: string | null; keyName: string | null; session: string | null };
+  address: string;
+  target: { kind: string; id: string } | null;
+  detail: Record<string, unknown>;
+}
+
+/** A page of entries and the cursor of the next (null on the last). */
+export interface AuditPage {
+  entries: AuditEntry[];
+  nextCursor: string | null;
 }
 
 /**
@@ -379,15 +489,81 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     listWorkers: async (id) => (await request<WorkerListing>('GET', `${endpointPath(id)}/workers`)).workers,
     workerListing: (id) => request<WorkerListing>('GET', `${endpointPath(id)}/workers`),
     workerLogs: async (id, workerId, lines) =>
-      (
-        await request<{ lines: WorkerLogLine[] }>(
-          'GET',
-          `${endpointPath(id)}/workers/${encodeURIComponent(workerId)}/logs${lines === undefined ? '' : `?lines=${lines}`}`,
-        )
-      ).lines,
+      (await request<{ lines: WorkerLogLine[] }>('GET', `${endpointPath(id)}/workers/${encodeURIComponent(workerId)}/logs${lines === undefined ? '' : `?lines=${lines}`}`)).lines,
+    ...logMethods(request, { doFetch, base, adminKey: options.adminKey }),
     usage: (query = {}) => request<UsageReport>('GET', `/admin/v1/usage${usageSearch(query, 'json')}`),
     usageCsv: (query = {}) => getText({ doFetch, base, adminKey: options.adminKey, timeoutMs }, `/admin/v1/usage${usageSearch(query, 'csv')}`),
+    audit: (query = {}) => request<AuditPage>('GET', `/admin/v1/audit${auditSearch(query)}`),
   };
+}
+
+/** `logs` and `followLogs` of the client. */
+function logMethods(request: <T>(method: string, path: string) => Promise<T>, c: { doFetch: typeof fetch; base: string; adminKey: string }): Pick<AdminClient, 'logs' | 'followLogs'> {
+  return {
+    logs: (query = {}) => request<{ lines: LogLine[]; cursor: string | null }>('GET', `/admin/v1/logs${logSearch(query)}`),
+    followLogs: (query, onLine, signal) => followLogs(c, logSearch(query), onLine, signal),
+  };
+}
+
+/** The query string of a logs request. */
+function logSearch(query: LogQuery): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) if (value !== undefined && value !== '') params.set(name, String(value));
+  const text = params.toString();
+  return text ? `?${text}` : '';
+}
+
+/** Waits before a dropped follow connects again. */
+const FOLLOW_RETRY_MS = 1_000;
+
+/**
+ * GET /admin/v1/logs as server-sent events: each `data:` is a line; the `id:` of the last one
+ * is sent back as Last-Event-ID when the connection is made again. A refusal (4xx) throws.
+ */
+async function followLogs(c: { doFetch: typeof fetch; base: string; adminKey: string }, search: string, onLine: (line: LogLine) => void, signal?: AbortSignal): Promise<void> {
+  let lastId: string | undefined;
+  while (!signal?.aborted) {
+    try {
+      const headers: Record<string, string> = { authorization: `Bearer ${c.adminKey}`, accept: 'text/event-stream', ...(lastId ? { 'last-event-id': lastId } : {}) };
+      const response = await c.doFetch(`${c.base}/admin/v1/logs${search}`, { headers, ...(signal ? { signal } : {}) });
+      if (response.status >= 400 && response.status < 500) {
+        const error = parseJson(await response.text());
+        const body = isRecord(error) ? error : {};
+        throw new AdminApiError(typeof body.error === 'string' ? body.error : `HTTP ${response.status}`, response.status, typeof body.code === 'string' ? body.code : `HTTP_${response.status}`);
+      }
+      if (response.ok && response.body) {
+        for await (const event of sseEvents(response.body)) {
+          if (event.id !== undefined) lastId = event.id;
+          if (event.data !== '') onLine(JSON.parse(event.data) as LogLine);
+        }
+      }
+    } catch (err) {
+      if (signal?.aborted) return;
+      if (err instanceof AdminApiError) throw err;
+    }
+    if (!signal?.aborted) await new Promise((resolve) => setTimeout(resolve, FOLLOW_RETRY_MS));
+  }
+}
+
+/** The events of a text/event-stream body: their `id` and `data` fields (comments skipped). */
+async function* sseEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<{ id?: string; data: string }> {
+  const decoder = new TextDecoder();
+  let text = '';
+  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+    text += decoder.decode(chunk, { stream: true });
+    let end: number;
+    while ((end = text.indexOf('\n\n')) >= 0) {
+      const block = text.slice(0, end);
+      text = text.slice(end + 2);
+      let id: string | undefined;
+      const data: string[] = [];
+      for (const line of block.split('\n')) {
+        if (line.startsWith('id: ')) id = line.slice(4);
+        else if (line.startsWith('data: ')) data.push(line.slice(6));
+      }
+      if (id !== undefined || data.length > 0) yield { ...(id === undefined ? {} : { id }), data: data.join('\n') };
+    }
+  }
 }
 
 /** GET of a route that answers text (the usage CSV); a non-2xx answer throws as `request` does. */
@@ -443,4 +619,12 @@ function describeFetchError(err: unknown): string {
     return err.message;
   }
   return String(err);
+}
+
+/** `?actor=&action=…` of an audit query; fields left out are not sent. */
+function auditSearch(query: AuditQuery): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, String(value));
+  const text = params.toString();
+  return text === '' ? '' : `?${text}`;
 }

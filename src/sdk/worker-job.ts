@@ -70,6 +70,7 @@ export async function runJob(
   let refresh = false;
   const ctx: JobContext = {
     workerId: config.workerId,
+    traceparent: typeof job.traceparent === 'string' ? job.traceparent : undefined,
     signal,
     refresh() {
       refresh = true;

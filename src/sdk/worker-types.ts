@@ -34,6 +34,12 @@ export interface WorkerJob<I = unknown> {
   s3Config?: S3Config;
   webhook?: string;
   policy?: JobPolicy;
+  /**
+   * The W3C trace context of this run when the gateway traces jobs (OTEL_* variables set
+   * there): start the handler's own spans as children of it and they join the job's trace,
+   * under the run they belong to. Absent when the job is not traced.
+   */
+  traceparent?: string;
 }
 
 /**
@@ -54,6 +60,12 @@ export interface WorkerJob<I = unknown> {
 export interface JobContext {
   /** This worker's id (RUNPOD_POD_ID or the `workerId` option). */
   readonly workerId: string;
+  /**
+   * The job's W3C `traceparent` for this run (WorkerJob.traceparent), for the handler's own
+   * spans: with OpenTelemetry, `propagation.extract(context.active(), { traceparent })`.
+   * undefined when the gateway does not trace the job.
+   */
+  readonly traceparent: string | undefined;
   /**
    * Aborted when the server stops the job (cancelled or timed out). After that nothing the
    * handler returns or yields is posted; stop work as soon as convenient.

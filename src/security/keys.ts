@@ -30,6 +30,8 @@ const MAX_KEY_CHARS = 512;
 /** Who is calling: the key's id, scopes and endpoint restriction. */
 export interface Principal {
   keyId: string;
+  /** The key's name, for the audit log (who made a change). */
+  keyName: string;
   scopes: Scope[];
   endpoints: string[] | null;
 }
@@ -243,7 +245,7 @@ class Keys implements KeyService {
     // An admin key stored with an endpoint limit (made before such keys were refused) is no admin.
     if (scope === 'admin' && key.endpoints !== null) return { ok: false, refusal: 'admin-limited-to-endpoints' };
     if (endpointId !== undefined && key.endpoints !== null && !key.endpoints.includes(endpointId)) return { ok: false, refusal: 'not-on-endpoint' };
-    return { ok: true, principal: { keyId: key.id, scopes: key.scopes, endpoints: key.endpoints } };
+    return { ok: true, principal: { keyId: key.id, keyName: key.name, scopes: key.scopes, endpoints: key.endpoints } };
   }
 
   private async lookup(raw: string): Promise<KeyRecord | undefined> {

@@ -30,9 +30,11 @@ export interface Claimant {
     gpuTypes?: readonly string[];
     image?: string;
     workers: readonly WorkerKind[];
+    /** Its paused workers (the warm pool): they hold GPUs, count neither as workers nor toward its share. */
+    paused?: readonly string[];
   };
-  /** Its orders to stop workers for others. */
-  out: { reclaim: { workerId: string; why: string }[]; preempt: { workerId: string; why: string }[] };
+  /** Its orders to stop workers for others, and how many of its paused workers it resumes. */
+  out: { reclaim: { workerId: string; why: string }[]; preempt: { workerId: string; why: string }[]; resume: number };
   /** GPUs it holds, counting grants and GPUs being freed for it. */
   held: number;
   /** Workers it has, counting grants and those being freed for it, less those reclaimed. */
@@ -56,12 +58,13 @@ export function rankOf(s: Pick<Claimant, 'count' | 'rank'> & { d: { priority: nu
   return s.count - giving <= 0 ? s.rank : s.d.priority;
 }
 
-/** What a holder is: not an endpoint's current worker (being stopped, its GPUs being freed), idle, starting, busy. */
+/** What a holder is: not an endpoint's worker (being stopped, its GPUs being freed), paused (the warm pool), idle, starting, busy. */
 const FREEING = 0;
-const IDLE = 1;
-const STARTING = 2;
-const BUSY = 3;
-const KINDS = ['freeing', 'idle', 'starting', 'busy'] as const;
+const PAUSED = 1;
+const IDLE = 2;
+const STARTING = 3;
+const BUSY = 4;
+const KINDS = ['freeing', 'paused', 'idle', 'starting', 'busy'] as const;
 
 /** Candidates on one host for one model, and the devices they make with the free ones. */
 interface Picked {
@@ -107,7 +110,7 @@ export class Fleet {
   /** Candidates to free, by kind, each in its endpoints' priority order (lowest first, being stopped before all). */
   private readonly byKind: Int32Array[];
   /** Per kind, how many of the first candidates are taken already (skipped without a look). */
-  private readonly takenPrefix = [0, 0, 0, 0];
+  private readonly takenPrefix = KINDS.map(() => 0);
   private readonly reasons = new Map<string, string>();
   /** GPUs held per endpoint and model, in the order first met, grants included (made when a reason first needs them). */
   private pairs: HeldPair[] | null = null;
@@ -134,14 +137,22 @@ export class Fleet {
     // Worker id → its index among all endpoints' workers (a number: no record per worker).
     const owners = new Map<string, number>();
     let all = 0;
-    for (const s of this.claimants) all += s.d.workers.length;
-    const workers = new Array<WorkerKind>(all);
+    for (const s of this.claimants) all += s.d.workers.length + (s.d.paused?.length ?? 0);
+    const workers = new Array<WorkerKind | undefined>(all);
     const ownerOf = new Int32Array(all);
+    const kindOf = new Uint8Array(all);
     let g = 0;
     for (let e = 0; e < this.claimants.length; e++) {
-      for (const w of this.claimants[e]!.d.workers) {
+      const { d } = this.claimants[e]!;
+      for (const w of d.workers) {
         owners.set(w.id, g);
         workers[g] = w;
+        kindOf[g] = w.busy ? BUSY : w.starting ? STARTING : IDLE;
+        ownerOf[g++] = e;
+      }
+      for (const id of d.paused ?? []) {
+        owners.set(id, g);
+        kindOf[g] = PAUSED;
         ownerOf[g++] = e;
       }
     }
@@ -154,16 +165,17 @@ export class Fleet {
       host.holders?.forEach((devices, workerId) => {
         if (devices.length === 0) return;
         const g = owners.get(workerId);
-        const w = g === undefined ? undefined : workers[g]!;
+        const w = g === undefined ? undefined : workers[g];
         const k = h.n++;
         h.worker[k] = workerId;
         h.devices[k] = devices;
         h.type[k] = host.gpuTypes?.[host.gpus.indexOf(devices[0] ?? '')] ?? '';
         h.host[k] = i;
         h.owner[k] = g === undefined ? -1 : ownerOf[g]!;
-        h.kind[k] = !w ? FREEING : w.busy ? BUSY : w.starting ? STARTING : IDLE;
+        h.kind[k] = g === undefined ? FREEING : kindOf[g]!;
         if (w?.busySince !== undefined) (this.since ??= new Float64Array(size).fill(-Infinity))[k] = w.busySince;
-        if (g !== undefined) this.claimants[ownerOf[g]!]!.held += devices.length;
+        // A paused worker's GPUs are not its endpoint's share: they are there for the taking.
+        if (g !== undefined && h.kind[k] !== PAUSED) this.claimants[ownerOf[g]!]!.held += devices.length;
       });
     }
     this.byKind = this.candidates();
@@ -227,6 +239,20 @@ export class Fleet {
     return true;
   }
 
+  /** Resumes one of `s`'s own paused workers on a host that is up (its GPUs are already held); false when it has none. */
+  resumeOwn(s: Claimant): boolean {
+    if (!s.d.paused || s.d.paused.length === 0) return false;
+    const { h } = this;
+    const e = this.indexOf.get(s)!;
+    for (const k of this.byKind[PAUSED]!) {
+      if (h.owner[k] !== e || h.taken[k] || !this.free.hosts[h.host[k]!]!.up) continue;
+      h.taken[k] = 1;
+      s.out.resume++;
+      return true;
+    }
+    return false;
+  }
+
   /**
    * Frees room for one worker of `s` (rule 3): the cheapest set of holdings on one host that,
    * with its free devices of one acceptable model, makes the worker's count. Stops them (the
@@ -245,7 +271,7 @@ export class Fleet {
       for (let i = first; i < list.length; i++) {
         const k = list[i]!;
         const v = this.claimants[h.owner[k]!];
-        if (v && v.d.priority > rankOf(s, 0) && s.count >= s.d.workersMin) break;
+        if (kind !== PAUSED && v && v.d.priority > rankOf(s, 0) && s.count >= s.d.workersMin) break;
         if (h.taken[k] || !this.free.hosts[h.host[k]!]!.up || !this.acceptable(s, k) || !mayTake(s, v ?? null, kind, h.devices[k]!.length)) continue;
         const key = `${h.host[k]}\u0000${h.type[k]}`;
         let b = buckets.get(key);
@@ -276,11 +302,15 @@ export class Fleet {
       if (!v) continue;
       const gpus = h.devices[k]!.length;
       const busy = h.kind[k] === BUSY;
-      const reason = `${busy ? 'preempted' : 'reclaimed'} for \`${s.d.id}\` (priority ${s.d.priority}): ${gpus} ${modelLabel(h.type[k]!)} on ${name}${busy ? ', its jobs requeued' : `, ${KINDS[h.kind[k]!]} beyond workersMin`}`;
+      const paused = h.kind[k] === PAUSED;
+      const what = busy ? ', its jobs requeued' : paused ? ', paused in the warm pool' : `, ${KINDS[h.kind[k]!]} beyond workersMin`;
+      const reason = `${busy ? 'preempted' : 'reclaimed'} for \`${s.d.id}\` (priority ${s.d.priority}): ${gpus} ${modelLabel(h.type[k]!)} on ${name}${what}`;
       (busy ? v.out.preempt : v.out.reclaim).push({ workerId: h.worker[k]!, why: reason });
-      v.held -= gpus;
-      v.count--;
-      this.stopped(v);
+      if (!paused) {
+        v.held -= gpus;
+        v.count--;
+        this.stopped(v);
+      }
       stopped.push(`\`${v.d.id}\``);
     }
     const what = `${s.d.gpus} ${modelLabel(b.type)} on ${name} being freed`;
@@ -355,7 +385,7 @@ function modelTotals(hosts: readonly HostLoad[]): { byModel: Map<string, number>
 
 /** Whether `s` may have a holder of `v` (null: being stopped) of this kind and size freed for it (rule 3). */
 function mayTake(s: Claimant, v: Claimant | null, kind: number, gpus: number): boolean {
-  if (!v) return true; // already being stopped
+  if (!v || kind === PAUSED) return true; // already being stopped, or a paused worker: anyone's
   if (v.count <= v.d.workersMin) return false;
   if (s.count < s.d.workersMin) return true; // a reservation
   const held = rankOf(v, 1);

@@ -26,6 +26,11 @@ import { Fleet, rankOf, type Claimant } from './allocator-fleet.js';
  *    within their endpoint's `workersMin` are never reclaimed. Reclaimed GPUs are granted on a
  *    later pass, once the stopped workers have exited; the request waits for them meanwhile.
  * 4. Otherwise it waits (`throttled`), and the reason names what holds the GPUs it could use.
+ *
+ * The warm pool (flashboot): an endpoint's paused workers hold their GPUs but count neither as
+ * its workers nor toward its fair share. Its own requests take them first (a resume, before
+ * free GPUs); any other endpoint's request that finds no free GPU reclaims them before
+ * anything else is stopped, whatever the priorities (they hold no job and are not wanted now).
  */
 
 /** A worker of an endpoint, as the allocator sees it. */
@@ -57,6 +62,8 @@ export interface EndpointDemand {
   image?: string;
   /** Its workers that are not being stopped, and not waiting for a GPU. */
   workers: readonly AllocWorker[];
+  /** Its paused workers (flashboot's warm pool), which hold their GPUs; absent: none. */
+  paused?: readonly string[];
   /** More workers wanted now (planScale's start, plus its workers waiting for a GPU). */
   want: number;
   /** Since when its oldest job waits (aging); null when none waits. */
@@ -81,9 +88,11 @@ export interface StopOrder {
 
 /** What one endpoint gets. */
 export interface EndpointAllocation {
-  /** Workers to start now (GPUs are free for them). */
+  /** Workers to start now (GPUs are free for them, or they are its paused workers, resumed). */
   start: number;
-  /** Idle or starting workers to stop, for another endpoint. */
+  /** Of `start`, how many are its paused workers resumed (they hold their GPUs already). */
+  resume: number;
+  /** Paused, idle or starting workers to stop, for another endpoint. */
   reclaim: StopOrder[];
   /** Busy workers to stop for a higher priority, their jobs requeued without counting an attempt. */
   preempt: StopOrder[];
@@ -120,7 +129,7 @@ export function allocate(input: AllocatorInput): Map<string, EndpointAllocation>
   for (const d of input.endpoints) {
     const waited = d.waitingSince === null ? 0 : Math.max(0, input.now - d.waitingSince);
     const rank = Math.min(100, d.priority + AGING_STEP * Math.floor(waited / agingMs));
-    const out: EndpointAllocation = { start: 0, reclaim: [], preempt: [], waiting: 0, reason: null };
+    const out: EndpointAllocation = { start: 0, resume: 0, reclaim: [], preempt: [], waiting: 0, reason: null };
     states.set(d.id, { d, out, held: 0, count: d.workers.length, left: d.want, blocked: false, rank, waitedMs: waited, agingMs });
   }
   const queue = new Heap<EndpointState>(before);
@@ -168,7 +177,7 @@ function serveOne(s: EndpointState, fleet: Fleet): void {
     return;
   }
   s.left--;
-  if (fleet.place(s)) {
+  if (fleet.resumeOwn(s) || fleet.place(s)) {
     s.out.start++;
     s.held += d.gpus;
     s.count++;

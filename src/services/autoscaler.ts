@@ -16,6 +16,8 @@ import { isContainerWorker } from '../jobs/endpoint-settings.js';
 import { allocate, type EndpointAllocation, type EndpointDemand } from './allocator.js';
 import { PoolSet } from './pool-set.js';
 import type { WorkerMeters } from '../pool/worker-meters.js';
+import type { JobHolders } from '../pool/job-holders.js';
+import type { LogWriter } from '../pool/log-writer.js';
 import { planScale } from './scale-policy.js';
 
 /** One endpoint's part of a pass: its pool, what its scaler wants, and what the allocator is asked. */
@@ -49,6 +51,10 @@ export interface AutoscalerDeps {
   clock: Clock;
   /** Meters each pool worker from start to stop (worker seconds, docs/api.md "Usage"). */
   meters?: WorkerMeters;
+  /** Stores the pool workers' lines (docs/logs.md); flushed once the pools are closed. */
+  logs?: LogWriter;
+  /** Which job each pool worker holds, for its lines. */
+  holders?: JobHolders;
 }
 
 /**
@@ -139,6 +145,8 @@ class Scaler implements Autoscaler {
       this.unsubscribe?.();
       await this.loop.stop();
       await this.pools.closeAll('the autoscaler is stopping (gateway shutdown or leadership lost)');
+      // The workers' last lines and their stop notes, before the store closes.
+      await this.deps.logs?.flush();
       await this.deps.meters?.stop();
       this.deps.driver.close?.();
     })();
@@ -177,7 +185,10 @@ class Scaler implements Autoscaler {
       now: this.deps.clock.now,
       onChange: () => this.loop.kick(),
       onStopping: (workerId) => this.deps.notifier.publish({ type: 'worker-stopping', workerId, endpointId }),
+      onResuming: (workerId) => this.deps.notifier.publish({ type: 'worker-resuming', workerId, endpointId }),
       ...(this.deps.meters ? { meters: this.deps.meters } : {}),
+      ...(this.deps.logs ? { logs: this.deps.logs } : {}),
+      ...(this.deps.holders ? { holders: this.deps.holders } : {}),
     });
   }
 
@@ -190,7 +201,13 @@ class Scaler implements Autoscaler {
     pool.observe(stats, rows, now);
     const plan = planScale({ endpoint, stats, now, workers: pool.active() });
     pool.setThrottled(plan.throttled);
-    for (const id of plan.stop) pool.stop(id, `scaled down (idle for ${endpoint.idleTimeout} s or over workersMax)`);
+    // flashboot: idle workers are paused into the warm pool (at most workersMax of them), not stopped.
+    const why = `scaled down (idle for ${endpoint.idleTimeout} s or over workersMax)`;
+    for (const id of plan.stop) {
+      if (endpoint.flashboot) pool.park(id, why);
+      else pool.stop(id, why);
+    }
+    pool.trimPaused(endpoint.flashboot ? endpoint.workersMax : 0, endpoint.flashboot ? 'more paused workers than workersMax' : 'flashboot is off');
     let workers = pool.active();
     // Waiting for a GPU with no job left to run: beyond workersMin they go at once.
     const running = workers.filter((w) => !w.waiting).length;
@@ -212,6 +229,7 @@ class Scaler implements Autoscaler {
       gpus,
       ...(isContainerWorker(settings) ? { image: settings.image, ...(settings.gpuTypes ? { gpuTypes: settings.gpuTypes } : {}) } : {}),
       workers: workers.filter((w) => !w.waiting).map((w) => ({ id: w.id, busy: w.busy, starting: w.starting })),
+      paused: pool.paused(),
       want: fresh + waiting,
       waitingSince: stats.oldestNormalQueuedAt,
     };
@@ -229,10 +247,13 @@ class Scaler implements Autoscaler {
       pool.stop(order.workerId, order.why);
     }
     const now = this.deps.clock.now();
-    pool.launchWaiting(Math.min(a.start, p.waiting), now);
-    const fresh = Math.max(0, a.start - p.waiting);
+    // Its paused workers first (flashboot: they hold their GPUs), then those waiting for room, then new ones.
+    const resumed = pool.resume(a.start);
+    const granted = a.start - resumed;
+    pool.launchWaiting(Math.min(granted, p.waiting), now);
+    const fresh = Math.max(0, granted - p.waiting);
     pool.start(fresh);
-    pool.hold(p.fresh - fresh, a.reason ?? 'waiting for room');
+    pool.hold(Math.max(0, p.fresh - resumed - fresh), a.reason ?? 'waiting for room');
     pool.restartDue(now);
   }
 

@@ -31,6 +31,7 @@ export class PoolSet {
       stoppedWorkers: (endpointId) => this.pools.get(endpointId)?.stoppedWorkers(),
       logs: (endpointId, workerId, lines) => this.pools.get(endpointId)?.logs(workerId, lines),
       hosts: () => (deps.running() ? (deps.driver.hosts?.() ?? []) : undefined),
+      coldStarts: (endpointId) => this.pools.get(endpointId)?.coldStarts(),
     };
   }
 

@@ -3,8 +3,10 @@ import type { GantryConfig } from '../config/config.js';
 import type { JobTransitions } from '../jobs/transitions.js';
 import type { WorkerService } from '../jobs/worker-service.js';
 import type { JobRecord } from '../model/records.js';
+import type { LogStore } from '../store/log-store.js';
 import type { MinuteStore } from '../store/minute-store.js';
-import type { WorkerStore } from '../store/store.js';
+import type { AuditStore } from '../store/audit-store.js';
+import type { EndpointStore, WorkerStore } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
 import { periodic, type Periodic } from '../util/periodic.js';
 
@@ -13,6 +15,10 @@ const BATCH = 500;
 /** At most this many batches of one kind per pass, so a huge backlog never blocks the loop. */
 const MAX_BATCHES = 20;
 const DAY_MS = 86_400_000;
+/** Worker log lines deleted per store call: lines come in thousands, so larger batches than jobs. */
+const LOG_BATCH = 5_000;
+/** Each endpoint's log is trimmed to GANTRY_LOG_MAX_LINES_PER_ENDPOINT at most this often (finding its edge reads that many index entries). */
+const LOG_TRIM_EVERY_MS = 60_000;
 
 /** What one reaper pass did. */
 export interface ReaperPass {
@@ -23,13 +29,19 @@ export interface ReaperPass {
   deleted: number;
   /** Per-minute chart aggregates deleted, older than minutesKeepDays. */
   minutes: number;
+  /** Worker log lines deleted: older than logKeepDays, or past an endpoint's logMaxLinesPerEndpoint. */
+  logs: number;
+  /** Audit log entries deleted, older than auditKeepDays. */
+  audit: number;
 }
 
 /**
  * The reaper (docs/states.md): execution timeouts → TIMED_OUT (the worker is told through
  * job-stop); queue ttl → TIMED_OUT; workers not heard from for `workerLostMs` lose their jobs
  * (requeued up to maxAttempts, then FAILED); expired jobs are deleted with input, output and
- * stream; the console charts' minutes older than `minutesKeepDays` are deleted. A singleton on
+ * stream; the console charts' minutes older than `minutesKeepDays` are deleted, worker log
+ * lines older than `logKeepDays` or past an endpoint's `logMaxLinesPerEndpoint`, and audit
+ * entries older than `auditKeepDays`. A singleton on
  * the leader. `start` runs a pass every `reaperIntervalMs`; `stop` may be called twice.
  */
 export interface Reaper {
@@ -43,8 +55,8 @@ export interface Reaper {
 export interface ReaperDeps {
   transitions: Pick<JobTransitions, 'timeOutRunning' | 'expireQueued' | 'releaseWorkers' | 'deleteExpired'>;
   workers: Pick<WorkerService, 'touchWaiting'>;
-  store: Pick<WorkerStore, 'findStaleWorkers'> & Pick<MinuteStore, 'deleteMinutesBefore'>;
-  config: Pick<GantryConfig, 'reaperIntervalMs' | 'workerLostMs' | 'minutesKeepDays'>;
+  store: Pick<WorkerStore, 'findStaleWorkers'> & Pick<MinuteStore, 'deleteMinutesBefore'> & Pick<LogStore, 'deleteLogsBefore' | 'trimEndpointLogs'> & Pick<EndpointStore, 'listEndpoints'> & Pick<AuditStore, 'deleteAuditBefore'>;
+  config: Pick<GantryConfig, 'reaperIntervalMs' | 'workerLostMs' | 'minutesKeepDays' | 'logKeepDays' | 'logMaxLinesPerEndpoint' | 'auditKeepDays'>;
   logger: Logger;
   clock: Clock;
 }
@@ -54,13 +66,13 @@ export function createReaper(deps: ReaperDeps): Reaper {
   return new Reaping(deps);
 }
 
-/** Calls `call` while it handles full batches, at most MAX_BATCHES times; returns the total handled. */
-async function repeat(call: () => Promise<number>): Promise<number> {
+/** Calls `call` while it handles full batches (of `batch`), at most MAX_BATCHES times; returns the total handled. */
+async function repeat(call: () => Promise<number>, batch = BATCH): Promise<number> {
   let total = 0;
   for (let i = 0; i < MAX_BATCHES; i++) {
     const n = await call();
     total += n;
-    if (n < BATCH) break;
+    if (n < batch) break;
   }
   return total;
 }
@@ -71,6 +83,8 @@ class Reaping implements Reaper {
   private readonly loop: Periodic;
   /** When start() last ran: silence before it is not counted (the reconnect grace). */
   private startedAt: number | undefined;
+  /** When the endpoints' logs were last trimmed to their cap. */
+  private trimmedAt = -Infinity;
 
   constructor(private readonly deps: ReaperDeps) {
     this.loop = periodic({
@@ -85,6 +99,7 @@ class Reaping implements Reaper {
   }
 
   runOnce(): Promise<ReaperPass> {
+    this.trimmedAt = -Infinity;
     return this.pass(0);
   }
 
@@ -97,7 +112,23 @@ class Reaping implements Reaper {
     const deleted = await repeat(() => transitions.deleteExpired(BATCH));
     const before = this.deps.clock.now() - this.deps.config.minutesKeepDays * DAY_MS;
     const minutes = await repeat(() => this.deps.store.deleteMinutesBefore({ before, limit: BATCH }));
-    return { timedOut, expired, requeued, failed, deleted, minutes };
+    const logs = await this.pruneLogs();
+    const auditBefore = this.deps.clock.now() - this.deps.config.auditKeepDays * DAY_MS;
+    const audit = await repeat(() => this.deps.store.deleteAuditBefore({ before: auditBefore, limit: BATCH }));
+    return { timedOut, expired, requeued, failed, deleted, minutes, logs, audit };
+  }
+
+  /** Worker log lines past GANTRY_LOG_KEEP_DAYS, then (once a minute) each endpoint's past GANTRY_LOG_MAX_LINES_PER_ENDPOINT. */
+  private async pruneLogs(): Promise<number> {
+    const { store, config, clock } = this.deps;
+    const before = clock.now() - config.logKeepDays * DAY_MS;
+    let deleted = await repeat(() => store.deleteLogsBefore({ before, limit: LOG_BATCH }), LOG_BATCH);
+    if (clock.now() - this.trimmedAt < LOG_TRIM_EVERY_MS) return deleted;
+    this.trimmedAt = clock.now();
+    for (const endpoint of await store.listEndpoints()) {
+      deleted += await repeat(() => store.trimEndpointLogs({ endpointId: endpoint.id, keep: config.logMaxLinesPerEndpoint, limit: LOG_BATCH }), LOG_BATCH);
+    }
+    return deleted;
   }
 
   start(): void {

@@ -232,6 +232,8 @@ class Sender implements WebhookSender {
     const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'gantry-webhook', 'webhook-id': id };
     const sealed = (await this.deps.endpoints.get(job.endpointId))?.webhookSecret ?? null;
     if (sealed !== null) Object.assign(headers, signWebhook(this.deps.secrets.open(sealed), id, Math.floor(this.deps.clock.now() / 1000), body));
+    // The job's trace context (docs/observability.md): the tracing feature's fetch puts the delivery's own span in its place.
+    if (job.traceparent !== null) headers.traceparent = job.traceparent;
     const response = await this.fetch(url, {
       method: 'POST',
       headers,

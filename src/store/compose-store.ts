@@ -1,5 +1,7 @@
 import type { EndpointStore, JobStore, KeyStore, RegistryCredentialStore, Store, UpkeepStore, UsageStore, WorkerStore } from './store.js';
+import type { LogStore } from './log-store.js';
 import type { MinuteStore } from './minute-store.js';
+import type { AuditStore } from './audit-store.js';
 
 /** What a backend builds a Store from: one part a table group, and its own migrate and close. */
 export interface StoreParts {
@@ -11,7 +13,9 @@ export interface StoreParts {
   registry: RegistryCredentialStore;
   usage: UsageStore;
   minutes: MinuteStore;
+  logs: LogStore;
   upkeep: UpkeepStore;
+  audit: AuditStore;
   migrate(): Promise<void>;
   close(): Promise<void>;
 }
@@ -86,7 +90,22 @@ export function composeStore(parts: StoreParts): Store {
     readMinutes: (args) => parts.minutes.readMinutes(args),
     deleteMinutesBefore: (args) => parts.minutes.deleteMinutesBefore(args),
 
+    ...logMethods(parts.logs),
+
     probeWrite: (now) => parts.upkeep.probeWrite(now),
+
+    ...auditMethods(parts.audit),
+  };
+}
+
+/** The worker logs' methods (worker_logs), as plain forwarding arrows like the rest. */
+function logMethods(logs: LogStore): LogStore {
+  return {
+    appendLogs: (lines) => logs.appendLogs(lines),
+    readLogs: (query) => logs.readLogs(query),
+    lastLogId: () => logs.lastLogId(),
+    deleteLogsBefore: (args) => logs.deleteLogsBefore(args),
+    trimEndpointLogs: (args) => logs.trimEndpointLogs(args),
   };
 }
 
@@ -112,5 +131,14 @@ function registryMethods(registry: RegistryCredentialStore): RegistryCredentialS
     listRegistryCredentials: () => registry.listRegistryCredentials(),
     getRegistryCredential: (id) => registry.getRegistryCredential(id),
     deleteRegistryCredential: (id) => registry.deleteRegistryCredential(id),
+  };
+}
+
+/** The audit log's methods, as plain forwarding arrows like the rest. */
+function auditMethods(audit: AuditStore): AuditStore {
+  return {
+    appendAudit: (entry) => audit.appendAudit(entry),
+    listAudit: (query) => audit.listAudit(query),
+    deleteAuditBefore: (args) => audit.deleteAuditBefore(args),
   };
 }

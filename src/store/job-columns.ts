@@ -37,6 +37,7 @@ const JOB_COLUMN_TABLE = {
   webhookNextAt: ['webhook_next_at', 'bigint'],
   inputBytes: ['input_bytes', 'bigint'],
   preemptions: ['preemptions', 'int'],
+  traceparent: ['traceparent', 'text'],
 } as const satisfies { readonly [F in keyof JobRecord]: readonly [string, JobColumnPgType] };
 
 const FIELDS = Object.keys(JOB_COLUMN_TABLE) as (keyof JobRecord)[];
@@ -123,5 +124,6 @@ export function toJob(r: unknown[]): JobRecord {
     webhookNextAt: r[COL.webhookNextAt] as JobRecord['webhookNextAt'],
     inputBytes: r[COL.inputBytes] as JobRecord['inputBytes'],
     preemptions: r[COL.preemptions] as JobRecord['preemptions'],
+    traceparent: r[COL.traceparent] as JobRecord['traceparent'],
   };
 }

@@ -1,7 +1,9 @@
 import type { Notifier } from '../model/events.js';
 import type { JobStatus } from '../model/job-states.js';
 import type { EndpointRecord, JobCounts, JobRecord, KeyRecord, QueueStats, JobMeter, RegistryCredentialRecord, Scope, Taker, WorkerMeter, WorkerRecord } from '../model/records.js';
+import type { LogStore } from './log-store.js';
 import type { MinuteStore } from './minute-store.js';
+import type { AuditStore } from './audit-store.js';
 
 /**
  * The store: every piece of durable state, behind one interface with one backend per database
@@ -19,7 +21,7 @@ import type { MinuteStore } from './minute-store.js';
  * - Writes resolve once they are durable (committed). Backends may group the writes of one
  *   event-loop turn into one transaction.
  */
-export interface Store extends JobStore, WorkerStore, EndpointStore, KeyStore, RegistryCredentialStore, UsageStore, MinuteStore, UpkeepStore {
+export interface Store extends JobStore, WorkerStore, EndpointStore, KeyStore, RegistryCredentialStore, UsageStore, MinuteStore, LogStore, UpkeepStore, AuditStore {
   /** Which backend, for logs only: nothing outside src/store branches on it. */
   readonly kind: 'sqlite' | 'postgres';
 

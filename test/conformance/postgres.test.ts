@@ -109,9 +109,9 @@ describe('postgres store', () => {
          ORDER BY ordinal_position`,
       )
     ).rows.map((row) => row.column_name);
-    // In the order their migrations added them: idempotency (0008), stream (0009), input_bytes (0010), preemptions (0011), fair_at (0013).
-    const jobColumns = JOB_COLUMNS.split(', ').filter((c) => c !== 'input_bytes' && c !== 'preemptions');
-    expect(columns.filter((column) => column !== 'seq').join(', ')).toBe([...jobColumns, ...IDEMPOTENCY_COLUMNS, ...JOB_STREAM_COLUMNS.postgres, 'input_bytes', 'preemptions', 'fair_at'].join(', '));
+    // In the order their migrations added them: idempotency (0008), stream (0009), input_bytes (0010), preemptions (0011), fair_at (0013), traceparent (0017).
+    const jobColumns = JOB_COLUMNS.split(', ').filter((c) => c !== 'input_bytes' && c !== 'preemptions' && c !== 'traceparent');
+    expect(columns.filter((column) => column !== 'seq').join(', ')).toBe([...jobColumns, ...IDEMPOTENCY_COLUMNS, ...JOB_STREAM_COLUMNS.postgres, 'input_bytes', 'preemptions', 'fair_at', 'traceparent'].join(', '));
     expect(columns).toContain('seq');
   });
 

@@ -87,9 +87,9 @@ describe('sqlite store', () => {
     const raw = new Database(db.file, { readonly: true });
     try {
       const columns = (raw.pragma('table_info(jobs)') as { name: string }[]).map((c) => c.name);
-      // In the order their migrations added them: idempotency (0008), stream (0009), input_bytes (0010), preemptions (0011), fair_at (0013).
-      const jobColumns = JOB_COLUMNS.split(', ').filter((c) => c !== 'input_bytes' && c !== 'preemptions');
-      expect(columns.join(', ')).toBe([...jobColumns, ...IDEMPOTENCY_COLUMNS, ...JOB_STREAM_COLUMNS.sqlite, 'input_bytes', 'preemptions', 'fair_at'].join(', '));
+      // In the order their migrations added them: idempotency (0008), stream (0009), input_bytes (0010), preemptions (0011), fair_at (0013), traceparent (0017).
+      const jobColumns = JOB_COLUMNS.split(', ').filter((c) => c !== 'input_bytes' && c !== 'preemptions' && c !== 'traceparent');
+      expect(columns.join(', ')).toBe([...jobColumns, ...IDEMPOTENCY_COLUMNS, ...JOB_STREAM_COLUMNS.sqlite, 'input_bytes', 'preemptions', 'fair_at', 'traceparent'].join(', '));
     } finally {
       raw.close();
     }

@@ -205,6 +205,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           webhookNextAt: null,
           inputBytes: Buffer.byteLength(input.inputJson),
           preemptions: 0,
+          traceparent: null,
         } satisfies JobRecord);
         const plain = await insert();
         expect(plain.lowPriority).toBe(false);
@@ -241,6 +242,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           webhookNextAt: T0 + 789 + n,
           inputBytes: 1_000 + n,
           preemptions: 5 + n,
+          traceparent: `00-${'4bf92f3577b34da6a3ce929d0e0e4736'}-${(n + 1).toString(16).padStart(16, '0')}-01`,
         });
         const alone = unusual('alone', 0);
         await store.insertJob(alone);

@@ -30,6 +30,8 @@ const SHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? join(ROOT, 'docs/screensh
 const EP = 'echo-ui';
 
 let t: TestGantry;
+/** A job whose worker printed a line of its own (set by the worker-log test, read on its page). */
+let jobWithLines = '';
 let browser: Browser;
 let page: Page;
 const problems: string[] = [];
@@ -241,20 +243,38 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the console in headle
     await nav('Workers').click();
     await page.getByLabel('Endpoint').selectOption(EP);
     await page.getByRole('button', { name: /Show the log of/ }).first().click();
-    const log = page.locator('pre.log');
-    // The worker's own line (Gantry's `started` note quotes the command, so not just the text).
-    await log.getByText(/:\d\d console-log-marker$/).waitFor();
+    const log = page.locator('ol.log-lines');
+    // The worker's own line as a message of its own (Gantry's `started` note quotes the command, so exact).
+    await log.getByText('console-log-marker', { exact: true }).waitFor();
     expect(await page.getByLabel('Follow').isChecked()).toBe(true);
     // A job run after the log was opened: its line appears while "Follow" is on, with no reload.
     const { id } = (await adminApi('POST', `/v2/${EP}/runsync`, { input: { n: 1 } })) as { id: string };
-    await log.getByText(new RegExp(`:\\d\\d console-job-line ${id}$`)).waitFor({ timeout: 10_000 });
+    await log.getByText(`console-job-line ${id}`, { exact: true }).waitFor({ timeout: 10_000 });
+    jobWithLines = id;
   }, 30_000);
 
   it('shows each line of the log on a row of its own', async () => {
-    const tops = await page.locator('pre.log span').evaluateAll((spans) => spans.map((s) => Math.round(s.getBoundingClientRect().top)));
+    const tops = await page.locator('ol.log-lines > li').evaluateAll((rows) => rows.map((s) => Math.round(s.getBoundingClientRect().top)));
     expect(tops.length).toBeGreaterThan(2); // Gantry's started and ready notes, the worker's marker
     for (let i = 1; i < tops.length; i++) expect(tops[i], `line ${i + 1} of ${tops.length}`).toBeGreaterThan(tops[i - 1]!);
     await shot('workers');
+  });
+
+  it("shows a job's log lines on its page: time, level and message, the JSON behind a toggle", async () => {
+    await page.goto(`${consoleUrl()}/console/#/job/${EP}/${jobWithLines}`);
+    const log = page.getByLabel(`Log lines of job ${jobWithLines}`);
+    // A plain line, read as text.
+    const plain = log.locator('li', { hasText: `console-job-line ${jobWithLines}` });
+    await plain.waitFor({ timeout: 10_000 });
+    expect(await plain.locator('time').textContent()).toMatch(/^\d\d:\d\d:\d\d\.\d{3}$/);
+    // The SDK's pino line of the job: its level and message first, its fields only when opened.
+    const started = log.locator('li', { hasText: 'job started' });
+    expect(await started.locator('.lvl').textContent()).toBe('info');
+    const raw = started.locator('pre.json');
+    expect(await raw.isVisible()).toBe(false);
+    await started.locator('summary').click();
+    expect(await raw.textContent()).toContain(`"jobId": "${jobWithLines}"`);
+    await shot('job-logs');
   });
 
   it('shows usage: a chart over time by key name, and the table by key or endpoint', async () => {
@@ -513,7 +533,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('console password sign
     await table.getByRole('row', { name: new RegExp(first.id) }).getByText("the endpoint's worker settings changed").waitFor();
     await table.getByRole('button', { name: `Show the log of ${first.id}` }).click();
     const log = p.getByLabel(`Log of ${first.id}`);
-    await log.getByText(/:\d\d stopped-ui-marker\s*$/).waitFor();
+    await log.getByText('stopped-ui-marker', { exact: true }).waitFor();
     await log.getByText(/stopped \(the endpoint's worker settings changed\)/).waitFor();
     expect(faults).toEqual([]);
   }, 60_000);

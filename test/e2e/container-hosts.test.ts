@@ -118,7 +118,8 @@ describe.skipIf(!enginesFor(engines, 2))('worker containers over two Docker host
     // Workers without GPUs are spread: one on each host.
     expect(pool('spread').map((w) => w.host).sort()).toEqual(['a', 'b']);
     const onB = pool('spread').find((w) => w.host === 'b')!;
-    const ids = await Promise.all([1, 2].map(() => submit('spread', { seconds: 3 })));
+    // Long enough that b's run cannot end before b is marked down, however busy the machine (the mark takes downAfterMs, 1.5 s, and more under load).
+    const ids = await Promise.all([1, 2].map(() => submit('spread', { seconds: 10 })));
     await eventually(async () => ((await health('spread')).running === 2 ? true : undefined), 20_000, 'both workers busy');
     const heldOnB = await eventually(async () => {
       for (const id of ids) if ((await api('GET', `/v2/spread/status/${id}`)).workerId === onB.id) return id;

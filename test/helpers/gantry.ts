@@ -26,6 +26,8 @@ export interface TestGantryOptions {
   dataDir?: string;
   /** PostgreSQL: join this connection string's schema (another gateway's) instead of a new one; not dropped on close. */
   databaseUrl?: string;
+  /** More of the gateway's environment (the OTEL_* variables of the tracing tests). */
+  env?: Record<string, string>;
 }
 
 export interface TestGantry {
@@ -60,7 +62,7 @@ export async function startTestGantry(config: Partial<GantryConfig> = {}, option
   const built = '../../dist/src/server.js';
   const { startGantry } = (config.images?.workers ? await import(built) : await import('../../src/server.js')) as typeof import('../../src/server.js');
   const gantry = await startGantry({
-    env: databaseUrl ? { DATABASE_URL: databaseUrl, GANTRY_SECRET_KEY: TEST_SECRET_KEY } : {},
+    env: { ...(databaseUrl ? { DATABASE_URL: databaseUrl, GANTRY_SECRET_KEY: TEST_SECRET_KEY } : {}), ...options.env },
     ...(options.clock ? { clock: options.clock } : {}),
     // Image workers are off unless a test passes `images` with workers: true.
     config: { port: 0, host: '127.0.0.1', dataDir, adminKey, logLevel: 'silent', rateLimits: false, images: { ...IMAGE_DEFAULTS, workers: false }, ...config },

@@ -22,7 +22,7 @@ import { eventually } from '../helpers/gantry.js';
 const STATES = Object.keys(SLOT_MOVES) as SlotState[];
 
 function bareSlot(state: SlotState): Slot {
-  return { id: 'w', state, movedBecause: '', spec: '', handle: null, launching: null, startedAt: null, readyAt: null, held: 0, idleSince: null, restarts: 0, failures: 0, restartAt: null, reason: null, lastExit: null, selfUnhealthy: null, progress: null, pullFailed: false, key: null, log: null as never, finished: Promise.resolve() };
+  return { id: 'w', state, movedBecause: '', spec: '', handle: null, launching: null, startedAt: null, readyAt: null, coldStart: null, resumedAt: null, held: 0, idleSince: null, restarts: 0, failures: 0, restartAt: null, reason: null, lastExit: null, selfUnhealthy: null, progress: null, pullFailed: false, key: null, log: null as never, finished: Promise.resolve() };
 }
 
 describe('slot states (pool/slot.ts)', () => {

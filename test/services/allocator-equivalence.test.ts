@@ -18,7 +18,7 @@ function rng(seed: number): () => number {
 const MODELS = ['L4', 'A100', 'H100', ''];
 const IMAGES = ['img-a', 'img-b', 'img-c'];
 
-/** A random fleet and demand: hosts of one or several models (some down), workers idle, starting, busy or being stopped, endpoints of few priorities wanting more. */
+/** A random fleet and demand: hosts of one or several models (some down), workers idle, starting, busy, paused or being stopped, endpoints of few priorities wanting more. */
 function randomInput(seed: number): AllocatorInput {
   const r = rng(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
@@ -65,7 +65,9 @@ function randomInput(seed: number): AllocatorInput {
       const state = r();
       // A worker being stopped is held by no endpoint's current workers.
       const since = r() < 0.5 ? { busySince: 1_000_000 - Math.floor(r() * 50) * 1000 } : {};
-      if (state > 0.1) (ep.workers as AllocWorker[]).push({ id, busy: state > 0.6, starting: state <= 0.3, ...(state > 0.6 || r() < 0.1 ? since : {}) });
+      // Being stopped (no endpoint's), paused in its warm pool, starting, idle or busy.
+      if (state > 0.1 && state <= 0.18) ((ep as { paused?: string[] }).paused ??= []).push(id);
+      else if (state > 0.1) (ep.workers as AllocWorker[]).push({ id, busy: state > 0.6, starting: state <= 0.3, ...(state > 0.6 || r() < 0.1 ? since : {}) });
       k += width;
     }
     hosts.push({

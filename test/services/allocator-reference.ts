@@ -20,7 +20,7 @@ interface Holding {
   workerId: string;
   /** Its endpoint's state; null: not an endpoint's current worker (being stopped: its GPUs are being freed). */
   owner: EndpointState | null;
-  kind: 'freeing' | 'idle' | 'starting' | 'busy';
+  kind: 'freeing' | 'paused' | 'idle' | 'starting' | 'busy';
   host: HostLoad;
   devices: readonly string[];
   type: string;
@@ -53,7 +53,7 @@ export function allocateReference(input: AllocatorInput): Map<string, EndpointAl
   for (const d of input.endpoints) {
     const waited = d.waitingSince === null ? 0 : Math.max(0, input.now - d.waitingSince);
     const rank = Math.min(100, d.priority + AGING_STEP * Math.floor(waited / agingMs));
-    const out: EndpointAllocation = { start: 0, reclaim: [], preempt: [], waiting: 0, reason: null };
+    const out: EndpointAllocation = { start: 0, resume: 0, reclaim: [], preempt: [], waiting: 0, reason: null };
     states.set(d.id, { d, out, held: 0, count: d.workers.length, left: d.want, blocked: false, rank, waitedMs: waited, agingMs });
   }
   const queue = new Heap<EndpointState>(before);
@@ -96,7 +96,7 @@ function serveOne(s: EndpointState, fleet: Fleet): void {
     return;
   }
   s.left--;
-  if (fleet.place(s)) {
+  if (fleet.resumeOwn(s) || fleet.place(s)) {
     s.out.start++;
     s.held += d.gpus;
     s.count++;
@@ -126,7 +126,7 @@ class Fleet {
   private freeTotal = 0;
   private readonly freeOfType = new Map<string, number>();
   /** Candidates to free, by kind, each sorted by its endpoint's priority (lowest first). */
-  private readonly byKind: Record<Holding['kind'], Holding[]> = { freeing: [], idle: [], starting: [], busy: [] };
+  private readonly byKind: Record<Holding['kind'], Holding[]> = { freeing: [], paused: [], idle: [], starting: [], busy: [] };
 
   constructor(
     hosts: readonly HostLoad[],
@@ -134,8 +134,11 @@ class Fleet {
     private readonly stopped: (owner: EndpointState) => void,
   ) {
     this.hosts = hosts.map((h) => ({ ...h, gpusInUse: new Set(h.gpusInUse) }));
-    const owners = new Map<string, [EndpointState, AllocWorker]>();
-    for (const s of states.values()) for (const w of s.d.workers) owners.set(w.id, [s, w]);
+    const owners = new Map<string, [EndpointState, AllocWorker | null]>();
+    for (const s of states.values()) {
+      for (const w of s.d.workers) owners.set(w.id, [s, w]);
+      for (const id of s.d.paused ?? []) owners.set(id, [s, null]);
+    }
     for (const host of this.hosts) {
       this.addHoldings(host, owners);
       if (!host.up) continue;
@@ -149,16 +152,16 @@ class Fleet {
     for (const list of Object.values(this.byKind)) list.sort((a, b) => (a.owner?.d.priority ?? -1) - (b.owner?.d.priority ?? -1) || b.since - a.since);
   }
 
-  private addHoldings(host: HostLoad, owners: ReadonlyMap<string, [EndpointState, AllocWorker]>): void {
+  private addHoldings(host: HostLoad, owners: ReadonlyMap<string, [EndpointState, AllocWorker | null]>): void {
     for (const [workerId, devices] of host.holders ?? []) {
       if (devices.length === 0) continue;
       const found = owners.get(workerId);
       const owner = found?.[0] ?? null;
       const w = found?.[1];
-      const kind: Holding['kind'] = !w ? 'freeing' : w.busy ? 'busy' : w.starting ? 'starting' : 'idle';
+      const kind: Holding['kind'] = !found ? 'freeing' : !w ? 'paused' : w.busy ? 'busy' : w.starting ? 'starting' : 'idle';
       const type = host.gpuTypes?.[host.gpus.indexOf(devices[0] ?? '')] ?? '';
       const holding: Holding = { workerId, owner, kind, host, devices, type, taken: false, since: w?.busy ? (w.busySince ?? -Infinity) : -Infinity };
-      if (owner) owner.held += devices.length;
+      if (owner && kind !== 'paused') owner.held += devices.length;
       this.holdings.push(holding);
       // Busy workers of endpoints that are not preemptible are never candidates.
       if (kind !== 'busy' || owner?.d.preemptible) this.byKind[kind].push(holding);
@@ -203,6 +206,17 @@ class Fleet {
     return true;
   }
 
+  /** Resumes one of `s`'s own paused workers on a host that is up; false when it has none. */
+  resumeOwn(s: EndpointState): boolean {
+    if (!s.d.paused || s.d.paused.length === 0) return false;
+    const own = this.byKind.paused.find((h) => h.owner === s && !h.taken && h.host.up);
+    if (!own) return false;
+    own.taken = true;
+    own.kind = 'starting';
+    s.out.resume++;
+    return true;
+  }
+
   /**
    * Frees room for one worker of `s` (rule 3): the cheapest set of holdings on one host that,
    * with its free devices of one acceptable model, makes the worker's count. Stops them (the
@@ -212,9 +226,9 @@ class Fleet {
   reclaim(s: EndpointState): string | null {
     const need = s.d.gpus;
     const buckets = new Map<string, { host: HostLoad; type: string; have: number; picked: Holding[] }>();
-    for (const kind of ['freeing', 'idle', 'starting', 'busy'] as const) {
+    for (const kind of ['freeing', 'paused', 'idle', 'starting', 'busy'] as const) {
       for (const h of this.byKind[kind]) {
-        if (h.owner && h.owner.d.priority > rankOf(s, 0) && s.count >= s.d.workersMin) break;
+        if (kind !== 'paused' && h.owner && h.owner.d.priority > rankOf(s, 0) && s.count >= s.d.workersMin) break;
         if (h.taken || !h.host.up || !this.acceptable(s, h) || !mayTake(s, h)) continue;
         const key = `${h.host.name}\u0000${h.type}`;
         let b = buckets.get(key);
@@ -250,11 +264,14 @@ class Fleet {
       h.taken = true;
       if (!h.owner) continue;
       const why = h.kind === 'busy' ? 'preempted' : 'reclaimed';
-      const reason = `${why} for \`${s.d.id}\` (priority ${s.d.priority}): ${h.devices.length} ${modelLabel(h.type)} on ${host.name}${h.kind === 'busy' ? ', its jobs requeued' : `, ${h.kind} beyond workersMin`}`;
+      const what = h.kind === 'busy' ? ', its jobs requeued' : h.kind === 'paused' ? ', paused in the warm pool' : `, ${h.kind} beyond workersMin`;
+      const reason = `${why} for \`${s.d.id}\` (priority ${s.d.priority}): ${h.devices.length} ${modelLabel(h.type)} on ${host.name}${what}`;
       (h.kind === 'busy' ? h.owner.out.preempt : h.owner.out.reclaim).push({ workerId: h.workerId, why: reason });
-      h.owner.held -= h.devices.length;
-      h.owner.count--;
-      this.stopped(h.owner);
+      if (h.kind !== 'paused') {
+        h.owner.held -= h.devices.length;
+        h.owner.count--;
+        this.stopped(h.owner);
+      }
       stopped.push(`\`${h.owner.d.id}\``);
     }
     const what = `${s.d.gpus} ${modelLabel(type)} on ${host.name} being freed`;
@@ -299,7 +316,7 @@ function freeOf(host: HostLoad, type: string): number {
 /** Whether `s` may have holding `h` freed for it (rule 3). */
 function mayTake(s: EndpointState, h: Holding): boolean {
   const v = h.owner;
-  if (!v) return true; // already being stopped
+  if (!v || h.kind === 'paused') return true; // already being stopped, or a paused worker: anyone's
   if (v.count <= v.d.workersMin) return false;
   if (s.count < s.d.workersMin) return true; // a reservation
   if (rankOf(v, 1) < rankOf(s, 0)) return true;

@@ -3,6 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, seg } from './api.js';
 import { EndpointPicker, ErrorBox, imagesIn, JsonView, ms, Status, usePoll, useEndpoints, when } from './common.js';
 import { html } from './html.js';
+import { JobLogs } from './log-view.js';
 
 const PAGE = 20;
 const LIVE = new Set(['IN_QUEUE', 'IN_PROGRESS']);
@@ -74,6 +75,7 @@ export function JobPage({ endpointId, jobId }) {
         <button class="secondary" onClick=${() => act('retry')} disabled=${job.status !== 'FAILED' && job.status !== 'TIMED_OUT'}>Retry job</button></div>` : html`<p>Loading…</p>`}
     ${extras && extras.cost ? html`<${JobCost} cost=${extras.cost} />` : ''}
     ${extras ? html`<${StreamChunks} stream=${extras.stream} /><${WebhookAttempts} webhook=${extras.webhook} />` : ''}
+    ${job ? html`<${JobLogs} jobId=${jobId} live=${LIVE.has(job.status)} />` : ''}
   </section>`;
 }
 

@@ -2,6 +2,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, setSession } from './api.js';
+import { AuditPage } from './audit.js';
 import { ChartsPage } from './charts.js';
 import { ErrorBox } from './common.js';
 import { EditorPage } from './editor.js';
@@ -20,6 +21,7 @@ const NAV = [
   ['workers', 'Workers'],
   ['keys', 'API keys'],
   ['usage', 'Usage'],
+  ['audit', 'Audit log'],
 ];
 
 /** The page for a hash route (`#/jobs/echo`, `#/job/echo/ID`, …). */
@@ -41,6 +43,8 @@ function page(route) {
       return html`<${KeysPage} />`;
     case 'usage':
       return html`<${UsagePage} />`;
+    case 'audit':
+      return html`<${AuditPage} />`;
     default:
       return html`<${EndpointsPage} />`;
   }

@@ -59,6 +59,8 @@ export class ContainerWorker implements WorkerHandle, HostedWorker {
   private settle: ((exit: WorkerExit) => void) | undefined;
   private ended = false;
   private stopping: Promise<WorkerExit> | undefined;
+  /** Paused in the warm pool (flashboot). */
+  private paused = false;
   private logsDone: Promise<void> = Promise.resolve();
   /** Ends the calls in flight (log stream, exit wait) once the worker counts as gone. */
   private readonly calls = new AbortController();
@@ -73,9 +75,27 @@ export class ContainerWorker implements WorkerHandle, HostedWorker {
     void this.waitForExit();
   }
 
+  /** Pauses the container (POST /containers/{id}/pause: the cgroup freezer); its devices stay held by this handle. */
+  async pause(): Promise<void> {
+    await this.engine.call('POST', `/containers/${this.options.id}/pause`);
+    this.paused = true;
+  }
+
+  /** Unpauses it (POST /containers/{id}/unpause): its processes go on where they were. */
+  async resume(): Promise<void> {
+    await this.engine.call('POST', `/containers/${this.options.id}/unpause`);
+    this.paused = false;
+  }
+
   stop(graceMs: number): Promise<WorkerExit> {
     this.stopping ??= (async () => {
       if (this.ended) return this.exited;
+      // A paused container would hold a SIGTERM until thawed; it holds no job (the warm pool
+      // pauses only idle workers), so it is killed outright and its devices freed at once.
+      if (this.paused) {
+        await this.signal('SIGKILL');
+        return this.exited;
+      }
       // The grace runs from now, even if the engine is slow to take the SIGTERM.
       const timer = setTimeout(() => void this.signal('SIGKILL'), graceMs);
       timer.unref();

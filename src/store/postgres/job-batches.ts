@@ -78,6 +78,7 @@ export function jobColumnArrays(list: JobRecord[]): unknown[][] {
   c[COL.webhookNextAt] = list.map((j) => j.webhookNextAt);
   c[COL.inputBytes] = list.map((j) => j.inputBytes);
   c[COL.preemptions] = list.map((j) => j.preemptions);
+  c[COL.traceparent] = list.map((j) => j.traceparent);
   return c;
 }
 

@@ -10,7 +10,7 @@ import type { GantryEvent } from '../../model/events.js';
 export const MAX_PAYLOAD = 7_500;
 
 /** Compact wire form of one event. */
-export type Wire = ['a', string] | ['u', string] | ['s', string, string[]] | ['r', string, string] | ['x', string, string] | ['c', string] | ['w'];
+export type Wire = ['a', string] | ['u', string] | ['s', string, string[]] | ['r', string, string] | ['x', string, string] | ['v', string, string] | ['c', string] | ['w'];
 
 /**
  * Coalesces a batch of events into wire events: duplicates dropped (one 'jobs-available' per
@@ -26,6 +26,13 @@ export function coalesce(events: GantryEvent[]): Wire[] {
     if (seen.has(key)) return;
     seen.add(key);
     wire.push(w);
+  };
+  // A worker stopping (or paused) and resumed in one turn: only its last word counts.
+  const marks = new Map<string, number>();
+  const last = (workerId: string, w: Wire): void => {
+    const at = marks.get(workerId);
+    if (at === undefined) marks.set(workerId, wire.push(w) - 1);
+    else wire[at] = w;
   };
   for (const e of events) {
     switch (e.type) {
@@ -45,7 +52,10 @@ export function coalesce(events: GantryEvent[]): Wire[] {
         once(`r${e.workerId}`, ['r', e.workerId, e.endpointId]);
         break;
       case 'worker-stopping':
-        once(`x${e.workerId}`, ['x', e.workerId, e.endpointId]);
+        last(e.workerId, ['x', e.workerId, e.endpointId]);
+        break;
+      case 'worker-resuming':
+        last(e.workerId, ['v', e.workerId, e.endpointId]);
         break;
       case 'endpoint-changed':
         once(`c${e.endpointId}`, ['c', e.endpointId]);
@@ -95,6 +105,8 @@ function toEvent(w: Wire): GantryEvent | undefined {
       return { type: 'worker-recycle', workerId: w[1], endpointId: w[2] };
     case 'x':
       return { type: 'worker-stopping', workerId: w[1], endpointId: w[2] };
+    case 'v':
+      return { type: 'worker-resuming', workerId: w[1], endpointId: w[2] };
     case 'c':
       return { type: 'endpoint-changed', endpointId: w[1] };
     case 'w':

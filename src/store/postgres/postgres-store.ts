@@ -10,9 +10,11 @@ import { createPgLeaderLock } from './leader-lock.js';
 import { createPgNotifier } from './notifier.js';
 import { PgUsageStore } from './usage.js';
 import { PgMinuteStore } from './minutes.js';
+import { PgLogStore } from './logs.js';
 import { startTableCare } from './table-care.js';
 import { PgUpkeepStore } from './upkeep.js';
 import { PgWorkerStore } from './workers.js';
+import { PgAuditStore } from './audit.js';
 
 /** Where the database is and how many connections the store's pool may hold. */
 export type PostgresStoreOptions = PgConnectionOptions;
@@ -85,7 +87,9 @@ function storeOn(db: PgConnection, afterMigrate: () => Promise<void> = async () 
     registry: new PgRegistryCredentialStore(db),
     usage: new PgUsageStore(db),
     minutes: new PgMinuteStore(db),
+    logs: new PgLogStore(db),
     upkeep: new PgUpkeepStore(db),
+    audit: new PgAuditStore(db),
     migrate: async () => {
       await db.migrate();
       await afterMigrate();

@@ -164,6 +164,7 @@ function jobParams(job: JobRecord): unknown[] {
   v[COL.webhookNextAt] = job.webhookNextAt;
   v[COL.inputBytes] = job.inputBytes;
   v[COL.preemptions] = job.preemptions;
+  v[COL.traceparent] = job.traceparent;
   return v;
 }
 

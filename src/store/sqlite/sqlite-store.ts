@@ -11,8 +11,10 @@ import { SqliteKeyStore } from './keys.js';
 import { SqliteRegistryCredentialStore } from './registry-credentials.js';
 import { SqliteUsageStore } from './usage.js';
 import { SqliteMinuteStore } from './minutes.js';
+import { SqliteLogStore } from './logs.js';
 import { SqliteUpkeepStore } from './upkeep.js';
 import { SqliteWorkerStore } from './workers.js';
+import { SqliteAuditStore } from './audit.js';
 
 /** The database file and how its WAL is checkpointed. */
 export interface SqliteStoreOptions {
@@ -51,7 +53,9 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
     registry: new SqliteRegistryCredentialStore(connection),
     usage: new SqliteUsageStore(connection),
     minutes: new SqliteMinuteStore(connection),
+    logs: new SqliteLogStore(connection),
     upkeep: new SqliteUpkeepStore(connection),
+    audit: new SqliteAuditStore(connection),
     migrate: async () => connection.migrate(),
     close: async () => {
       await connection.stopCheckpointer();

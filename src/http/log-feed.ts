@@ -1,0 +1,95 @@
+import type { Logger } from 'pino';
+import type { LogQuery, LogStore, StoredLogLine } from '../store/log-store.js';
+import type { Clock } from '../util/clock.js';
+
+/**
+ * The follow mode of GET /admin/v1/logs (docs/logs.md): one poll of the store for the lines
+ * newer than the last one seen, every `everyMs` while anyone follows, handed to each follower
+ * whose filters match. The store is the only source, so a follower on any gateway sees the
+ * lines the leader's writer stored, with one query a poll however many follow.
+ */
+export interface LogFeed {
+  /**
+   * Calls `deliver` with every line stored after id `after` that matches `filter`, in order,
+   * until the returned function is called. Lines of one poll come in one call.
+   */
+  follow(filter: LogFilter, after: number, deliver: (lines: StoredLogLine[]) => void): () => void;
+  /** How many follow now. */
+  readonly followers: number;
+}
+
+/** The filters a follower keeps (the store's, but for the page bounds). */
+export type LogFilter = Omit<LogQuery, 'before' | 'after' | 'limit'>;
+
+/** Lines read per store call of a poll; a poll reads at most POLL_PAGES of them. */
+const PAGE = 1_000;
+const POLL_PAGES = 10;
+
+/** @example const feed = createLogFeed({ store, clock, logger }); const stop = feed.follow({ endpointId: 'e' }, 0, (lines) => send(lines)); */
+export function createLogFeed(deps: { store: Pick<LogStore, 'readLogs' | 'lastLogId'>; clock: Clock; logger: Pick<Logger, 'warn'>; everyMs?: number }): LogFeed {
+  const everyMs = deps.everyMs ?? 250;
+  const followers = new Set<{ filter: LogFilter; after: number; deliver: (lines: StoredLogLine[]) => void }>();
+  let cancel: (() => void) | null = null;
+  let failing = false;
+
+  /** Reads what is new since the lowest point any follower waits after, and hands it out. */
+  const poll = async (): Promise<void> => {
+    let from = Math.min(...[...followers].map((f) => f.after));
+    for (let page = 0; page < POLL_PAGES && followers.size > 0; page++) {
+      const lines = await deps.store.readLogs({ after: from, limit: PAGE });
+      if (lines.length === 0) break;
+      for (const f of followers) {
+        const mine = lines.filter((l) => l.id > f.after && matches(f.filter, l));
+        f.after = Math.max(f.after, lines[lines.length - 1]!.id);
+        if (mine.length > 0) f.deliver(mine);
+      }
+      from = lines[lines.length - 1]!.id;
+      if (lines.length < PAGE) break;
+    }
+  };
+
+  const tick = (): void => {
+    cancel = null;
+    if (followers.size === 0) return;
+    poll()
+      .then(() => (failing = false))
+      .catch((err: unknown) => {
+        if (!failing) deps.logger.warn({ err }, 'following worker logs: reading the store failed; trying again');
+        failing = true;
+      })
+      .finally(() => {
+        if (followers.size > 0 && cancel === null) cancel = deps.clock.after(everyMs, tick);
+      });
+  };
+
+  return {
+    follow(filter, after, deliver) {
+      const follower = { filter, after, deliver };
+      followers.add(follower);
+      cancel ??= deps.clock.after(everyMs, tick);
+      return () => {
+        followers.delete(follower);
+        if (followers.size === 0) {
+          cancel?.();
+          cancel = null;
+        }
+      };
+    },
+    get followers() {
+      return followers.size;
+    },
+  };
+}
+
+/** Whether a line passes a follower's filters (the text as the stores match it: ASCII letters in any case). */
+export function matches(filter: LogFilter, line: StoredLogLine): boolean {
+  if (filter.endpointId !== undefined && line.endpointId !== filter.endpointId) return false;
+  if (filter.workerId !== undefined && line.workerId !== filter.workerId) return false;
+  if (filter.jobId !== undefined && line.jobId !== filter.jobId) return false;
+  if (filter.since !== undefined && line.at < filter.since) return false;
+  if (filter.until !== undefined && line.at >= filter.until) return false;
+  if (filter.text !== undefined && !asciiLower(line.line).includes(asciiLower(filter.text))) return false;
+  return true;
+}
+
+const asciiLower = (s: string): string => s.replace(/[A-Z]/g, (c) => c.toLowerCase());
