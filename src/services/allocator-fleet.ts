@@ -118,6 +118,9 @@ export class Fleet {
   private pairOf: HeldPair[][] = [];
   /** Grants made so far: folded into the pairs when they are made. */
   private readonly grants: [number, string, number][] = [];
+  /** Reclaim calls so far, and mayTake's answers of the current one (see mayTakeOf). */
+  private calls = 0;
+  private memo: { call: Int32Array; gpus: Int32Array; yes: Uint8Array } | null = null;
   /** When each holder's current job started, where known (busy workers: the least run is preempted first). */
   private since: Float64Array | null = null;
   /** Each claimant's index. */
@@ -262,6 +265,11 @@ export class Fleet {
   reclaim(s: Claimant): string | null {
     const { h } = this;
     const need = s.d.gpus;
+    const rank = rankOf(s, 0);
+    const mayBreak = s.count >= s.d.workersMin;
+    const types = s.d.gpuTypes && s.d.gpuTypes.length > 0 ? s.d.gpuTypes : null;
+    const self = this.indexOf.get(s)!;
+    const call = ++this.calls;
     const buckets = new Map<string, Picked>();
     for (let kind = 0; kind < KINDS.length; kind++) {
       const list = this.byKind[kind]!;
@@ -270,9 +278,11 @@ export class Fleet {
       this.takenPrefix[kind] = first;
       for (let i = first; i < list.length; i++) {
         const k = list[i]!;
-        const v = this.claimants[h.owner[k]!];
-        if (kind !== PAUSED && v && v.d.priority > rankOf(s, 0) && s.count >= s.d.workersMin) break;
-        if (h.taken[k] || !this.free.hosts[h.host[k]!]!.up || !this.acceptable(s, k) || !mayTake(s, v ?? null, kind, h.devices[k]!.length)) continue;
+        const e = h.owner[k]!;
+        const v = this.claimants[e];
+        if (kind !== PAUSED && v && v.d.priority > rank && mayBreak) break;
+        if (h.taken[k] || e === self || (types && !types.includes(h.type[k]!)) || !this.free.hosts[h.host[k]!]!.up) continue;
+        if (v && !this.mayTakeOf(call, s, v, e, kind, h.devices[k]!.length)) continue;
         const key = `${h.host[k]}\u0000${h.type[k]}`;
         let b = buckets.get(key);
         if (!b) buckets.set(key, (b = { host: h.host[k]!, type: h.type[k]!, have: this.free.freeOn(h.host[k]!, h.type[k]!), picked: [] }));
@@ -284,9 +294,19 @@ export class Fleet {
     return null;
   }
 
-  private acceptable(s: Claimant, k: number): boolean {
-    const types = s.d.gpuTypes;
-    return this.claimants[this.h.owner[k]!] !== s && (!types || types.length === 0 || types.includes(this.h.type[k]!));
+  /**
+   * mayTake, remembered for the rest of one reclaim call per (endpoint, kind) and size: nothing
+   * it reads changes during the call, and a scan meets the same endpoint's holders many times.
+   */
+  private mayTakeOf(call: number, s: Claimant, v: Claimant, e: number, kind: number, gpus: number): boolean {
+    const slot = e * KINDS.length + kind;
+    const memo = (this.memo ??= { call: new Int32Array(this.claimants.length * KINDS.length), gpus: new Int32Array(this.claimants.length * KINDS.length), yes: new Uint8Array(this.claimants.length * KINDS.length) });
+    if (memo.call[slot] === call && memo.gpus[slot] === gpus) return memo.yes[slot] === 1;
+    const yes = mayTake(s, v, kind, gpus);
+    memo.call[slot] = call;
+    memo.gpus[slot] = gpus;
+    memo.yes[slot] = yes ? 1 : 0;
+    return yes;
   }
 
   /** Stops the picked holders for `s` and holds the host's free devices of the model for it. */
