@@ -186,42 +186,44 @@ export class Fleet {
 
   /**
    * The holders that may be freed, by kind, each list stably sorted by its endpoint's priority
-   * (being stopped: first): counted by (kind, priority), then placed (a counting sort).
+   * (being stopped: first): counted by (kind, priority level), then placed (a counting sort).
    */
   private candidates(): Int32Array[] {
-    const { h } = this;
-    const prio = new Float64Array(h.n);
-    const counts = KINDS.map(() => new Map<number, number>());
+    const { h, claimants } = this;
+    // Each endpoint's priority as a level: 0 for the holders being stopped, then the distinct priorities in order.
+    const priorities = [...new Set(claimants.map((c) => c.d.priority))].sort((a, b) => a - b);
+    const levelOf = new Map(priorities.map((p, i) => [p, i + 1]));
+    const levels = priorities.length + 1;
+    const endpointLevel = Int32Array.from(claimants, (c) => levelOf.get(c.d.priority)!);
+    const level = new Int32Array(h.n);
+    const next = new Int32Array(KINDS.length * levels);
     for (let k = 0; k < h.n; k++) {
-      const owner = this.claimants[h.owner[k]!];
+      const e = h.owner[k]!;
       // Busy workers of endpoints that are not preemptible are never candidates.
-      if (h.kind[k] === BUSY && !owner?.d.preemptible) {
-        prio[k] = NaN;
+      if (h.kind[k] === BUSY && !claimants[e]?.d.preemptible) {
+        level[k] = -1;
         continue;
       }
-      const p = (prio[k] = owner?.d.priority ?? -1);
-      const count = counts[h.kind[k]!]!;
-      count.set(p, (count.get(p) ?? 0) + 1);
+      level[k] = e < 0 ? 0 : endpointLevel[e]!;
+      next[h.kind[k]! * levels + level[k]!]!++;
     }
-    const lists = counts.map((count) => {
+    const lists = KINDS.map((_, kind) => {
       let total = 0;
-      for (const p of [...count.keys()].sort((a, b) => a - b)) {
-        const n = count.get(p)!;
-        count.set(p, total);
+      for (let l = 0; l < levels; l++) {
+        const n = next[kind * levels + l]!;
+        next[kind * levels + l] = total;
         total += n;
       }
       return new Int32Array(total);
     });
     for (let k = 0; k < h.n; k++) {
-      if (Number.isNaN(prio[k])) continue;
-      const at = counts[h.kind[k]!]!;
-      const i = at.get(prio[k]!)!;
-      lists[h.kind[k]!]![i] = k;
-      at.set(prio[k]!, i + 1);
+      if (level[k]! < 0) continue;
+      const at = h.kind[k]! * levels + level[k]!;
+      lists[h.kind[k]!]![next[at]!++] = k;
     }
     // Busy ones of a priority: the job that started last first (the least work lost), unknown last.
     const since = this.since;
-    if (since) lists[BUSY] = Int32Array.from([...lists[BUSY]!].sort((a, b) => prio[a]! - prio[b]! || since[b]! - since[a]! || a - b));
+    if (since) lists[BUSY] = Int32Array.from([...lists[BUSY]!].sort((a, b) => level[a]! - level[b]! || since[b]! - since[a]! || a - b));
     return lists;
   }
 
@@ -270,7 +272,8 @@ export class Fleet {
     const types = s.d.gpuTypes && s.d.gpuTypes.length > 0 ? s.d.gpuTypes : null;
     const self = this.indexOf.get(s)!;
     const call = ++this.calls;
-    const buckets = new Map<string, Picked>();
+    // Made on the first host that needs more than one holder (most requests take the first they meet).
+    let buckets: Map<string, Picked> | null = null;
     for (let kind = 0; kind < KINDS.length; kind++) {
       const list = this.byKind[kind]!;
       let first = this.takenPrefix[kind]!;
@@ -284,8 +287,11 @@ export class Fleet {
         if (h.taken[k] || e === self || (types && !types.includes(h.type[k]!)) || !this.free.hosts[h.host[k]!]!.up) continue;
         if (v && !this.mayTakeOf(call, s, v, e, kind, h.devices[k]!.length)) continue;
         const key = `${h.host[k]}\u0000${h.type[k]}`;
-        let b = buckets.get(key);
-        if (!b) buckets.set(key, (b = { host: h.host[k]!, type: h.type[k]!, have: this.free.freeOn(h.host[k]!, h.type[k]!), picked: [] }));
+        let b = buckets?.get(key);
+        if (!b) {
+          b = { host: h.host[k]!, type: h.type[k]!, have: this.free.freeOn(h.host[k]!, h.type[k]!), picked: [] };
+          if (b.have + h.devices[k]!.length < need) (buckets ??= new Map()).set(key, b);
+        }
         b.have += h.devices[k]!.length;
         b.picked.push(k);
         if (b.have >= need) return this.take(s, b);
