@@ -75,7 +75,7 @@ if (json) {
   }
   if (decision) {
     console.log(`\nallocator decision at ${decision.gpus} GPUs (${decision.hosts} hosts), ${decision.endpoints} endpoints, ${decision.workers} workers, ${decision.wanting} endpoints wanting:`);
-    console.log(`  CPU per decision: mean ${decision.meanMs.toFixed(2)} ms, p95 ${decision.p95Ms.toFixed(2)} ms, max ${decision.maxMs.toFixed(2)} ms over ${decision.runs} decisions`);
+    console.log(`  CPU per decision: mean ${decision.meanMs.toFixed(2)} ms, median ${decision.medianMs.toFixed(2)} ms, p95 ${decision.p95Ms.toFixed(2)} ms, max ${decision.maxMs.toFixed(2)} ms over ${decision.runs} decisions`);
   }
   console.log('\nGPU use: GPU-seconds of completed runs within the workload span ÷ (GPUs × span); lost: GPU-seconds of preempted runs (not counted in use), same scale.');
   console.log('Delay: arrival to the start of the run that completed.');

@@ -10,19 +10,21 @@ import { Fleet, rankOf, type Claimant } from './allocator-fleet.js';
  *
  * The rules, in the order they are applied:
  * 1. Requests are served one worker at a time, in order: first those within an endpoint's
- *    `workersMin` (a reservation that always holds), then by effective priority (`priority`,
- *    plus AGING_STEP for each `agingMs` its oldest job has waited, up to 100), then by
- *    weighted fair share (GPUs held ÷ `shareWeight`, lowest first: max-min fairness), then by
- *    the longest wait.
+ *    `workersMin` (a reservation that always holds), then by effective priority (rankOf:
+ *    `priority`, plus AGING_STEP for each `agingMs` its oldest job has waited, up to 100, for
+ *    an endpoint's first worker only), then by weighted fair share (GPUs held ÷ `shareWeight`,
+ *    lowest first: max-min fairness), then by the longest wait.
  * 2. A request takes free GPUs where placement (placeWorker, the code the Docker driver runs)
  *    finds room, the endpoint's `gpuTypes` in order.
  * 3. Otherwise it waits for GPUs already being freed (workers draining), and failing that
  *    reclaims: idle (then still starting) workers of endpoints beyond their `workersMin` with
  *    a lower priority, or (not those still starting) of the same priority holding more than
- *    their fair share; then busy
- *    workers of such endpoints that are `preemptible` (for the same priority, only once the
- *    waiting endpoint's oldest job has waited `agingMs`) (their jobs are requeued, no attempt
- *    counted). A reservation (within `workersMin`) may reclaim from any priority. Workers
+ *    their fair share; then busy workers of such endpoints that are `preemptible`, the job
+ *    that started last first (for the same priority, only once the waiting endpoint's oldest
+ *    job has waited `agingMs`) (their jobs are requeued, no attempt counted). "Lower" and
+ *    "same" compare the effective priority of rule 1, an endpoint's last worker counting at
+ *    its aged one: a worker granted for aging is not taken back by the priority it went
+ *    before. A reservation (within `workersMin`) may reclaim from any priority. Workers
  *    within their endpoint's `workersMin` are never reclaimed. Reclaimed GPUs are granted on a
  *    later pass, once the stopped workers have exited; the request waits for them meanwhile.
  * 4. Otherwise it waits (`throttled`), and the reason names what holds the GPUs it could use.
