@@ -43,7 +43,7 @@ function randomInput(seed: number): AllocatorInput {
   const hosts: HostLoad[] = [];
   let n = 0;
   for (let i = 0; i < hostCount; i++) {
-    const size = pick([1, 2, 4, 4, 8, 8]);
+    const size = pick([1, 2, 4, 4, 8, 8, 16]);
     const mixedModels = r() < 0.2;
     const model = pick(MODELS);
     const gpuTypes = Array.from({ length: size }, () => (mixedModels ? pick(MODELS) : model));
