@@ -1,6 +1,7 @@
 import type { HostLoad } from '../pool/docker/placement.js';
 import { Heap } from '../util/heap.js';
-import { Fleet, rankOf, type Claimant } from './allocator-fleet.js';
+import { rankOf, type Claimant } from './allocator-claims.js';
+import { Fleet } from './allocator-fleet.js';
 
 /**
  * The allocator (docs/scaling.md, "One allocator for the whole fleet"), pure: each endpoint's

@@ -1,7 +1,7 @@
 import { modelLabel, placeWorker, type HostLoad } from '../../src/pool/docker/placement.js';
 import { describeBlock, holderSummary } from '../../src/services/allocator-reasons.js';
 import { Heap } from '../../src/util/heap.js';
-import { rankOf } from '../../src/services/allocator-fleet.js';
+import { rankOf } from '../../src/services/allocator-claims.js';
 import type { AllocatorInput, AllocWorker, EndpointAllocation, EndpointDemand } from '../../src/services/allocator.js';
 
 /**
