@@ -103,7 +103,7 @@ const COUNT_JOBS_SQL = `SELECT status, COUNT(*) AS n, SUM(retries > 0) AS retrie
 const QUEUED_STATS_SQL = `SELECT COUNT(*) AS n, COALESCE(SUM(low_priority = 0), 0) AS normal, COALESCE(SUM(input_bytes), 0) AS bytes,
      MIN(CASE WHEN low_priority = 0 THEN queued_at END) AS oldest
    FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' AND +deadline_at > ?`;
-const HELD_STATS_SQL = `SELECT worker_id, COUNT(*) AS n FROM jobs
+const HELD_STATS_SQL = `SELECT worker_id, COUNT(*) AS n, MAX(started_at) AS since FROM jobs
    WHERE endpoint_id = ? AND status = 'IN_PROGRESS' GROUP BY worker_id`;
 const LIST_JOBS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE endpoint_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?`;
 const DUE_WEBHOOKS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE webhook_next_at <= ? AND status IN ${TERMINAL_STATUS_LIST}
