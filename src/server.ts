@@ -5,7 +5,7 @@ import { loadConfig, poolStopGraceMs, type GantryConfig } from './config/config.
 import { createGateway, type Gateway, type GatewayObservers } from './gateway.js';
 import { createFileLinks } from './http/file-links.js';
 import { createBodyBudget, type BodyBudget } from './http/body.js';
-import { connectionCap, guardConnections } from './http/connection-guard.js';
+import { connectionCap, guardConnections, type KeyConnections } from './http/connection-guard.js';
 import { createReadiness, probeRoutes } from './http/readiness.js';
 import { createRequestListener, type GatewayListener } from './http/server.js';
 import { setUpImageFeature } from './images/image-feature.js';
@@ -116,7 +116,7 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
     observers: observersOf(config, minutes.observer, metrics, tracing),
   });
   const adminKey = await ensureAdminKey(gateway.keys, config.adminKey);
-  const images = await setUpImageFeature({ config, endpoints: gateway.endpoints, routes: gateway.routes, builtIns: gateway.builtIns, fileSigningKey, logger, now: clock.now });
+  const images = await setUpImageFeature({ config, endpoints: gateway.endpoints, routes: gateway.routes, builtIns: gateway.builtIns, fileSigningKey, logger, now: clock.now, ...(shared ? { files: guarded } : {}) });
   const openai = setUpOpenAiFeature({ routes: gateway.routes, ...gateway.http });
   await setUpConsole({ routes: gateway.routes, http: gateway.http, publicUrl: config.publicUrl, now: clock.now, minutes, consolePassword: config.consolePassword, secretKey });
   minutes.start({ store, endpoints: gateway.endpoints, logger, clock });
@@ -127,7 +127,7 @@ export async function startGantry(options: StartOptions = {}): Promise<Gantry> {
   gateway.routes.add(...probeRoutes(readiness));
   const listener = createRequestListener(gateway.http, gateway.routes, { bodies, ...(metrics ? { observer: metrics.http } : {}) });
   const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 60_000 }, listener);
-  capConnections(server, config, store.kind, logger, options.fileLimit);
+  capConnections(server, config, store.kind, logger, options.fileLimit, listener.connections);
   const port = await listen(server, config);
   url = `http://${config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host}:${port}`;
   images.startWorkers(config.publicUrl ?? url);
@@ -167,12 +167,14 @@ function observersOf(config: GantryConfig, minutes: JobObserver, metrics: Metric
 
 /**
  * Caps the connections by the open-file limit as well as GANTRY_MAX_CONNECTIONS (connection-guard.ts)
- * and logs what was chosen, with the limit and whether `gantry serve` raised it.
+ * and logs what was chosen, with the limit and whether `gantry serve` raised it; each key may
+ * hold half of it with requests in progress (`shares`).
  */
-function capConnections(server: Server, config: GantryConfig, storeKind: string, logger: Logger, raise: FileLimitRaise | undefined): void {
+function capConnections(server: Server, config: GantryConfig, storeKind: string, logger: Logger, raise: FileLimitRaise | undefined, shares: KeyConnections): void {
   const limit = raise?.limit ?? readFileLimit();
   const cap = connectionCap({ configured: config.maxConnections, fileLimit: limit?.soft, storeConnections: storeKind === 'postgres' ? config.pgPoolSize + 2 : 0, webhookSockets: WEBHOOK_CONCURRENCY });
   const guard = guardConnections(server, cap);
+  shares.setCap(cap);
   const fields = {
     maxConnections: cap,
     configuredMaxConnections: config.maxConnections,

@@ -27,7 +27,11 @@ ${ADMIN_CONNECTION_HELP}`,
     run: keysCreate,
   },
   list: { summary: 'list keys (never the keys themselves)', usage: `usage: gantry keys list [options]\n\n${ADMIN_CONNECTION_HELP}`, run: keysList },
-  delete: { summary: 'delete a key: it stops working at once', usage: `usage: gantry keys delete ID [options]\n\n${ADMIN_CONNECTION_HELP}`, run: keysDelete },
+  delete: {
+    summary: 'delete a key: it stops working at once',
+    usage: `usage: gantry keys delete ID [--force] [options]\n\n  --force    also a managed key (a pool worker's own: the worker is cut off mid-job)\n\n${ADMIN_CONNECTION_HELP}`,
+    run: keysDelete,
+  },
   limit: {
     summary: "set a key's budget and job cap",
     usage: `usage: gantry keys limit ID [--budget-usd USD --budget-period day|month] [--max-concurrent-jobs N] [options]
@@ -97,9 +101,9 @@ async function keysList(argv: string[]): Promise<number> {
 }
 
 async function keysDelete(argv: string[]): Promise<number> {
-  const { values, positionals } = parseFlags(argv, ADMIN_OPTIONS);
+  const { values, positionals } = parseFlags(argv, { ...ADMIN_OPTIONS, force: { type: 'boolean' } });
   const [id] = expectPositionals(positionals, ['ID']);
-  const result = await connectAdmin(values).deleteKey(id);
+  const result = await connectAdmin(values).deleteKey(id, { force: values.force === true });
   if (values.json) printJson(result);
   else console.log(`deleted key ${id}`);
   return 0;

@@ -58,8 +58,10 @@ export interface ImageConfig {
   fastModel: string | null;
   /** Lifetime of a signed image URL (GANTRY_IMAGE_URL_TTL_S, default 7 days; S3 presigning allows at most 7 days). */
   urlTtlSeconds: number;
-  /** A global S3-compatible bucket for images (GANTRY_S3_*); null = the gateway's local folder. */
+  /** A global S3-compatible bucket for images (GANTRY_S3_*); null = the gateway's local folder, or the database where gateways share PostgreSQL. */
   s3: S3Settings | null;
+  /** Bytes of image files kept in the database (PostgreSQL without S3), the oldest deleted first past it (GANTRY_IMAGE_FILES_MAX_BYTES). */
+  filesMaxBytes: number;
 }
 
 /** An S3-compatible bucket and the credentials to write to it. */
@@ -91,6 +93,7 @@ export const IMAGE_DEFAULTS: ImageConfig = {
   fastModel: null,
   urlTtlSeconds: 7 * 86_400,
   s3: null,
+  filesMaxBytes: 1_000_000_000,
 };
 
 const ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
@@ -132,6 +135,7 @@ export function loadImageConfig(env: NodeJS.ProcessEnv): ImageConfig {
   if (env.GANTRY_IMAGE_QUALITY_MODEL) config.qualityModel = absolute(env.GANTRY_IMAGE_QUALITY_MODEL);
   if (env.GANTRY_IMAGE_FAST_MODEL) config.fastModel = absolute(env.GANTRY_IMAGE_FAST_MODEL);
   config.s3 = loadS3Settings(env);
+  config.filesMaxBytes = integerSetting(env, 'GANTRY_IMAGE_FILES_MAX_BYTES', 16_000_000, 1e13, bad) ?? config.filesMaxBytes;
   return config;
 }
 

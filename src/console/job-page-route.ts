@@ -98,6 +98,13 @@ function originOf(url: string): string {
   }
 }
 
+const isoOrNull = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+/** When the job was created, last queued (a retry queues it again), started on its worker and finished (ISO text; null: not yet). */
+function timesOf(job: JobRecord): { createdAt: string; queuedAt: string; startedAt: string | null; finishedAt: string | null } {
+  return { createdAt: new Date(job.createdAt).toISOString(), queuedAt: new Date(job.queuedAt).toISOString(), startedAt: isoOrNull(job.startedAt), finishedAt: isoOrNull(job.finishedAt) };
+}
+
 /** What the job's runs cost: each metered run (status, execution seconds, USD) and the sum; no run: costUsd "0". */
 async function costOf(deps: JobPageDeps, jobId: string): Promise<{ costUsd: string; runs: { run: number; status: string; executionSeconds: number; costUsd: string }[] }> {
   const meters = await deps.usage.listJobMeters(jobId);
@@ -111,7 +118,8 @@ async function costOf(deps: JobPageDeps, jobId: string): Promise<{ costUsd: stri
  * while the job is live, as RunPod's does; the store keeps it for retry), as `input` when at most
  * JOB_PAGE_INPUT_MAX_CHARS long, with `inputChars`, its length; the job's buffered stream chunks, read without draining them
  * (a client reading the stream still gets every one), at most N (1-500, default 100) and
- * about 1 MB, with `total`, how many are buffered; and its webhook delivery: the receiver's origin, the outcome,
+ * about 1 MB, with `total`, how many are buffered; `times` (createdAt, queuedAt, startedAt,
+ * finishedAt) and `workerId`, the worker that holds or last held it; and its webhook delivery: the receiver's origin, the outcome,
  * the next attempt's time and the recorded attempts (status or error class, never a body); and
  * `cost`: what each metered run of the job cost and the sum (`costUsd`).
  */
@@ -126,7 +134,7 @@ export async function sendJobPage(deps: JobPageDeps, req: IncomingMessage, res: 
   // The input too is JSON text in the store (written at submit): concatenated, never parsed here.
   const input = job.inputJson.length <= JOB_PAGE_INPUT_MAX_CHARS ? `"input":${job.inputJson},` : '';
   const text =
-    `{"id":${JSON.stringify(job.id)},"status":"${job.status}",${input}"inputChars":${job.inputJson.length},` +
+    `{"id":${JSON.stringify(job.id)},"status":"${job.status}",${input}"inputChars":${job.inputJson.length},"times":${JSON.stringify(timesOf(job))},"workerId":${JSON.stringify(job.workerId)},` +
     `"stream":{"chunks":[${chunks.join(',')}],"total":${totalChunks}},` +
     `"webhook":${JSON.stringify(webhookSummary(job, webhookAttempts))},"cost":${JSON.stringify(await costOf(deps, job.id))}}`;
   sendJsonText(res, 200, text);

@@ -65,7 +65,9 @@ export function createMinuteRecorder(now: () => number): MinuteRecorder {
     const d = latest.get(endpointId);
     return d !== undefined && d.minute === minute ? d : slow(endpointId, minute);
   };
-  const observer = minuteObserver(delta, now);
+  // The queue depth between samples (queueDepths): a burst taken before the next sample still shows.
+  const depths = queueDepths(delta);
+  const observer = minuteObserver(delta, depths, now);
   const flush = async (): Promise<void> => {
     if (!deps) return;
     const t = now();
@@ -75,6 +77,7 @@ export function createMinuteRecorder(now: () => number): MinuteRecorder {
       // An empty queue makes no delta: idle minutes are not stored (the charts read a missing
       // minute as zeros); a delta exists only where a job was counted or the queue was not empty.
       const inQueue = (await deps.store.queueStats({ endpointId: e.id, now: t })).inQueue;
+      depths.sampled(e.id, inQueue);
       if (inQueue > 0) delta(e.id, t).queueDepth = Math.max(delta(e.id, t).queueDepth, inQueue);
     }
     // Nor those of an endpoint deleted since: its rows went with it, and a new endpoint with the
@@ -104,24 +107,61 @@ export function createMinuteRecorder(now: () => number): MinuteRecorder {
   };
 }
 
-function minuteObserver(delta: (endpointId: string, at: number) => MinuteDelta, now: () => number): JobObserver {
+/** An endpoint's queue depth as followed between two samples of the store. */
+interface QueueDepths {
+  /** The store's count at a sample: the depth starts again from it. */
+  sampled(endpointId: string, inQueue: number): void;
+  /** Jobs into (+) or out of (-) the queue at `at`; the minute keeps the deepest it saw. */
+  moved(endpointId: string, at: number, by: number): void;
+}
+
+/**
+ * The queue depth followed from the transitions between the recorder's samples (every 10 s):
+ * 50 jobs submitted and taken within those 10 s were a queue of 50 that the samples alone never
+ * see. Each sample starts the count again from the store's; with several gateways each follows
+ * its own transitions (the minute's rows keep the deepest), so the depth is at least what one
+ * gateway saw. One Map lookup per transition.
+ */
+function queueDepths(delta: (endpointId: string, at: number) => MinuteDelta): QueueDepths {
+  const depth = new Map<string, number>();
   return {
-    submitted: (job) => void delta(job.endpointId, job.queuedAt).submitted++,
+    sampled: (endpointId, inQueue) => void depth.set(endpointId, inQueue),
+    moved(endpointId, at, by) {
+      const n = Math.max(0, (depth.get(endpointId) ?? 0) + by);
+      depth.set(endpointId, n);
+      if (by <= 0) return;
+      const d = delta(endpointId, at);
+      if (n > d.queueDepth) d.queueDepth = n;
+    },
+  };
+}
+
+function minuteObserver(delta: (endpointId: string, at: number) => MinuteDelta, depths: QueueDepths, now: () => number): JobObserver {
+  return {
+    submitted(job) {
+      delta(job.endpointId, job.queuedAt).submitted++;
+      depths.moved(job.endpointId, job.queuedAt, 1);
+    },
     started(jobs) {
       for (const job of jobs) {
+        depths.moved(job.endpointId, job.startedAt!, -1);
         const delay = delayTimeOf(job);
         if (delay !== null) delta(job.endpointId, job.startedAt!).delay[bucketOf(delay)]!++;
       }
     },
     ended(job: JobRecord) {
       const at = job.finishedAt ?? now();
+      // Cancelled or expired before a worker took it: it leaves the queue here.
+      if (job.startedAt === null) depths.moved(job.endpointId, at, -1);
       const d = delta(job.endpointId, at);
       if (job.status === 'COMPLETED') d.completed++;
       else d.failed++;
       if (job.startedAt !== null && job.finishedAt !== null) d.execution[bucketOf(job.finishedAt - job.startedAt)]!++;
     },
-    purged: () => {},
-    requeued: () => {},
+    purged: (endpointId, count) => depths.moved(endpointId, now(), -count),
+    requeued: (jobs) => {
+      for (const job of jobs) depths.moved(job.endpointId, job.queuedAt, 1);
+    },
   };
 }
 

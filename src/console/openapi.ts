@@ -130,7 +130,7 @@ function schemas(): Record<string, Schema> {
     },
     RegistryCredential: { type: 'object', properties: { id: { type: 'string', description: 'rc_…: what worker.registryCredentials names' }, name: { type: 'string' }, username: { type: 'string' }, createdAt: { type: 'string', format: 'date-time' } } },
     KeySpec: { type: 'object', additionalProperties: false, required: ['name', 'scopes'], properties: { name: { type: 'string', minLength: 1, maxLength: 128 }, scopes: { type: 'array', minItems: 1, items: { type: 'string', enum: [...SCOPES] } }, endpoints: { type: 'array', items: { type: 'string' }, nullable: true } } },
-    Key: { type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' }, scopes: { type: 'array', items: { type: 'string', enum: [...SCOPES] } }, endpoints: { type: 'array', items: { type: 'string' }, nullable: true }, createdAt: { type: 'string', format: 'date-time' }, key: { type: 'string', description: 'Only in the answer that created it' }, ...KEY_LIMITS, budget: { type: 'object', nullable: true, description: 'spend in the current period: budgetUsd, budgetPeriod, spentUsd, resetsAt' } } },
+    Key: { type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' }, scopes: { type: 'array', items: { type: 'string', enum: [...SCOPES] } }, endpoints: { type: 'array', items: { type: 'string' }, nullable: true }, createdAt: { type: 'string', format: 'date-time' }, key: { type: 'string', description: 'Only in the answer that created it' }, prefix: { type: 'string', nullable: true, description: 'The key\'s first 8 characters, to recognise it by' }, lastUsedAt: { type: 'string', format: 'date-time', nullable: true, description: 'Written at most once a minute per gateway' }, managed: { type: 'boolean', description: 'A pool worker\'s own key: DELETE needs ?force=true' }, ...KEY_LIMITS, budget: { type: 'object', nullable: true, description: 'spend in the current period: budgetUsd, budgetPeriod, spentUsd, resetsAt' } } },
     KeyLimits: { type: 'object', additionalProperties: false, properties: KEY_LIMITS },
   };
 }
@@ -265,7 +265,7 @@ function adminPaths(): Record<string, Record<string, Operation>> {
   const time = (name: string) => ({ name, in: 'query', required: false, description: 'Epoch ms or ISO 8601', schema: { type: 'string' } });
   return {
     '/admin/v1/keys': { get: op('List API keys', [], { type: 'object', properties: { keys: { type: 'array', items: ref('Key') } } }), post: op('Create an API key (the key is in this answer only)', [], ref('Key'), ref('KeySpec')) },
-    '/admin/v1/keys/{key}': { patch: op('Set an API key\'s budget and job cap', [key], ref('Key'), ref('KeyLimits')), delete: op('Revoke an API key', [key], deleted) },
+    '/admin/v1/keys/{key}': { patch: op('Set an API key\'s budget and job cap', [key], ref('Key'), ref('KeyLimits')), delete: op('Revoke an API key (a managed one only with force=true: 409 KEY_MANAGED otherwise)', [key, { name: 'force', in: 'query', required: false, schema: { type: 'boolean', default: false } }], deleted) },
     '/admin/v1/registry-credentials': {
       get: op('List registry credentials (never their passwords)', [], { type: 'object', properties: { registryCredentials: { type: 'array', items: ref('RegistryCredential') } } }),
       post: op('Save a registry login endpoints pull their images with', [], { type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' } } }, ref('RegistryCredentialSpec')),
@@ -273,6 +273,9 @@ function adminPaths(): Record<string, Record<string, Operation>> {
     '/admin/v1/registry-credentials/{credential}': { delete: op('Delete a registry credential (409 while an endpoint names it)', [pathParam('credential', 'Registry credential id (rc_…)')], deleted) },
     '/admin/v1/endpoints': { get: op('List endpoints', [], { type: 'object', properties: { endpoints: { type: 'array', items: ref('Endpoint') } } }), post: op('Create an endpoint', [], ref('Endpoint'), ref('EndpointSettings')) },
     '/admin/v1/endpoints/{endpoint}': { get: op('An endpoint', [id], ref('Endpoint')), patch: op('Change an endpoint\'s settings', [id], ref('Endpoint'), ref('EndpointSettings')), delete: op('Delete an endpoint', [id], deleted) },
+    '/admin/v1/endpoints/{endpoint}/jobs/{job}/webhook': {
+      post: op("Deliver a finished job's webhook once more (409 NO_WEBHOOK, WEBHOOK_PENDING, INVALID_STATE)", [id, pathParam('job', 'Job id')], { type: 'object', properties: { id: { type: 'string' }, status: { type: 'string' }, webhook: { type: 'string', enum: ['due'] } } }),
+    },
     '/admin/v1/endpoints/{endpoint}/workers': { get: op('The endpoint\'s workers and Docker hosts', [id], { type: 'object' }) },
     '/admin/v1/endpoints/{endpoint}/workers/{worker}/logs': { get: op('The last lines of a pool worker\'s output', [id, pathParam('worker', 'Worker id'), intQuery('lines', 'How many lines', 1, MAX_LOG_LINES, DEFAULT_LOG_LINES)], { type: 'object' }) },
     '/admin/v1/logs': {

@@ -1,6 +1,7 @@
 import type { EndpointChange, EndpointService } from '../jobs/endpoint-service.js';
 import { renderEndpoint } from '../jobs/endpoint-settings.js';
-import { AppError, endpointNotFound, invalidBody, invalidParameter } from '../model/errors.js';
+import type { JobService, RedeliverResult } from '../jobs/job-service.js';
+import { AppError, endpointNotFound, invalidBody, invalidParameter, jobNotFound } from '../model/errors.js';
 import { isObject } from '../model/json.js';
 import type { EndpointRecord, Scope } from '../model/records.js';
 import { SCOPES, keySpecRefusal, renderKey, type KeyLimitsChange, type KeyService, type KeySpec, type KeyView } from '../security/keys.js';
@@ -24,6 +25,8 @@ export interface AdminRouteDeps extends PoolRouteDeps, UsageRouteDeps, LogRouteD
   registry: RegistryCredentials;
   /** Each budgeted key's spend in its period; forgets a key's cached limits when they change. */
   quotas: Pick<KeyQuotas, 'budgetStatus' | 'forget'>;
+  /** A finished job's webhook delivered again (POST .../jobs/{job}/webhook). */
+  jobs: JobService;
 }
 
 /** The largest budgetUsd (its units stay exact in a double) and maxConcurrentJobs. */
@@ -130,6 +133,10 @@ export function adminRoutes(deps: AdminRouteDeps): Route[] {
     route('GET', '/endpoints/{endpoint}', async ({ res, params }) => sendJson(res, 200, renderEndpoint(await existing(endpoints, params.endpoint!)))),
     route('PATCH', '/endpoints/{endpoint}', (call) => updateEndpoint(deps, call), MB),
     route('DELETE', '/endpoints/{endpoint}', (call) => deleteEndpoint(deps, call)),
+    route('POST', '/endpoints/{endpoint}/jobs/{job}/webhook', async ({ res, params }) => {
+      await existing(deps.endpoints, params.endpoint!);
+      sendJson(res, 200, redelivered(params.job!, await deps.jobs.redeliverWebhook(params.endpoint!, params.job!)));
+    }),
     route('GET', '/endpoints/{endpoint}/workers', (call) => sendPoolWorkers(deps, call)),
     route('GET', '/endpoints/{endpoint}/workers/{worker}/logs', (call) => sendWorkerLog(deps, call)),
     route('GET', '/usage', (call) => sendUsage(deps, call)),
@@ -157,9 +164,16 @@ async function createKey(deps: AdminRouteDeps, call: RouteCall): Promise<void> {
   sendJson(call.res, 200, created);
 }
 
+/**
+ * DELETE /admin/v1/keys/{id}: a key the gateway manages (a pool worker's own) only with force,
+ * since it goes with its worker anyway and revoked by hand cuts the worker off mid-job.
+ */
 async function revokeKey(deps: AdminRouteDeps, call: RouteCall): Promise<void> {
   const id = call.params.key!;
   const key = await deps.keys.get(id);
+  if (key?.managed && call.query.get('force') !== 'true') {
+    throw new AppError('KEY_MANAGED', `API key ${id} belongs to a pool worker and is revoked by the gateway when the worker stops; revoke it anyway with ?force=true (gantry keys delete --force; the worker loses its jobs)`, { id });
+  }
   if (!(await deps.keys.revoke(id))) throw new AppError('KEY_NOT_FOUND', `API key ${id} not found`, { id });
   await noteChange(deps, call, 'key.revoke', { kind: 'key', id }, { name: key?.name ?? null });
   sendJson(call.res, 200, { id, deleted: true });
@@ -206,6 +220,16 @@ async function deleteEndpoint(deps: AdminRouteDeps, call: RouteCall): Promise<vo
   await deps.endpoints.remove(id);
   await noteChange(deps, call, 'endpoint.delete', { kind: 'endpoint', id }, { name: endpoint.name });
   sendJson(call.res, 200, { id, deleted: true });
+}
+
+/** The answer of a webhook resend, or the refusal: 404 no such job; 409 no webhook, a live job, or a delivery pending. */
+function redelivered(id: string, result: RedeliverResult): { id: string; status: string; webhook: 'due' } {
+  if (result.ok) return { id, status: result.job.status, webhook: 'due' };
+  if (result.reason === 'not-found') throw jobNotFound(id);
+  const { status } = result.job;
+  if (result.reason === 'no-webhook') throw new AppError('NO_WEBHOOK', `Job ${id} was submitted without a webhook`, { id });
+  if (result.reason === 'pending') throw new AppError('WEBHOOK_PENDING', `Job ${id}'s webhook is being delivered: wait for its outcome`, { id });
+  throw new AppError('INVALID_STATE', `Job ${id} is ${status}: its webhook is sent when it ends`, { id, status });
 }
 
 /** A key as listed, with its spend in the current budget period when it has a budget (`budget`: null otherwise). */

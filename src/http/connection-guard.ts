@@ -1,5 +1,7 @@
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
+import { AppError } from '../model/errors.js';
+import { keyShare } from '../util/key-share.js';
 
 /**
  * Descriptors kept free of client connections whatever the limit: the store's files (SQLite
@@ -77,4 +79,55 @@ export function guardConnections(server: Server, cap: number): ConnectionGuard {
     });
   });
   return { open: () => open, idle: () => idle.size, evicted: () => evicted, roomAt };
+}
+
+/**
+ * The connections each key holds with a request in progress (docs/security.md, "Shared
+ * limits"): a request authenticated with a key holds its connection until it is answered, and
+ * one key may so hold at most **half** of the gateway's connection cap (keyShare), whether or
+ * not other keys are connected: past the cap new connections are closed unanswered, so a key
+ * that held them all (long-polls, streams, bodies) would leave another key no connection to
+ * be refused on. Idle connections are the guard's (closed to make room, guardConnections).
+ * At most one entry per connection held, so the map is bounded by the cap.
+ */
+export interface KeyConnections {
+  /** Counts a request of `keyId` as holding its connection, or throws 429 TOO_MANY_CONNECTIONS with Retry-After past the key's half. */
+  hold(keyId: string): void;
+  /** The request `hold` counted has been answered (or its client went away). */
+  release(keyId: string): void;
+  /** The cap the halves are of (the one guardConnections enforces); until set, nothing is refused. */
+  setCap(cap: number): void;
+  /** Connections `keyId` holds with a request in progress. */
+  held(keyId: string): number;
+}
+
+/** @example const shares = createKeyConnections(); shares.setCap(736); shares.hold('key_1'); … shares.release('key_1'); */
+export function createKeyConnections(): KeyConnections {
+  const byKey = new Map<string, number>();
+  let share = Infinity;
+  let cap = Infinity;
+  return {
+    hold(keyId) {
+      const held = byKey.get(keyId) ?? 0;
+      if (held >= share) {
+        throw new AppError(
+          'TOO_MANY_CONNECTIONS',
+          `This key holds ${held} connections with requests in progress, its share of the gateway's ${cap} (half of the connection cap, GANTRY_MAX_CONNECTIONS or the open-file limit): retry when one is answered`,
+          undefined,
+          { 'retry-after': '1', connection: 'close' },
+        );
+      }
+      byKey.set(keyId, held + 1);
+    },
+    release(keyId) {
+      const held = (byKey.get(keyId) ?? 0) - 1;
+      if (held > 0) byKey.set(keyId, held);
+      else byKey.delete(keyId);
+    },
+    setCap(value) {
+      cap = value;
+      share = keyShare(value);
+    },
+    held: (keyId) => byKey.get(keyId) ?? 0,
+  };
 }

@@ -4,6 +4,7 @@ import { AppError, endpointNotFound, methodNotAllowed, routeNotFound } from '../
 import type { KeyService } from '../security/keys.js';
 import { authorize } from './auth.js';
 import { readJsonBody } from './body.js';
+import type { KeyConnections } from './connection-guard.js';
 import type { RateLimiter } from './rate-limit.js';
 import { sendNoContent } from './respond.js';
 import { checkIds } from './route-ids.js';
@@ -23,6 +24,8 @@ export interface RequestInfo {
   sendError: RouteErrorSender | undefined;
   /** The route's refusals a worker should wait out are 429 (RouteBase.backOff). */
   backOff: boolean;
+  /** The key whose share of the connections the request holds until answered (connection-guard.ts); undefined before authentication. */
+  heldBy?: string;
 }
 
 /** Shutdown state of one listener: whether it is closing, its requests in flight, its open long-polls. */
@@ -30,6 +33,8 @@ export interface ListenerState {
   closing: boolean;
   inFlight: number;
   polls: Set<AbortController>;
+  /** The connections each key holds with a request in progress (connection-guard.ts); none: not counted. */
+  connections?: KeyConnections;
 }
 
 /** One request being dispatched. */
@@ -79,16 +84,21 @@ export async function dispatch(d: Dispatching, segments: readonly string[], only
     body: undefined,
     dispatchAs: (path, family) => dispatch(d, path, family),
   };
-  if (route.needsEndpoint) return runEndpointRoute(d.deps, route, call);
-  if (route.auth !== 'public' && route.auth !== 'own') call.principal = await authorize(d.deps.keys, req, route.auth);
+  if (route.needsEndpoint) return runEndpointRoute(d, route, call);
+  if (route.auth !== 'public' && route.auth !== 'own') {
+    call.principal = await authorize(d.deps.keys, req, route.auth);
+    holdConnection(d, call.principal.keyId);
+  }
   if (route.bodyLimit !== undefined) call.body = await readJsonBody(req, route.bodyLimit, route.rawFields, call.principal?.keyId);
   return route.handle(call);
 }
 
 /** A route under `/v2/{endpoint}`: the key on that endpoint, the endpoint, the body, then its rate bucket while it runs. */
-async function runEndpointRoute(deps: DispatchDeps, route: EndpointRoute, base: RouteCall): Promise<void> {
+async function runEndpointRoute(d: Dispatching, route: EndpointRoute, base: RouteCall): Promise<void> {
+  const { deps } = d;
   const endpointId = base.params.endpoint!;
   const principal = await authorize(deps.keys, base.req, route.auth, endpointId);
+  holdConnection(d, principal.keyId);
   const endpoint = await deps.endpoints.get(endpointId);
   if (!endpoint) throw endpointNotFound(endpointId);
   const call: EndpointCall = Object.assign(base, { endpointId, endpoint, principal });
@@ -100,6 +110,18 @@ async function runEndpointRoute(deps: DispatchDeps, route: EndpointRoute, base: 
   } finally {
     leave();
   }
+}
+
+/**
+ * Counts the request's connection under its key until it is answered (the listener releases
+ * it), or throws 429 past the key's half of the connections (connection-guard.ts). Once per
+ * request: the console's re-dispatch authenticates again.
+ */
+function holdConnection(d: Dispatching, keyId: string): void {
+  const connections = d.state.connections;
+  if (connections === undefined || d.info.heldBy !== undefined) return;
+  connections.hold(keyId);
+  d.info.heldBy = keyId;
 }
 
 /** The body of an endpoint route; a refusal is told to the route first when it asks (job-done). */

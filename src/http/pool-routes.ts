@@ -3,7 +3,7 @@ import type { EndpointService } from '../jobs/endpoint-service.js';
 import { AppError, endpointNotFound, invalidParameter } from '../model/errors.js';
 import type { RouteCall } from './route-table.js';
 import type { WorkerRecord } from '../model/records.js';
-import type { JobStore, WorkerStore } from '../store/store.js';
+import type { JobStore, UsageStore, WorkerStore } from '../store/store.js';
 import type { LogStore } from '../store/log-store.js';
 import type { ColdStartStats, PoolHostInfo, PoolView, PoolWorkerInfo } from '../jobs/pool-view.js';
 import { renderLogLine } from './log-routes.js';
@@ -36,7 +36,7 @@ function renderColdStarts(stats: ColdStartStats | undefined) {
 export interface PoolRouteDeps {
   pool: PoolView;
   endpoints: Pick<EndpointService, 'load'>;
-  workerRows: Pick<WorkerStore, 'listWorkers'> & Pick<JobStore, 'queueStats'>;
+  workerRows: Pick<WorkerStore, 'listWorkers'> & Pick<JobStore, 'queueStats'> & Pick<UsageStore, 'countWorkerRuns'>;
   /** The stored worker logs (docs/logs.md): what a worker's log route reads. */
   logs: Pick<LogStore, 'readLogs' | 'lastLogId'>;
   config: Pick<GantryConfig, 'workerLostMs'>;
@@ -45,7 +45,8 @@ export interface PoolRouteDeps {
 
 /**
  * `GET /admin/v1/endpoints/{endpoint}/workers`: pool workers (state, pid or Docker host and
- * container, startedAt, readyAt, jobs, restarts, reason, lastExit), workers connected by hand
+ * container, startedAt, readyAt, jobs held, jobsDone and jobsCompleted (runs that ended on it,
+ * from the job meters), restarts, reason, lastExit), workers connected by hand
  * (`managed: false`, as the store sees them), the pool workers that stopped lately (state
  * `stopped`, stoppedAt, most recent first), the Docker hosts (state, GPUs in use, workers:
  * all and this endpoint's), and the endpoint's cold starts (docs/scaling.md, "Cold starts").
@@ -61,11 +62,13 @@ export async function sendPoolWorkers(deps: PoolRouteDeps, { res, params }: Rout
   const now = deps.now();
   const [rows, stats] = await Promise.all([deps.workerRows.listWorkers(endpointId), deps.workerRows.queueStats({ endpointId, now })]);
   const byHand = rows.filter((r) => !inPool.has(r.id) && r.lastSeenAt >= now - deps.config.workerLostMs).map((r) => byHandWorker(r, stats.heldBy));
+  const listed = [...(pool ?? []).map(renderPoolWorker), ...byHand, ...stopped.map(renderPoolWorker)];
+  const done = new Map((await deps.workerRows.countWorkerRuns({ endpointId, workerIds: listed.map((w) => w.id) })).map((c) => [c.workerId, c]));
   sendJson(res, 200, {
     endpointId,
     // Whether this gateway runs the pool (with several gateways only the leader does).
     pool: deps.pool.running(),
-    workers: [...(pool ?? []).map(renderPoolWorker), ...byHand, ...stopped.map(renderPoolWorker)],
+    workers: listed.map((w) => ({ ...w, jobsDone: done.get(w.id)?.runs ?? 0, jobsCompleted: done.get(w.id)?.completed ?? 0 })),
     hosts: (deps.pool.hosts() ?? []).map((h) => renderHost(h, pool ?? [])),
     coldStarts: renderColdStarts(deps.pool.coldStarts(endpointId)),
   });

@@ -1,4 +1,5 @@
 import { AppError } from '../model/errors.js';
+import { admitsKey, keyShare } from '../util/key-share.js';
 
 /** The spec's table: requests per 10 s window and concurrent requests, per endpoint and operation. */
 export const RATE_LIMITS: Record<string, { per10s: number; concurrent: number }> = {
@@ -19,26 +20,8 @@ const MAX_WINDOWS = 10_000;
 /** Keys counted apart in one window; past it a new key is counted in the totals only (no share of its own). */
 const MAX_KEYS_A_WINDOW = 1_000;
 
-/**
- * A key's share of a limit (docs/security.md, "Shared limits"): half of it, rounded up. A key
- * may use a whole limit while no other key uses it (counted in the same window, or holding a
- * slot); once another does, each key is held to its share, and a key under its share is let in
- * even past the limit, by at most one share, so the first key's burst cannot lock it out.
- *
- * @example keyShare(400) === 200; keyShare(1) === 1
- */
-export function keyShare(limit: number): number {
-  return Math.max(1, Math.ceil(limit / 2));
-}
-
-/**
- * Whether a key using `own` of a limit `limit` (all keys together: `total`) may take one more,
- * `shared` telling whether another key uses it too (the rule of keyShare).
- */
-export function admitsKey(own: number, total: number, limit: number, shared: boolean): boolean {
-  if (own < keyShare(limit)) return total < limit + keyShare(limit);
-  return !shared && total < limit;
-}
+// The rule of a key's share (keyShare, admitsKey) is the queue's too: one definition in util/.
+export { admitsKey, keyShare } from '../util/key-share.js';
 
 /** One key's use of a window: requests counted in it, requests holding a slot now. */
 type KeyUse = { count: number; active: number };

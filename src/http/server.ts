@@ -7,6 +7,7 @@ import { runAsRequest } from '../util/request-context.js';
 import type { AdminRouteDeps } from './admin-routes.js';
 import { governBody, type BodyBudget } from './body.js';
 import type { ClientRouteDeps } from './client-routes.js';
+import { createKeyConnections, type KeyConnections } from './connection-guard.js';
 import { backOffOf, dispatch, type DispatchDeps, type Dispatching, type ListenerState, type RequestInfo } from './dispatch.js';
 import { sendError } from './respond.js';
 import type { RouteTable } from './route-table.js';
@@ -27,7 +28,7 @@ export interface HttpServices extends ClientRouteDeps, WorkerRouteDeps, AdminRou
 export interface RequestObserver {
   /** A request answered with `status` (499: the client went away before an answer). */
   answered(route: string, status: number): void;
-  /** A request refused with 429: `code` is RATE_LIMITED, TOO_MANY_CONCURRENT or QUEUE_FULL. */
+  /** A request refused with 429: `code` is RATE_LIMITED, TOO_MANY_CONCURRENT, QUEUE_FULL, TOO_MANY_CONNECTIONS, … */
   throttled(route: string, code: string): void;
 }
 
@@ -98,6 +99,8 @@ export type GatewayListener = RequestListener & {
   beginShutdown(): void;
   /** Requests being served now. */
   inFlight(): number;
+  /** The connections each key holds with a request in progress: nothing is refused until its cap is set (connection-guard.ts). */
+  connections: KeyConnections;
 };
 
 /**
@@ -112,7 +115,8 @@ export type GatewayListener = RequestListener & {
 export function createRequestListener(services: DispatchDeps & { logger: Logger; clientAddress?: ClientAddress }, routes: RouteTable, options: ListenerOptions = {}): GatewayListener {
   const { observer, bodies } = options;
   const logger = services.logger;
-  const state: ListenerState = { closing: false, inFlight: 0, polls: new Set() };
+  const connections = createKeyConnections();
+  const state: ListenerState = { closing: false, inFlight: 0, polls: new Set(), connections };
   // At debug level only: one line per request, and the request's id on every line written for
   // it (carried across awaits, a cost on every promise); at info the hot path logs nothing.
   const accessLog = logger.isLevelEnabled('debug');
@@ -120,7 +124,10 @@ export function createRequestListener(services: DispatchDeps & { logger: Logger;
     const info: RequestInfo = { id: requestIdOf(req, res), route: 'unmatched', sendError: undefined, backOff: false };
     if (bodies) governBody(req, bodies);
     state.inFlight++;
-    res.once('close', () => state.inFlight--);
+    res.once('close', () => {
+      state.inFlight--;
+      if (info.heldBy !== undefined) connections.release(info.heldBy);
+    });
     if (state.closing) res.setHeader('connection', 'close');
     const started = accessLog ? performance.now() : 0;
     const run = (): Promise<void> => route(services, routes, req, res, info, state);
@@ -144,6 +151,7 @@ export function createRequestListener(services: DispatchDeps & { logger: Logger;
       state.polls.clear();
     },
     inFlight: () => state.inFlight,
+    connections,
   });
 }
 

@@ -3,6 +3,7 @@ import { extname, join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AppError } from '../model/errors.js';
 import type { Route } from '../http/route-table.js';
+import type { FileStore, StoredFile } from '../store/file-store.js';
 import { isValidObjectKey, verifyFileSignature } from './object-store.js';
 
 const TYPES = new Map([
@@ -11,14 +12,26 @@ const TYPES = new Map([
   ['.png', 'image/png'],
 ]);
 
+/** Bytes of a file read from the database at a time: what one download holds in memory. */
+const SLICE_BYTES = 1 << 20;
+
+/** Where the files served at /files are: the local folder, and (gateways sharing PostgreSQL) the database first. */
+export interface FileSource {
+  dir: string;
+  signingKey: Buffer;
+  now(): number;
+  /** The files kept in the database (PostgreSQL without S3, docs/postgres.md); read before `dir`, which keeps files stored before. */
+  stored?: Pick<FileStore, 'fileInfo' | 'readFile'>;
+}
+
 /**
- * `GET /files/<key>?expires=&sig=`: a file of the local object store, only with a valid,
- * unexpired signature (src/images/object-store.ts). 403 otherwise, 404 when gone. No key: the
- * signature is the credential (a fault is logged with the path, never the query).
+ * `GET /files/<key>?expires=&sig=`: a file of the local object store or of the database, only
+ * with a valid, unexpired signature (src/images/object-store.ts). 403 otherwise, 404 when gone.
+ * No key: the signature is the credential (a fault is logged with the path, never the query).
  *
  * @example routes.add(createFileRoute({ dir: 'data/files', signingKey, now: Date.now }));
  */
-export function createFileRoute(files: { dir: string; signingKey: Buffer; now(): number }): Route {
+export function createFileRoute(files: FileSource): Route {
   return {
     family: 'files',
     method: ['GET', 'HEAD'],
@@ -29,7 +42,7 @@ export function createFileRoute(files: { dir: string; signingKey: Buffer; now():
 }
 
 async function serveFile(
-  files: { dir: string; signingKey: Buffer; now(): number },
+  files: FileSource,
   req: IncomingMessage,
   res: ServerResponse,
   keySegments: string[],
@@ -42,6 +55,8 @@ async function serveFile(
   if (!verifyFileSignature(files.signingKey, key, query.get('expires'), query.get('sig'), now)) {
     throw new AppError('FORBIDDEN', 'Invalid or expired file signature');
   }
+  const stored = files.stored ? await files.stored.fileInfo(key) : undefined;
+  if (stored) return serveStored(files.stored!, key, stored, method, res);
   const file = join(files.dir, ...keySegments);
   // Opened before anything is answered: a directory, or a file gone since it was signed, is a
   // 404; once open, the file can be deleted without cutting the answer short.
@@ -90,4 +105,38 @@ async function openRegularFile(file: string): Promise<{ fh: FileHandle; size: nu
   }
   await fh.close();
   return undefined;
+}
+
+/**
+ * A file kept in the database, a slice at a time (SLICE_BYTES), each slice written once the
+ * last one drained. A file deleted or replaced while it is sent cuts the connection (the length
+ * promised can no longer be kept).
+ */
+async function serveStored(files: Pick<FileStore, 'readFile'>, key: string, info: StoredFile, method: string, res: ServerResponse): Promise<void> {
+  res.writeHead(200, {
+    'content-type': TYPES.get(extname(key).toLowerCase()) ?? 'application/octet-stream',
+    'content-length': info.size,
+    'cache-control': 'private, max-age=3600',
+  });
+  if (method === 'HEAD') {
+    res.end();
+    return;
+  }
+  for (let offset = 0; offset < info.size && !res.destroyed; offset += SLICE_BYTES) {
+    const part = await files.readFile({ key, createdAt: info.createdAt, offset, length: SLICE_BYTES });
+    if (part === undefined || part.byteLength === 0) {
+      res.destroy();
+      return;
+    }
+    if (!res.write(part)) await new Promise<void>((resolve) => {
+      const done = (): void => {
+        res.off('drain', done);
+        res.off('close', done);
+        resolve();
+      };
+      res.once('drain', done);
+      res.once('close', done);
+    });
+  }
+  res.end();
 }

@@ -8,7 +8,9 @@ import type { RouteTable } from '../http/route-table.js';
 import type { EndpointHooks, EndpointService } from '../jobs/endpoint-service.js';
 import type { WorkerSettings } from '../jobs/endpoint-settings.js';
 import type { EndpointRecord, FeatureCharge, JobRecord } from '../model/records.js';
-import { startFileSweeper } from './file-sweeper.js';
+import type { FileStore } from '../store/file-store.js';
+import { startFileSweeper, startStoredFileSweeper } from './file-sweeper.js';
+import { createFileUploadRoute } from './file-upload-route.js';
 import { createFileRoute } from './files-route.js';
 import { resolveImageInput, SIZE_RULES, specDefaults, validateImageInput } from './image-input.js';
 import { imageCostUnits } from './pricing.js';
@@ -17,7 +19,8 @@ import { ensureTinyModel } from './tiny-models.js';
 /**
  * The public text-to-image endpoints as a feature of the gateway (docs/models.md): it creates
  * their endpoint rows, registers their input rules and billing as endpoint hooks, serves the
- * local image store at /files, and gives the worker pool the settings of their worker
+ * image store at /files (the local folder, or the database where gateways share PostgreSQL
+ * without S3: then also the workers' upload route), and gives the worker pool the settings of their worker
  * process (src/images/worker-main.ts). The rest of the gateway does not know images exist.
  */
 export interface ImageFeature {
@@ -36,6 +39,8 @@ export interface ImageFeatureDeps {
   builtIns: Map<string, WorkerSettings>;
   /** Signs the URLs of the local image store. */
   fileSigningKey: Buffer;
+  /** The store, where gateways share it (PostgreSQL): without S3 the files are kept there, served by every gateway (docs/postgres.md). */
+  files?: Pick<FileStore, 'putFile' | 'fileInfo' | 'readFile' | 'deleteFilesBefore'>;
   logger: Logger;
   now(): number;
 }
@@ -55,16 +60,27 @@ export async function setUpImageFeature(deps: ImageFeatureDeps): Promise<ImageFe
     deps.endpoints.addHooks(id, imageHooks(kind));
   }
   const filesDir = join(deps.config.dataDir, 'files');
-  deps.routes.add(createFileRoute({ dir: filesDir, signingKey: deps.fileSigningKey, now: deps.now }));
+  // Several gateways on one PostgreSQL without S3: files in the database, so any gateway serves them.
+  const stored = images.s3 ? undefined : deps.files;
+  deps.routes.add(createFileRoute({ dir: filesDir, signingKey: deps.fileSigningKey, now: deps.now, ...(stored ? { stored } : {}) }));
+  const swept = (deleted: number): void => deps.logger.info({ deleted }, 'deleted images whose links expired');
   let stopSweeper = (): void => {};
+  let stopStoredSweeper = (): void => {};
+  if (stored) {
+    deps.routes.add(createFileUploadRoute({ files: stored, maxBytes: images.filesMaxBytes, logger: deps.logger, now: deps.now }));
+    stopStoredSweeper = startStoredFileSweeper(stored, images.urlTtlSeconds * 1000, swept, (err) => deps.logger.error({ err }, 'image file sweep failed'), deps.now);
+  }
   return {
     startWorkers(publicUrl) {
       if (!images.workers) return;
       for (const [id, kind] of [[images.qualityId, 'quality'], [images.fastId, 'fast']] as const) deps.builtIns.set(id, workerSettings(deps, id, kind, publicUrl));
       // Local images outlive their signed URLs otherwise; a bucket uses its own lifecycle rules.
-      if (!images.s3) stopSweeper = startFileSweeper(filesDir, images.urlTtlSeconds * 1000, (deleted) => deps.logger.info({ deleted }, 'deleted images whose links expired'));
+      if (!images.s3) stopSweeper = startFileSweeper(filesDir, images.urlTtlSeconds * 1000, swept);
     },
-    stop: () => stopSweeper(),
+    stop: () => {
+      stopSweeper();
+      stopStoredSweeper();
+    },
   };
 }
 
@@ -172,6 +188,8 @@ function workerSettings(deps: ImageFeatureDeps, endpointId: string, kind: ImageM
     GANTRY_FILES_DIR: join(dataDir, 'files'),
     GANTRY_FILES_BASE_URL: publicUrl,
     GANTRY_FILES_SIGNING_KEY: deps.fileSigningKey.toString('base64'),
+    // Files kept in the database: uploaded through the gateway (file-upload-route.ts).
+    ...(deps.files && !s3 ? { GANTRY_FILES_UPLOAD_URL: `${publicUrl}/v2/${endpointId}/files` } : {}),
     // The outbound policy for jobs' own s3Config.endpointUrl (docs/security.md).
     GANTRY_OUTBOUND_ALLOW: deps.config.outboundAllow.join(','),
     ...(s3

@@ -6,8 +6,10 @@ import { presignGet, putObject } from './s3.js';
 
 /**
  * Where generated images go: the gateway's local folder (`<dataDir>/files`, served at
- * `/files/<key>?expires=&sig=` with an HMAC signature) or an S3-compatible bucket (presigned
- * GET URL). Both return a URL that works for `ttlSeconds` (default 7 days).
+ * `/files/<key>?expires=&sig=` with an HMAC signature), the database of gateways sharing
+ * PostgreSQL (uploaded through the gateway, served at the same signed `/files` URL by every
+ * gateway), or an S3-compatible bucket (presigned GET URL). Each returns a URL that works for
+ * `ttlSeconds` (default 7 days).
  */
 export interface ObjectStore {
   /** Stores `body` under `key` and returns a URL to fetch it. */
@@ -61,11 +63,76 @@ export function createLocalObjectStore(options: { dir: string; baseUrl: string; 
       const tmp = `${file}.tmp-${process.pid}`;
       await writeFile(tmp, body);
       await rename(tmp, file); // readers never see half a file
-      const expires = Math.floor(now() / 1000) + options.ttlSeconds;
-      const path = key.split('/').map(encodeURIComponent).join('/');
-      return `${options.baseUrl}/files/${path}?expires=${expires}&sig=${fileSignature(options.signingKey, key, expires)}`;
+      return signedFileUrl(options, key, now());
     },
   };
+}
+
+/** The signed `/files` URL of `key`, valid `ttlSeconds` from `now`. */
+function signedFileUrl(o: { baseUrl: string; signingKey: Buffer; ttlSeconds: number }, key: string, now: number): string {
+  const expires = Math.floor(now / 1000) + o.ttlSeconds;
+  const path = key.split('/').map(encodeURIComponent).join('/');
+  return `${o.baseUrl}/files/${path}?expires=${expires}&sig=${fileSignature(o.signingKey, key, expires)}`;
+}
+
+/** What the gateway store needs: where to upload, with which key, and how to sign the URL. */
+export interface GatewayObjectStoreOptions {
+  /** `<gateway>/v2/<endpoint>/files`: the upload route (src/images/file-upload-route.ts). */
+  uploadUrl: string;
+  /** The endpoint the worker serves: its files' keys begin with it. */
+  endpointId: string;
+  /** The worker's own API key (RUNPOD_AI_API_KEY). */
+  workerKey: string;
+  baseUrl: string;
+  signingKey: Buffer;
+  ttlSeconds: number;
+  now?: () => number;
+  transport?: typeof fetch;
+  /** Tries of one upload, a second apart, while the gateway answers 429/5xx or cannot be reached (default 3). */
+  attempts?: number;
+}
+
+/**
+ * The database of gateways sharing PostgreSQL, reached through the gateway that runs the worker:
+ * `PUT <uploadUrl>/<name>` with `{contentType, data}` (base64) and the worker's key. The URL
+ * is signed like the local store's; any gateway of the deployment serves it.
+ *
+ * @example createGatewayObjectStore({ uploadUrl: 'http://127.0.0.1:8080/v2/image-fast/files', endpointId: 'image-fast', workerKey, baseUrl, signingKey, ttlSeconds: 604800 })
+ */
+export function createGatewayObjectStore(options: GatewayObjectStoreOptions): ObjectStore {
+  const now = options.now ?? Date.now;
+  const transport = options.transport ?? fetch;
+  const prefix = `${options.endpointId}/`;
+  return {
+    async put(key, body, contentType) {
+      if (!isValidObjectKey(key) || !key.startsWith(prefix)) throw new Error(`invalid object key ${JSON.stringify(key)} for endpoint ${options.endpointId}`);
+      const name = key.slice(prefix.length).split('/').map(encodeURIComponent).join('/');
+      const request = { method: 'PUT', headers: { authorization: `Bearer ${options.workerKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ contentType, data: Buffer.from(body).toString('base64') }) };
+      await uploadWithRetries(() => transport(`${options.uploadUrl}/${name}`, request), options.attempts ?? 3);
+      return signedFileUrl(options, key, now());
+    },
+  };
+}
+
+/** Sends an upload until it is taken; 429, 5xx and unreachable gateways are tried again a second later. */
+async function uploadWithRetries(send: () => Promise<Response>, attempts: number): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    let failure: string;
+    try {
+      const res = await send();
+      if (res.ok) {
+        await res.arrayBuffer();
+        return;
+      }
+      failure = `${res.status} ${(await res.text()).slice(0, 300)}`;
+      if (res.status !== 429 && res.status < 500) throw new Error(`image upload refused: ${failure}`);
+    } catch (err) {
+      if (err instanceof Error && err.message.startsWith('image upload refused')) throw err;
+      failure = err instanceof Error ? err.message : String(err);
+    }
+    if (attempt >= attempts) throw new Error(`image upload failed after ${attempts} tries: ${failure}`);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
 }
 
 /** An S3-compatible bucket; the URL is a presigned GET. */

@@ -11,6 +11,7 @@
  *   GANTRY_IMAGE_QUALITY_MEMORY_LIMIT_MB / GANTRY_IMAGE_FAST_MEMORY_LIMIT_MB),
  *   GANTRY_IMAGE_BATCH, GANTRY_IMAGE_BATCH_WINDOW_MS, GANTRY_IMAGE_CACHE_DIR   (docs/configuration.md)
  *   GANTRY_FILES_DIR, GANTRY_FILES_BASE_URL, GANTRY_FILES_SIGNING_KEY (base64)   local store
+ *   GANTRY_FILES_UPLOAD_URL  the database instead (gateways sharing PostgreSQL), uploaded there
  *   GANTRY_S3_*              the global bucket instead of the local store
  *   GANTRY_IMAGE_URL_TTL_S   lifetime of image URLs
  *   GANTRY_OUTBOUND_ALLOW    what a job's own s3Config.endpointUrl may reach (docs/security.md)
@@ -19,17 +20,26 @@
  */
 import { pino } from 'pino';
 import { startWorker } from '../sdk/worker.js';
-import { formatImageDevice, imageMemoryLimit, loadImageConfig, parseImageDevice } from '../config/image-config.js';
+import { formatImageDevice, imageMemoryLimit, loadImageConfig, parseImageDevice, type ImageConfig } from '../config/image-config.js';
 import { BatchQueue } from './batch-queue.js';
 import { createImageHandler } from './image-handler.js';
 import { createOutboundFetch, createOutboundPolicy } from '../security/outbound.js';
-import { createLocalObjectStore, createS3ObjectStore, type ObjectStore } from './object-store.js';
+import { createGatewayObjectStore, createLocalObjectStore, createS3ObjectStore, type ObjectStore } from './object-store.js';
 import { loadPipeline, type GeneratedImage, type GenerateRequest } from './pipeline.js';
 
 function required(name: string): string {
   const value = process.env[name];
   if (!value) throw new Error(`image worker: ${name} is not set`);
   return value;
+}
+
+/** The global bucket; else the database through the gateway (GANTRY_FILES_UPLOAD_URL: gateways sharing PostgreSQL); else the local folder. */
+function imageStore(config: ImageConfig, endpointId: string): ObjectStore {
+  if (config.s3) return createS3ObjectStore(config.s3, config.urlTtlSeconds);
+  const signed = { baseUrl: required('GANTRY_FILES_BASE_URL'), signingKey: Buffer.from(required('GANTRY_FILES_SIGNING_KEY'), 'base64'), ttlSeconds: config.urlTtlSeconds };
+  const uploadUrl = process.env.GANTRY_FILES_UPLOAD_URL;
+  if (uploadUrl) return createGatewayObjectStore({ ...signed, uploadUrl, endpointId, workerKey: required('RUNPOD_AI_API_KEY') });
+  return createLocalObjectStore({ ...signed, dir: required('GANTRY_FILES_DIR') });
 }
 
 async function main(): Promise<void> {
@@ -56,14 +66,7 @@ async function main(): Promise<void> {
     { key: (r) => pipeline.batchKey(r), run: (rs) => pipeline.generateBatch(rs) },
     { maxBatch: config.batchSize, windowMs: config.batchWindowMs, onBatch: (size) => { if (size > 1) log.debug({ endpointId, size }, 'batch'); } },
   );
-  const store: ObjectStore = config.s3
-    ? createS3ObjectStore(config.s3, config.urlTtlSeconds)
-    : createLocalObjectStore({
-        dir: required('GANTRY_FILES_DIR'),
-        baseUrl: required('GANTRY_FILES_BASE_URL'),
-        signingKey: Buffer.from(required('GANTRY_FILES_SIGNING_KEY'), 'base64'),
-        ttlSeconds: config.urlTtlSeconds,
-      });
+  const store = imageStore(config, endpointId);
   if (pipeline.model.tiny) {
     log.warn({ endpointId, modelDir }, 'serving the tiny demo model built by Gantry: its images are abstract (not Stable Diffusion or FLUX); see docs/models.md to load a real model');
   }

@@ -30,6 +30,7 @@ export function createMeterOf(deps: { endpoints: Pick<EndpointService, 'get' | '
       executionMs,
       pixels: charge?.pixels ?? 0,
       costUnits: (charge?.costUnits ?? 0n) + perSecond,
+      workerId: job.workerId,
       createdAt: job.finishedAt,
     };
   };

@@ -69,6 +69,7 @@ export function observeTransitions(inner: JobTransitions, observer: JobObserver)
     progress: (write: WorkerWrite & { outputJson: string }) => inner.progress(write),
     appendStream: (write: Parameters<JobTransitions['appendStream']>[0]) => inner.appendStream(write),
     cancel: (id) => inner.cancel(id).then((job) => ended(observer, job)),
+    redeliverWebhook: (id) => inner.redeliverWebhook(id),
     retry: (id) =>
       inner.retry(id).then((job) => {
         if (job) observer.requeued([job], 'retry');

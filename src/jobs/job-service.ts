@@ -27,6 +27,8 @@ export interface SubmitOptions {
 export type CancelResult = { ok: true; job: JobRecord } | { ok: false; reason: 'not-found' } | { ok: false; reason: 'wrong-state'; job: JobRecord };
 /** What a retry did: the requeued job, or why nothing changed (expired: the result is past its retention). */
 export type RetryResult = CancelResult | { ok: false; reason: 'expired'; job: JobRecord };
+/** What redeliverWebhook did: the job's delivery is due again, or why not. */
+export type RedeliverResult = { ok: true; job: JobRecord } | { ok: false; reason: 'not-found' } | { ok: false; reason: 'no-webhook' | 'not-ended' | 'pending'; job: JobRecord };
 
 export type { StreamRead } from './stream-reads.js';
 
@@ -84,6 +86,8 @@ export interface JobService {
   /** Waits until the job is terminal or `waitMs` passes; returns its latest state. */
   waitTerminal(endpointId: string, id: string, waitMs: number, signal?: AbortSignal): Promise<JobRecord | undefined>;
   cancel(endpointId: string, id: string): Promise<CancelResult>;
+  /** Delivers a finished job's webhook once more (the console's "Resend webhook"): not while the job runs or a delivery is pending. */
+  redeliverWebhook(endpointId: string, id: string): Promise<RedeliverResult>;
   retry(endpointId: string, id: string): Promise<RetryResult>;
   /** Cancels every queued job of the endpoint; returns how many. */
   purgeQueue(endpointId: string): Promise<number>;
@@ -152,7 +156,7 @@ class Jobs implements JobService {
 
   async submit(endpoint: EndpointRecord, request: SubmitRequest, opts: SubmitOptions): Promise<JobRecord> {
     const inputBytes = Buffer.byteLength(request.inputJson);
-    const checking = this.admit(endpoint, request, inputBytes);
+    const checking = this.admit(endpoint, request, inputBytes, opts.keyId);
     if (checking) await checking;
     const quota = this.deps.quotas?.admit(opts.keyId);
     if (quota) await quota;
@@ -179,7 +183,7 @@ class Jobs implements JobService {
     const held = await this.deps.store.findIdempotentJob(opts.key.keyDigest);
     if (held) return replayOf(held, opts.key);
     const inputBytes = Buffer.byteLength(request.inputJson);
-    await this.admit(endpoint, request, inputBytes);
+    await this.admit(endpoint, request, inputBytes, opts.keyId);
     await this.deps.quotas?.admit(opts.keyId);
     const job = this.newJob(endpoint, request, opts, inputBytes);
     const span = this.deps.tracer?.begin(job, opts.traceparent);
@@ -200,18 +204,18 @@ class Jobs implements JobService {
    * webhook's address (a promise only then: a submission without a webhook awaits nothing
    * here), the queue's overload (jobs and input bytes of the endpoint, free space of the disk).
    */
-  private admit(endpoint: EndpointRecord, request: SubmitRequest, inputBytes: number): Promise<void> | undefined {
+  private admit(endpoint: EndpointRecord, request: SubmitRequest, inputBytes: number, keyId: string | null): Promise<void> | undefined {
     const validate = this.deps.endpoints.hooksOf(endpoint.id)?.validateInput;
     // An input that came as text (a large body parsed off the event loop) is parsed only for an endpoint that checks it.
     if (validate) validate(request.input ?? (JSON.parse(request.inputJson) as Record<string, unknown>));
-    if (request.webhook !== null && this.deps.outbound) return this.admitWithWebhook(endpoint, request.webhook, inputBytes);
-    this.deps.gauge.admit(endpoint, inputBytes);
+    if (request.webhook !== null && this.deps.outbound) return this.admitWithWebhook(endpoint, request.webhook, inputBytes, keyId);
+    this.deps.gauge.admit(endpoint, inputBytes, keyId ?? '');
     return undefined;
   }
 
-  private async admitWithWebhook(endpoint: EndpointRecord, webhook: string, inputBytes: number): Promise<void> {
+  private async admitWithWebhook(endpoint: EndpointRecord, webhook: string, inputBytes: number, keyId: string | null): Promise<void> {
     if (this.deps.outbound) await checkOutboundUrl(this.deps.outbound, webhook, 'webhook', this.deps.now());
-    this.deps.gauge.admit(endpoint, inputBytes);
+    this.deps.gauge.admit(endpoint, inputBytes, keyId ?? '');
   }
 
   /** The new job's record (initialJob), with its id and retention. */
@@ -271,6 +275,16 @@ class Jobs implements JobService {
     const cancelled = await this.deps.transitions.cancel(id);
     if (cancelled) return { ok: true, job: cancelled };
     return { ok: false, reason: 'wrong-state', job: (await this.getJob(endpointId, id)) ?? job };
+  }
+
+  async redeliverWebhook(endpointId: string, id: string): Promise<RedeliverResult> {
+    const job = await this.getJob(endpointId, id);
+    if (!job) return { ok: false, reason: 'not-found' };
+    if (job.webhook === null) return { ok: false, reason: 'no-webhook', job };
+    if (await this.deps.transitions.redeliverWebhook(id)) return { ok: true, job };
+    // Refused by the store: read again to say why (it may have ended, or its delivery started, meanwhile).
+    const now = (await this.getJob(endpointId, id)) ?? job;
+    return { ok: false, reason: isTerminal(now.status) ? 'pending' : 'not-ended', job: now };
   }
 
   async retry(endpointId: string, id: string): Promise<RetryResult> {

@@ -132,6 +132,8 @@ export interface JobTransitions {
    * is told to stop them (job-stop). Returns the jobs requeued.
    */
   preempt(workerId: string): Promise<JobRecord[]>;
+  /** A finished job's webhook, delivered or given up → due again (store.redeliverWebhook); false when it is live, has none, or a delivery is pending. */
+  redeliverWebhook(id: string): Promise<boolean>;
   /** Deletes up to `limit` jobs whose retention ended; returns how many. */
   deleteExpired(limit: number): Promise<number>;
   /** Shortens a job's retention (status?ttl=). */
@@ -257,6 +259,12 @@ class Transitions implements JobTransitions {
     for (const job of result.failed) this.ended(job);
     this.requeued(result.requeued);
     return result;
+  }
+
+  async redeliverWebhook(id: string): Promise<boolean> {
+    const due = await this.deps.store.redeliverWebhook({ id, now: this.deps.now() });
+    if (due) this.deps.notifier.publish({ type: 'webhook-due' });
+    return due;
   }
 
   deleteExpired(limit: number): Promise<number> {

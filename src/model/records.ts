@@ -24,6 +24,8 @@ export interface JobMeter {
   pixels: number;
   /** Cost in units of 1e-10 USD (src/model/money.ts): the image price plus the per-second price. */
   costUnits: bigint;
+  /** The worker that ran it (the job's holder when the run ended); null when none is known. */
+  workerId: string | null;
   /** When the run ended. */
   createdAt: number;
 }
@@ -129,6 +131,17 @@ export interface QueueStats {
   heldSince?: ReadonlyMap<string, number>;
 }
 
+/**
+ * An endpoint's queue per submitting key (the queue gauge's shares, jobs/queue-gauge.ts): the
+ * totals over every key, and the keys holding the most queued jobs.
+ */
+export interface QueueByKey {
+  jobs: number;
+  bytes: number;
+  /** Per key id ('' for jobs submitted without a key), most jobs first. */
+  keys: { keyId: string; jobs: number; bytes: number }[];
+}
+
 /** A worker id as the store last heard from it. */
 export interface WorkerRecord {
   id: string;
@@ -198,6 +211,12 @@ export interface KeyRecord {
   budgetPeriod: BudgetPeriod | null;
   /** Queued + running jobs the key may have at once; null: no cap. */
   maxConcurrentJobs: number | null;
+  /** The key's first characters (keyPrefix), to recognise it by; null for keys made before prefixes were kept. */
+  prefix: string | null;
+  /** When the key was last used (epoch ms, written at most once a minute per gateway); null: never since prefixes were kept. */
+  lastUsedAt: number | null;
+  /** Made and revoked by the gateway itself (a pool worker's own key): revoking it by hand needs force. */
+  managed: boolean;
 }
 
 /** A key budget's period, calendar UTC. */

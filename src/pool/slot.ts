@@ -133,14 +133,48 @@ export function infoOf(slot: Slot, handle: WorkerHandle | null): PoolWorkerInfo 
   };
 }
 
-/** How a worker's process ended, in words. */
-export function describeExit(exit: WorkerExit): string {
+/**
+ * How a worker's process ended, in words. `asked`: the pool had asked it to stop (SIGTERM), so
+ * ending on that signal (or with code 0) is the normal stop, not a kill; a SIGKILL after the
+ * grace period stays "killed by SIGKILL".
+ *
+ * @example describeExit({ code: null, signal: 'SIGTERM' }, true) // 'stopped by SIGTERM, as asked'
+ */
+export function describeExit(exit: WorkerExit, asked = false): string {
   let text: string;
   if (exit.error) text = `failed to start (${exit.error})`;
+  else if (asked && (exit.signal === 'SIGTERM' || exit.code === 143)) text = 'stopped by SIGTERM, as asked';
+  else if (asked && exit.code === 0) text = 'exited with code 0, as asked';
   else if (exit.signal) text = `killed by ${exit.signal}`;
   else if (exit.code === null) text = 'lost';
   else text = `exited with code ${exit.code}`;
   return exit.detail ? `${text}: ${exit.detail}` : text;
+}
+
+/**
+ * Output lines with each run of one repeated line said once, with its count: a worker that
+ * prints the same error five times before it dies has one line in its crash reason, not five.
+ *
+ * @example collapseRepeats(['boom', 'boom', 'boom', 'bye']) // ['boom (×3)', 'bye']
+ */
+export function collapseRepeats(lines: readonly string[]): string[] {
+  const out: string[] = [];
+  let last: string | undefined;
+  let count = 0;
+  const push = () => {
+    if (last !== undefined) out.push(count > 1 ? `${last} (×${count})` : last);
+  };
+  for (const line of lines) {
+    if (line === last) {
+      count++;
+      continue;
+    }
+    push();
+    last = line;
+    count = 1;
+  }
+  push();
+  return out;
 }
 
 /** The `started` note of a worker's log: where it runs and what. */

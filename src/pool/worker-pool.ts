@@ -8,7 +8,7 @@ import type { KeyService } from '../security/keys.js';
 import { ColdStarts } from './cold-starts.js';
 import { NoCapacityError, PullError, type AnyStartSpec, type WorkerDriver, type WorkerExit, type WorkerHandle } from './driver.js';
 import { createStoppedWorkers, STOPPED_WORKER_DEFAULTS, type StoppedWorkerLimits, type StoppedWorkers } from './stopped-workers.js';
-import { describeExit, describeStart, infoOf, moveTo, reportedState, type Slot, type SlotState } from './slot.js';
+import { collapseRepeats, describeExit, describeStart, infoOf, moveTo, reportedState, type Slot, type SlotState } from './slot.js';
 import { runpodWorkerEnv } from './worker-env.js';
 import { createWorkerLog } from './worker-log.js';
 import type { JobHolders } from './job-holders.js';
@@ -361,7 +361,7 @@ class Pool implements WorkerPool {
    */
   private async workerKey(slot: Slot): Promise<string> {
     if (slot.key) return slot.key.key;
-    const created = await this.options.keys.create({ name: poolKeyName(this.endpointId, slot.id), scopes: ['worker'], endpoints: [this.endpointId] });
+    const created = await this.options.keys.create({ name: poolKeyName(this.endpointId, slot.id), scopes: ['worker'], endpoints: [this.endpointId], managed: true });
     slot.key = { id: created.id, key: created.key };
     return created.key;
   }
@@ -556,7 +556,7 @@ class Pool implements WorkerPool {
     slot.log.flush();
     slot.handle = null;
     const ranMs = this.options.now() - (slot.startedAt ?? this.options.now());
-    slot.lastExit = describeExit(exit);
+    slot.lastExit = describeExit(exit, slot.state === 'draining');
     slot.log.note(`exited: ${slot.lastExit} after ${(ranMs / 1000).toFixed(1)} s`);
     try {
       await this.releaseJobs(slot.id);
@@ -589,11 +589,13 @@ class Pool implements WorkerPool {
     const base = this.options.restartBackoffMs;
     const wait = Math.min(base * 2 ** (slot.failures - 1), Math.max(MAX_BACKOFF_MS, base));
     slot.restartAt = this.options.now() + wait;
-    const output = slot.log
-      .tail()
-      .filter((l) => l.stream !== 'gantry' && l.line.trim() !== '')
-      .slice(-REASON_LINES)
-      .map((l) => l.line.trim());
+    // The last REASON_LINES distinct lines, a repeated line once with its count (collapseRepeats).
+    const output = collapseRepeats(
+      slot.log
+        .tail()
+        .filter((l) => l.stream !== 'gantry' && l.line.trim() !== '')
+        .map((l) => l.line.trim()),
+    ).slice(-REASON_LINES);
     slot.lastExit = describeExit(exit);
     const times = `${slot.failures} time${slot.failures > 1 ? 's' : ''} in a row`;
     slot.reason = `${describeExit(exit)} (${times})${output.length > 0 ? `: ${output.join(' | ')}` : ''}`;

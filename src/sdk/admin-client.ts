@@ -29,6 +29,12 @@ export interface ApiKeyInfo {
   maxConcurrentJobs?: number | null;
   /** The spend in the current budget period (listing and PATCH answers), null without a budget. */
   budget?: KeyBudget | null;
+  /** The key's first 8 characters, to recognise it by; null for keys made before they were kept. */
+  prefix?: string | null;
+  /** ISO 8601: when a request last used it (written at most once a minute per gateway); null: not since. */
+  lastUsedAt?: string | null;
+  /** A pool worker's own key, made and revoked by the gateway: deleteKey needs `force`. */
+  managed?: boolean;
 }
 
 /** A key's spend against its budget in the current period (decimal USD text). */
@@ -363,7 +369,8 @@ export interface AdminClientOptions {
 export interface AdminClient {
   createKey(request: CreateKeyRequest): Promise<CreatedApiKey>;
   listKeys(): Promise<ApiKeyInfo[]>;
-  deleteKey(id: string): Promise<{ id: string; deleted: boolean }>;
+  /** Revokes a key; a managed one (a pool worker's own) only with `force` (409 KEY_MANAGED otherwise). */
+  deleteKey(id: string, options?: { force?: boolean }): Promise<{ id: string; deleted: boolean }>;
   /** Sets a key's budget and job cap (a field left out keeps its value, null clears it). */
   setKeyLimits(id: string, limits: KeyLimits): Promise<ApiKeyInfo>;
   /** Saves a registry login; answers its id and name only. */
@@ -476,7 +483,7 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
   return {
     createKey: (body) => request<CreatedApiKey>('POST', '/admin/v1/keys', body),
     listKeys: async () => (await request<{ keys: ApiKeyInfo[] }>('GET', '/admin/v1/keys')).keys,
-    deleteKey: (id) => request<{ id: string; deleted: boolean }>('DELETE', keyPath(id)),
+    deleteKey: (id, options) => request<{ id: string; deleted: boolean }>('DELETE', `${keyPath(id)}${options?.force ? '?force=true' : ''}`),
     setKeyLimits: (id, limits) => request<ApiKeyInfo>('PATCH', keyPath(id), limits),
     createRegistryCredential: (body) => request<{ id: string; name: string }>('POST', '/admin/v1/registry-credentials', body),
     listRegistryCredentials: async () => (await request<{ registryCredentials: RegistryCredentialInfo[] }>('GET', '/admin/v1/registry-credentials')).registryCredentials,

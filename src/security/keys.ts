@@ -41,6 +41,8 @@ export interface KeySpec {
   name: string;
   scopes: Scope[];
   endpoints: string[] | null;
+  /** Made and revoked by the gateway itself (a pool worker's own key): revoking it by hand needs force. */
+  managed?: boolean;
 }
 
 /** A key as the admin API shows it; `key` (the secret itself) only in the answer that created it. */
@@ -55,6 +57,12 @@ export interface KeyView {
   budgetPeriod: BudgetPeriod | null;
   /** Queued + running jobs the key may have at once; null: no cap. */
   maxConcurrentJobs: number | null;
+  /** The key's first characters, to recognise it by (null: made before they were kept). */
+  prefix: string | null;
+  /** When it was last used (ISO text; written at most once a minute per gateway); null: not since prefixes were kept. */
+  lastUsedAt: string | null;
+  /** Made by the gateway (a pool worker's own key): DELETE refuses it without `?force=true`. */
+  managed: boolean;
 }
 
 /** A key's budget and job cap as set through the admin API (units of 1e-10 USD). */
@@ -108,6 +116,19 @@ export function sameDigest(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
+/** How often a key's lastUsedAt is written at most (per gateway): often enough to read, never a write per request. */
+export const KEY_LAST_USED_GAP_MS = 60_000;
+
+/**
+ * The part of a key kept in the clear to recognise it by: its first 8 characters (`gk_` and 5
+ * random ones, 30 bits of 256), fewer for a short key set by hand (a quarter of it at most).
+ *
+ * @example keyPrefix('gk_AbCdEfGh...') // 'gk_AbCdE'
+ */
+export function keyPrefix(key: string): string {
+  return key.slice(0, Math.min(8, Math.floor(key.length / 4)));
+}
+
 /** A new API key: a recognisable prefix and 32 random bytes. */
 export function generateApiKey(): string {
   return `gk_${randomBytes(32).toString('base64url')}`;
@@ -124,6 +145,9 @@ export function renderKey(key: KeyRecord): KeyView {
     budgetUsd: key.budgetUnits === null ? null : usdNumber(BigInt(key.budgetUnits)),
     budgetPeriod: key.budgetPeriod,
     maxConcurrentJobs: key.maxConcurrentJobs,
+    prefix: key.prefix,
+    lastUsedAt: key.lastUsedAt === null ? null : new Date(key.lastUsedAt).toISOString(),
+    managed: key.managed,
   };
 }
 
@@ -181,6 +205,9 @@ class Keys implements KeyService {
       budgetUnits: null,
       budgetPeriod: null,
       maxConcurrentJobs: null,
+      prefix: keyPrefix(key),
+      lastUsedAt: null,
+      managed: spec.managed === true,
     };
     await this.store.createKey(record);
     this.cache.delete(key);
@@ -256,6 +283,12 @@ class Keys implements KeyService {
     const found = await this.store.getKeyByHash(hash);
     const key = found && sameDigest(found.hash, hash) ? found : undefined;
     this.cache.set(raw, key, t);
+    // Only on a cache miss (once per CACHE_MS per key at most), and only when the stored time is
+    // a gap old: last-used is for people reading the keys page, not worth a write per request.
+    if (key && (key.lastUsedAt === null || key.lastUsedAt <= t - KEY_LAST_USED_GAP_MS)) {
+      // Advisory: a failed write (the store busy or closing) loses one timestamp, nothing else.
+      this.store.touchKey({ id: key.id, at: t, minGapMs: KEY_LAST_USED_GAP_MS }).catch(() => undefined);
+    }
     return key;
   }
 }

@@ -1,4 +1,5 @@
 import type { EndpointStore, JobStore, KeyStore, RegistryCredentialStore, Store, UpkeepStore, UsageStore, WorkerStore } from './store.js';
+import type { FileStore } from './file-store.js';
 import type { LogStore } from './log-store.js';
 import type { MinuteStore } from './minute-store.js';
 import type { AuditStore } from './audit-store.js';
@@ -16,6 +17,7 @@ export interface StoreParts {
   logs: LogStore;
   upkeep: UpkeepStore;
   audit: AuditStore;
+  files: FileStore;
   migrate(): Promise<void>;
   close(): Promise<void>;
 }
@@ -56,10 +58,12 @@ export function composeStore(parts: StoreParts): Store {
     peekStream: (args) => jobs.peekStream(args),
     countJobs: (endpointId) => jobs.countJobs(endpointId),
     queueStats: (args) => jobs.queueStats(args),
+    queueByKey: (args) => jobs.queueByKey(args),
     listJobs: (args) => jobs.listJobs(args),
     jobStates: (ids) => jobs.jobStates(ids),
     dueWebhooks: (args) => jobs.dueWebhooks(args),
     markWebhook: (args) => jobs.markWebhook(args),
+    redeliverWebhook: (args) => jobs.redeliverWebhook(args),
     listWebhookAttempts: (id) => jobs.listWebhookAttempts(id),
 
     touchWorker: (args) => workers.touchWorker(args),
@@ -68,11 +72,7 @@ export function composeStore(parts: StoreParts): Store {
     deleteWorkers: (ids) => workers.deleteWorkers(ids),
     jobsHeldBy: (workerId) => workers.jobsHeldBy(workerId),
 
-    createEndpoint: (endpoint) => endpoints.createEndpoint(endpoint),
-    getEndpoint: (id) => endpoints.getEndpoint(id),
-    listEndpoints: () => endpoints.listEndpoints(),
-    updateEndpoint: (endpoint) => endpoints.updateEndpoint(endpoint),
-    deleteEndpoint: (id) => endpoints.deleteEndpoint(id),
+    ...endpointMethods(endpoints),
 
     createKey: (key) => keys.createKey(key),
     listKeys: () => keys.listKeys(),
@@ -81,20 +81,26 @@ export function composeStore(parts: StoreParts): Store {
     countKeysWithScope: (scope) => keys.countKeysWithScope(scope),
     getKey: (id) => keys.getKey(id),
     updateKeyLimits: (args) => keys.updateKeyLimits(args),
+    touchKey: (args) => keys.touchKey(args),
 
     ...registryMethods(parts.registry),
-
     ...usageMethods(usage),
-
-    addMinutes: (deltas) => parts.minutes.addMinutes(deltas),
-    readMinutes: (args) => parts.minutes.readMinutes(args),
-    deleteMinutesBefore: (args) => parts.minutes.deleteMinutesBefore(args),
-
+    ...minuteMethods(parts.minutes),
     ...logMethods(parts.logs),
-
-    probeWrite: (now) => parts.upkeep.probeWrite(now),
-
+    ...fileMethods(parts.files),
     ...auditMethods(parts.audit),
+    probeWrite: (now) => parts.upkeep.probeWrite(now),
+  };
+}
+
+/** The endpoints' methods, as plain forwarding arrows like the rest. */
+function endpointMethods(endpoints: EndpointStore): EndpointStore {
+  return {
+    createEndpoint: (endpoint) => endpoints.createEndpoint(endpoint),
+    getEndpoint: (id) => endpoints.getEndpoint(id),
+    listEndpoints: () => endpoints.listEndpoints(),
+    updateEndpoint: (endpoint) => endpoints.updateEndpoint(endpoint),
+    deleteEndpoint: (id) => endpoints.deleteEndpoint(id),
   };
 }
 
@@ -116,6 +122,7 @@ function usageMethods(usage: UsageStore): UsageStore {
     sumUsage: (args) => usage.sumUsage(args),
     keySpend: (args) => usage.keySpend(args),
     listJobMeters: (jobId) => usage.listJobMeters(jobId),
+    countWorkerRuns: (args) => usage.countWorkerRuns(args),
     countLiveJobs: (keyId) => usage.countLiveJobs(keyId),
     openWorkerMeter: (meter) => usage.openWorkerMeter(meter),
     advanceWorkerMeters: (args) => usage.advanceWorkerMeters(args),
@@ -140,5 +147,24 @@ function auditMethods(audit: AuditStore): AuditStore {
     appendAudit: (entry) => audit.appendAudit(entry),
     listAudit: (query) => audit.listAudit(query),
     deleteAuditBefore: (args) => audit.deleteAuditBefore(args),
+  };
+}
+
+/** The files' methods (the image endpoints' files in the database), as plain forwarding arrows like the rest. */
+function fileMethods(files: FileStore): FileStore {
+  return {
+    putFile: (args) => files.putFile(args),
+    fileInfo: (key) => files.fileInfo(key),
+    readFile: (args) => files.readFile(args),
+    deleteFilesBefore: (args) => files.deleteFilesBefore(args),
+  };
+}
+
+/** The per-minute aggregates' methods, as plain forwarding arrows like the rest. */
+function minuteMethods(minutes: MinuteStore): MinuteStore {
+  return {
+    addMinutes: (deltas) => minutes.addMinutes(deltas),
+    readMinutes: (args) => minutes.readMinutes(args),
+    deleteMinutesBefore: (args) => minutes.deleteMinutesBefore(args),
   };
 }

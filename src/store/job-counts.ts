@@ -1,5 +1,5 @@
 import type { JobStatus } from '../model/job-states.js';
-import type { JobCounts, QueueStats } from '../model/records.js';
+import type { JobCounts, QueueByKey, QueueStats } from '../model/records.js';
 
 const FIELD: Record<JobStatus, keyof JobCounts> = {
   IN_QUEUE: 'inQueue',
@@ -35,6 +35,25 @@ export interface QueuedRow {
   normal: number;
   bytes: number | string | null;
   oldest: number | null;
+}
+
+/** A row of a backend's per-key count of one endpoint's queued jobs, with the totals over all keys (see queueByKey). */
+export interface KeyQueuedRow {
+  key: string;
+  n: number | string;
+  bytes: number | string | null;
+  total_n: number | string;
+  total_bytes: number | string | null;
+}
+
+/** Folds a backend's per-key queue rows into QueueByKey (no row: nothing queued). Shared by every backend. */
+export function toQueueByKey(rows: KeyQueuedRow[]): QueueByKey {
+  const first = rows[0];
+  return {
+    jobs: Number(first?.total_n ?? 0),
+    bytes: Number(first?.total_bytes ?? 0),
+    keys: rows.map((row) => ({ keyId: row.key, jobs: Number(row.n), bytes: Number(row.bytes ?? 0) })),
+  };
 }
 
 /** A row of a backend's `GROUP BY worker_id` count of one endpoint's IN_PROGRESS jobs, with the latest start among them. */

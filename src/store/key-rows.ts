@@ -11,6 +11,10 @@ export interface KeyRow {
   budget_units: number | string | null;
   budget_period: string | null;
   max_concurrent_jobs: number | null;
+  prefix: string | null;
+  last_used_at: number | string | null;
+  /** 0/1 on SQLite, a boolean on PostgreSQL. */
+  managed: number | boolean;
 }
 
 /** An api_keys row (SELECT *) → KeyRecord, its JSON parsed. */
@@ -25,14 +29,17 @@ export function toKey(row: KeyRow): KeyRecord {
     budgetUnits: row.budget_units === null || row.budget_units === undefined ? null : Number(row.budget_units),
     budgetPeriod: (row.budget_period ?? null) as BudgetPeriod | null,
     maxConcurrentJobs: row.max_concurrent_jobs ?? null,
+    prefix: row.prefix ?? null,
+    lastUsedAt: row.last_used_at === null || row.last_used_at === undefined ? null : Number(row.last_used_at),
+    managed: Boolean(row.managed),
   };
 }
 
 /** The api_keys columns in order, for INSERT lists. */
-export const KEY_COLUMNS = 'id, name, hash, scopes, endpoints, created_at, budget_units, budget_period, max_concurrent_jobs';
+export const KEY_COLUMNS = 'id, name, hash, scopes, endpoints, created_at, budget_units, budget_period, max_concurrent_jobs, prefix, last_used_at, managed';
 
 /** A key's values in KEY_COLUMNS order (JSON as text). */
-export function keyParams(key: KeyRecord): [string, string, string, string, string | null, number, number | null, string | null, number | null] {
+export function keyParams(key: KeyRecord): [string, string, string, string, string | null, number, number | null, string | null, number | null, string | null, number | null, boolean] {
   return [
     key.id,
     key.name,
@@ -43,5 +50,8 @@ export function keyParams(key: KeyRecord): [string, string, string, string, stri
     key.budgetUnits,
     key.budgetPeriod,
     key.maxConcurrentJobs,
+    key.prefix,
+    key.lastUsedAt,
+    key.managed,
   ];
 }

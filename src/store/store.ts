@@ -1,6 +1,7 @@
 import type { Notifier } from '../model/events.js';
 import type { JobStatus } from '../model/job-states.js';
-import type { EndpointRecord, JobCounts, JobRecord, KeyRecord, QueueStats, JobMeter, RegistryCredentialRecord, Scope, Taker, WorkerMeter, WorkerRecord } from '../model/records.js';
+import type { EndpointRecord, JobCounts, JobRecord, KeyRecord, QueueByKey, QueueStats, JobMeter, RegistryCredentialRecord, Scope, Taker, WorkerMeter, WorkerRecord } from '../model/records.js';
+import type { FileStore } from './file-store.js';
 import type { LogStore } from './log-store.js';
 import type { MinuteStore } from './minute-store.js';
 import type { AuditStore } from './audit-store.js';
@@ -21,7 +22,7 @@ import type { AuditStore } from './audit-store.js';
  * - Writes resolve once they are durable (committed). Backends may group the writes of one
  *   event-loop turn into one transaction.
  */
-export interface Store extends JobStore, WorkerStore, EndpointStore, KeyStore, RegistryCredentialStore, UsageStore, MinuteStore, LogStore, UpkeepStore, AuditStore {
+export interface Store extends JobStore, WorkerStore, EndpointStore, KeyStore, RegistryCredentialStore, UsageStore, MinuteStore, LogStore, UpkeepStore, AuditStore, FileStore {
   /** Which backend, for logs only: nothing outside src/store branches on it. */
   readonly kind: 'sqlite' | 'postgres';
 
@@ -189,6 +190,12 @@ export interface JobStore {
    */
   queueStats(args: { endpointId: string; now: number }): Promise<QueueStats>;
 
+  /**
+   * The same IN_QUEUE jobs (queue deadline after `now`) counted and their input bytes summed per
+   * submitting key: the totals over all keys, and the `limit` keys with the most jobs.
+   */
+  queueByKey(args: { endpointId: string; now: number; limit: number }): Promise<QueueByKey>;
+
   /** Most recent jobs of an endpoint, newest first. */
   listJobs(args: { endpointId: string; limit: number }): Promise<JobRecord[]>;
 
@@ -210,6 +217,13 @@ export interface JobStore {
    */
   markWebhook(args: { id: string; attempts: number; nextAt: number | null; attempt?: WebhookAttempt }): Promise<void>;
 
+  /**
+   * A terminal job with a webhook and no delivery pending (webhookNextAt null: delivered or
+   * given up) → its delivery due at `now` again, the attempts made kept (the sender makes one
+   * more). False, changing nothing, for a live job, one without a webhook, one whose delivery is
+   * pending, or none.
+   */
+  redeliverWebhook(args: { id: string; now: number }): Promise<boolean>;
   /** The recorded delivery attempts of a job, oldest first (at most WEBHOOK_ATTEMPTS_KEPT). */
   listWebhookAttempts(id: string): Promise<WebhookAttempt[]>;
 }
@@ -299,6 +313,8 @@ export interface KeyStore {
   getKey(id: string): Promise<KeyRecord | undefined>;
   /** Sets a key's budget and job cap; the key as stored now, or undefined when there is none. */
   updateKeyLimits(args: { id: string } & Pick<KeyRecord, 'budgetUnits' | 'budgetPeriod' | 'maxConcurrentJobs'>): Promise<KeyRecord | undefined>;
+  /** Sets the key's lastUsedAt to `at` unless it is later than `at - minGapMs` already (so a busy key is written once a gap, not per request). */
+  touchKey(args: { id: string; at: number; minGapMs: number }): Promise<void>;
 }
 
 /** The registry_credentials table: registry logins endpoints pull their images with. */
@@ -319,6 +335,8 @@ export interface UsageStore {
   recordJobMeter(meter: JobMeter): Promise<void>;
   /** Sums the job meters written in [from, to), grouped by the named columns (none: one total), largest cost first. */
   sumUsage(args: { from: number; to: number; groupBy: readonly UsageGroup[] }): Promise<UsageSum[]>;
+  /** How many metered runs ended on each of the given workers of the endpoint (`jobsDone`), and how many of them COMPLETED; workers with none left out. */
+  countWorkerRuns(args: { endpointId: string; workerIds: readonly string[] }): Promise<{ workerId: string; runs: number; completed: number }[]>;
   /** The meters of one job, a row per run, oldest first (the job page's cost). */
   listJobMeters(jobId: string): Promise<JobMeter[]>;
   /** What the key's job meters written since `from` cost, in units of 1e-10 USD (its budget's spend). */

@@ -39,6 +39,7 @@ export interface JobMeterRow {
   pixels: number;
   cost: string | bigint;
   created_at: number;
+  worker_id: string | null;
 }
 
 /** A job_meters row → JobMeter. */
@@ -52,6 +53,7 @@ export function toJobMeter(r: JobMeterRow): JobMeter {
     executionMs: Number(r.execution_ms),
     pixels: Number(r.pixels),
     costUnits: BigInt(r.cost),
+    workerId: r.worker_id ?? null,
     createdAt: Number(r.created_at),
   };
 }

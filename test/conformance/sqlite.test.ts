@@ -127,8 +127,8 @@ describe('sqlite store', () => {
     await store.insertJob(job('dup'));
     const first = store.insertJob(job('a'));
     const failing = store.insertJob(job('dup'));
-    const multi = store.createKey({ id: 'k1', name: 'k', hash: 'h', scopes: ['run'], endpoints: null, createdAt: T0, budgetUnits: null, budgetPeriod: null, maxConcurrentJobs: null });
-    const failingKey = store.createKey({ id: 'k2', name: 'k', hash: 'h', scopes: ['run'], endpoints: null, createdAt: T0, budgetUnits: null, budgetPeriod: null, maxConcurrentJobs: null });
+    const multi = store.createKey({ id: 'k1', name: 'k', hash: 'h', scopes: ['run'], endpoints: null, createdAt: T0, budgetUnits: null, budgetPeriod: null, maxConcurrentJobs: null, prefix: null, lastUsedAt: null, managed: false });
+    const failingKey = store.createKey({ id: 'k2', name: 'k', hash: 'h', scopes: ['run'], endpoints: null, createdAt: T0, budgetUnits: null, budgetPeriod: null, maxConcurrentJobs: null, prefix: null, lastUsedAt: null, managed: false });
     const last = store.insertJob(job('b'));
     const results = await Promise.allSettled([first, failing, multi, failingKey, last]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'rejected', 'fulfilled']);

@@ -71,7 +71,7 @@ function endpoint(id: string, overrides: Partial<EndpointRecord> = {}): Endpoint
 }
 
 function key(id: string, overrides: Partial<KeyRecord> = {}): KeyRecord {
-  return { id, name: `key ${id}`, hash: `hash-${id}`, scopes: ['run'], endpoints: null, createdAt: T0, budgetUnits: null, budgetPeriod: null, maxConcurrentJobs: null, ...overrides };
+  return { id, name: `key ${id}`, hash: `hash-${id}`, scopes: ['run'], endpoints: null, createdAt: T0, budgetUnits: null, budgetPeriod: null, maxConcurrentJobs: null, prefix: null, lastUsedAt: null, managed: false, ...overrides };
 }
 
 /**
@@ -1150,6 +1150,27 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect(await store.queueStats({ endpointId: 'other', now: T0 + 2000 })).toMatchObject({ inQueue: 1, inQueueNormal: 1, oldestNormalQueuedAt: T0 });
       });
 
+      it('queueByKey: queued jobs and input bytes per key (most first, at most `limit`), totals over every key', async () => {
+        expect(await store.queueByKey({ endpointId: 'ep', now: T0, limit: 10 })).toEqual({ jobs: 0, bytes: 0, keys: [] });
+        await running('w1', { keyId: 'key_b' }); // running, not queued
+        for (let i = 0; i < 3; i++) await insert({ keyId: 'key_a', inputJson: '"aaaa"' });
+        await insert({ keyId: 'key_b', inputJson: '"é"' });
+        await insert({ inputJson: '1' });
+        await insert({ keyId: 'key_b', ttlMs: 100, now: T0 }); // its queue ttl has passed by T0 + 2000
+        await insert({ keyId: 'key_a', endpointId: 'other' });
+        expect(await store.queueByKey({ endpointId: 'ep', now: T0 + 2000, limit: 10 })).toEqual({
+          jobs: 5,
+          bytes: 3 * 6 + 4 + 1,
+          keys: [
+            { keyId: 'key_a', jobs: 3, bytes: 18 },
+            { keyId: '', jobs: 1, bytes: 1 },
+            { keyId: 'key_b', jobs: 1, bytes: 4 },
+          ],
+        });
+        // The totals count the keys past the limit too.
+        expect(await store.queueByKey({ endpointId: 'ep', now: T0 + 2000, limit: 1 })).toEqual({ jobs: 5, bytes: 23, keys: [{ keyId: 'key_a', jobs: 3, bytes: 18 }] });
+      });
+
       it('lists the newest jobs of an endpoint first', async () => {
         const a = await insert({ now: T0 });
         const b = await insert({ now: T0 + 10 });
@@ -1252,6 +1273,27 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect(await get(a.id)).toMatchObject({ webhookAttempts: 1, webhookNextAt: null });
         expect((await store.dueWebhooks({ now: T0 + 99_999, limit: 10 })).map((j) => j.id)).toEqual([b.id]);
         expect((await get(live.id)).webhookNextAt).toBeNull();
+      });
+    });
+
+    describe('redeliverWebhook', () => {
+      it('makes a finished delivery due again, keeping its attempts; refuses a live job, one without a webhook, and a pending delivery', async () => {
+        const hooked = await insert({ webhook: 'https://hook.example/a' });
+        const plain = await insert();
+        const live = await insert({ webhook: 'https://hook.example/live' });
+        await store.cancelJob({ id: hooked.id, now: T0 + 100 });
+        await store.cancelJob({ id: plain.id, now: T0 + 100 });
+        // Pending (due since the cancel): not again.
+        expect(await store.redeliverWebhook({ id: hooked.id, now: T0 + 200 })).toBe(false);
+        await store.markWebhook({ id: hooked.id, attempts: 3, nextAt: null });
+        expect(await store.redeliverWebhook({ id: hooked.id, now: T0 + 300 })).toBe(true);
+        expect(await get(hooked.id)).toMatchObject({ webhookNextAt: T0 + 300, webhookAttempts: 3, status: 'CANCELLED' });
+        expect((await store.dueWebhooks({ now: T0 + 300, limit: 10 })).map((j) => j.id)).toEqual([hooked.id]);
+        expect(await store.redeliverWebhook({ id: hooked.id, now: T0 + 400 })).toBe(false);
+        expect(await store.redeliverWebhook({ id: plain.id, now: T0 + 300 })).toBe(false);
+        expect(await store.redeliverWebhook({ id: live.id, now: T0 + 300 })).toBe(false);
+        expect(await store.redeliverWebhook({ id: 'nope', now: T0 + 300 })).toBe(false);
+        expect((await get(live.id))?.webhookNextAt).toBeNull();
       });
     });
 
@@ -1480,6 +1522,20 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect((await store.listKeys()).map((k) => k.id)).toEqual(['k2', 'k3']);
       });
 
+      it('keeps a key\'s prefix and managed flag, and writes its last use at most once a gap', async () => {
+        const pool = key('kp', { prefix: 'gk_AbCdE', managed: true });
+        await store.createKey(pool);
+        expect(await store.getKey('kp')).toEqual(pool);
+        await store.touchKey({ id: 'kp', at: T0 + 1000, minGapMs: 60_000 });
+        expect((await store.getKey('kp'))?.lastUsedAt).toBe(T0 + 1000);
+        // Within the gap: left as it is.
+        await store.touchKey({ id: 'kp', at: T0 + 30_000, minGapMs: 60_000 });
+        expect((await store.getKey('kp'))?.lastUsedAt).toBe(T0 + 1000);
+        await store.touchKey({ id: 'kp', at: T0 + 61_000, minGapMs: 60_000 });
+        expect(await store.getKeyByHash('hash-kp')).toEqual({ ...pool, lastUsedAt: T0 + 61_000 });
+        await store.touchKey({ id: 'nope', at: T0, minGapMs: 60_000 });
+      });
+
       it('rejects a second key with the same hash', async () => {
         await store.createKey(key('k1'));
         await expect(store.createKey(key('k2', { hash: 'hash-k1' }))).rejects.toThrow();
@@ -1498,6 +1554,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         executionMs: 1000,
         pixels: 1024 * 1024,
         costUnits,
+        workerId: null,
         createdAt,
         ...extra,
       });
@@ -1519,6 +1576,22 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           { endpoint: 'image-fast', jobs: 4, executionMs: 4000, pixels: 4 * 1024 * 1024, costUnits: 50_331_656n },
         ]);
         expect(await store.sumUsage({ from: T0 + 100, to: T0 + 200, groupBy: ['key'] })).toEqual([]);
+      });
+
+      it("counts each worker's metered runs on the endpoint, and the completed ones", async () => {
+        await store.recordJobMeter(meter('w1', 'k1', 'ep', 1n, T0, { workerId: 'wa' }));
+        await store.recordJobMeter(meter('w2', 'k1', 'ep', 1n, T0, { workerId: 'wa', status: 'FAILED' }));
+        await store.recordJobMeter(meter('w2', 'k1', 'ep', 1n, T0, { workerId: 'wa', run: 1 }));
+        await store.recordJobMeter(meter('w3', 'k1', 'ep', 1n, T0, { workerId: 'wb' }));
+        await store.recordJobMeter(meter('w4', 'k1', 'other', 1n, T0, { workerId: 'wb' }));
+        await store.recordJobMeter(meter('w5', 'k1', 'ep', 1n, T0));
+        const counts = await store.countWorkerRuns({ endpointId: 'ep', workerIds: ['wa', 'wb', 'wc'] });
+        expect(counts.sort((x, y) => x.workerId.localeCompare(y.workerId))).toEqual([
+          { workerId: 'wa', runs: 3, completed: 2 },
+          { workerId: 'wb', runs: 1, completed: 1 },
+        ]);
+        expect(await store.countWorkerRuns({ endpointId: 'ep', workerIds: [] })).toEqual([]);
+        expect((await store.listJobMeters('w2')).map((m) => m.workerId)).toEqual(['wa', 'wa']);
       });
 
       it('meters a retried job per run, and groups by UTC day with key and endpoint', async () => {
@@ -1583,6 +1656,46 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect(await store.updateKeyLimits({ id: 'kb', budgetUnits: null, budgetPeriod: null, maxConcurrentJobs: null })).toMatchObject({ budgetUnits: null, maxConcurrentJobs: null });
         expect(await store.updateKeyLimits({ id: 'none', budgetUnits: null, budgetPeriod: null, maxConcurrentJobs: null })).toBeUndefined();
         expect(await store.getKey('none')).toBeUndefined();
+      });
+    });
+
+    describe('files', () => {
+      const bytes = (n: number, fill: number): Uint8Array => new Uint8Array(n).fill(fill);
+
+      it('stores, describes and reads a file by slices; a replaced file is not spliced', async () => {
+        expect(await store.fileInfo('ep/a.png')).toBeUndefined();
+        const body = Uint8Array.from({ length: 3000 }, (_, i) => i % 251);
+        expect(await store.putFile({ key: 'ep/a.png', contentType: 'image/png', body, now: T0, maxBytes: 1_000_000 })).toEqual({ evicted: 0 });
+        expect(await store.fileInfo('ep/a.png')).toEqual({ size: 3000, contentType: 'image/png', createdAt: T0 });
+        const parts: Uint8Array[] = [];
+        for (let offset = 0; offset < 3000; offset += 1024) parts.push((await store.readFile({ key: 'ep/a.png', createdAt: T0, offset, length: 1024 }))!);
+        expect(parts.map((p) => p.byteLength)).toEqual([1024, 1024, 952]);
+        expect(Buffer.concat(parts).equals(Buffer.from(body))).toBe(true);
+        expect(await store.readFile({ key: 'ep/a.png', createdAt: T0, offset: 3000, length: 10 })).toHaveLength(0);
+        await store.putFile({ key: 'ep/a.png', contentType: 'image/jpeg', body: bytes(10, 7), now: T0 + 5, maxBytes: 1_000_000 });
+        expect(await store.readFile({ key: 'ep/a.png', createdAt: T0, offset: 0, length: 10 })).toBeUndefined();
+        expect(Buffer.from((await store.readFile({ key: 'ep/a.png', createdAt: T0 + 5, offset: 0, length: 100 }))!)).toEqual(Buffer.from(bytes(10, 7)));
+        expect(await store.readFile({ key: 'ep/none.png', createdAt: T0, offset: 0, length: 10 })).toBeUndefined();
+      });
+
+      it('keeps all files within maxBytes, deleting the oldest first but never the one just stored', async () => {
+        for (let i = 0; i < 4; i++) await store.putFile({ key: `ep/${i}.png`, contentType: 'image/png', body: bytes(100, i), now: T0 + i, maxBytes: 1000 });
+        // 400 bytes; 750 more leave room for 250: the two oldest go.
+        expect(await store.putFile({ key: 'ep/big.png', contentType: 'image/png', body: bytes(750, 9), now: T0 + 10, maxBytes: 1000 })).toEqual({ evicted: 2 });
+        expect(await store.fileInfo('ep/0.png')).toBeUndefined();
+        expect(await store.fileInfo('ep/1.png')).toBeUndefined();
+        expect(await store.fileInfo('ep/2.png')).toMatchObject({ size: 100 });
+        // A file larger than the bound alone stays, and is all that stays.
+        expect(await store.putFile({ key: 'ep/huge.png', contentType: 'image/png', body: bytes(1500, 1), now: T0 + 20, maxBytes: 1000 })).toEqual({ evicted: 3 });
+        expect(await store.fileInfo('ep/huge.png')).toMatchObject({ size: 1500 });
+      });
+
+      it('deletes files stored before a time, oldest first, at most `limit`', async () => {
+        for (let i = 0; i < 3; i++) await store.putFile({ key: `ep/${i}.jpeg`, contentType: 'image/jpeg', body: bytes(10, i), now: T0 + i * 1000, maxBytes: 1_000_000 });
+        expect(await store.deleteFilesBefore({ before: T0 + 2000, limit: 1 })).toBe(1);
+        expect(await store.fileInfo('ep/0.jpeg')).toBeUndefined();
+        expect(await store.deleteFilesBefore({ before: T0 + 2000, limit: 10 })).toBe(1);
+        expect(await store.fileInfo('ep/2.jpeg')).toMatchObject({ createdAt: T0 + 2000 });
       });
     });
   });

@@ -41,7 +41,12 @@ describe('the job page route', () => {
     const first = await jobPage(`${ep}/${id}`);
     expect(first.status).toBe(200);
     // A running job has no meter yet: its cost is nothing so far (metered when the run ends).
-    expect(first.json).toEqual({ id, status: 'IN_PROGRESS', input: {}, inputChars: 2, stream: { chunks: ['one', { two: 2 }, [3]], total: 3 }, webhook: null, cost: { costUsd: '0', runs: [] } });
+    const times = first.json.times as Record<string, string | null>;
+    expect(first.json).toEqual({ id, status: 'IN_PROGRESS', input: {}, inputChars: 2, times, workerId: w.id, stream: { chunks: ['one', { two: 2 }, [3]], total: 3 }, webhook: null, cost: { costUsd: '0', runs: [] } });
+    // Created, queued and started (ISO, in that order); not finished.
+    expect(times.finishedAt).toBeNull();
+    expect(Date.parse(times.createdAt!)).toBeLessThanOrEqual(Date.parse(times.queuedAt!));
+    expect(Date.parse(times.queuedAt!)).toBeLessThanOrEqual(Date.parse(times.startedAt!));
     // Read twice: still all there.
     expect((await jobPage(`${ep}/${id}`)).json.stream).toEqual({ chunks: ['one', { two: 2 }, [3]], total: 3 });
     expect((await jobPage(`${ep}/${id}?chunks=2`)).json.stream).toEqual({ chunks: ['one', { two: 2 }], total: 3 });
@@ -53,7 +58,10 @@ describe('the job page route', () => {
 
     expect((await w.streamChunk(id, 'last')).status).toBe(200);
     expect((await w.done(id, { output: 'finished' })).status).toBe(200);
-    expect((await jobPage(`${ep}/${id}`)).json).toMatchObject({ status: 'COMPLETED', stream: { chunks: ['last'], total: 1 } });
+    const done = (await jobPage(`${ep}/${id}`)).json;
+    expect(done).toMatchObject({ status: 'COMPLETED', stream: { chunks: ['last'], total: 1 }, workerId: w.id });
+    const finishedAt = (done.times as Record<string, string | null>).finishedAt;
+    expect(Date.parse(finishedAt!)).toBeGreaterThanOrEqual(Date.parse(times.startedAt!));
   });
 
   it("shows a finished job's input, which the public /status leaves out, up to a bound", async () => {

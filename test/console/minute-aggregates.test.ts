@@ -102,8 +102,26 @@ describe.each(['sqlite', 'postgres'] as const)('job_minutes on %s', (backend) =>
     const span = (endpointId: string) => store.readMinutes({ endpointId, from: at, to: at + MIN });
     expect(await span('idle')).toEqual([]);
     expect(await span('deleted')).toEqual([]);
-    expect((await span('busy')).map((m) => [m.submitted, m.queueDepth])).toEqual([[1, 0]]);
+    // busy-1 was in the queue as far as the transitions tell (the store never saw it here).
+    expect((await span('busy')).map((m) => [m.submitted, m.queueDepth])).toEqual([[1, 1]]);
     expect((await span('queued')).map((m) => [m.submitted, m.queueDepth])).toEqual([[0, 1]]);
+  });
+
+  it('the recorder keeps the deepest queue between samples: a burst taken before the next sample still shows', async () => {
+    const at = T0 + 700 * MIN;
+    const job = (id: string) =>
+      initialJob({ id, endpointId: 'burst', inputJson: '{}', webhook: null, s3Config: null, executionTimeoutMs: MIN, lowPriority: false, ttlMs: 60 * MIN, retentionMs: MIN, maxAttempts: 1, sync: false, keyId: null, now: at });
+    const recorder = createMinuteRecorder(() => at);
+    recorder.start({ store, endpoints: { list: async () => [{ id: 'burst' }] }, logger: pino({ level: 'silent' }), intervalMs: 3_600_000 });
+    const burst = [1, 2, 3, 4, 5, 6].map((i) => job(`burst-${i}`));
+    for (const j of burst) recorder.observer.submitted(j);
+    // All six taken before any sample of the store: the queue was 6 deep for a moment.
+    recorder.observer.started(burst.map((j) => ({ ...j, status: 'IN_PROGRESS' as const, startedAt: at + 1 })));
+    const late = job('burst-7');
+    recorder.observer.submitted(late);
+    recorder.observer.ended({ ...late, status: 'CANCELLED', finishedAt: at + 2 });
+    await recorder.stop();
+    expect((await store.readMinutes({ endpointId: 'burst', from: at, to: at + MIN })).map((m) => [m.submitted, m.queueDepth])).toEqual([[7, 6]]);
   });
 });
 

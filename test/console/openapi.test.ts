@@ -45,7 +45,7 @@ describe('/openapi.json', () => {
       for (const method of Object.keys(methods)) expect(match!.methods.get(method.toUpperCase()), `${method} ${path}`).toBeDefined();
     }
     const documented = routes.list().filter((r) => ['client', 'worker', 'admin', 'probe'].includes(r.family) && r.auth !== 'public');
-    expect(documented.length).toBe(10 + 6 + 17);
+    expect(documented.length).toBe(10 + 6 + 18);
     for (const route of documented) {
       for (const method of typeof route.method === 'string' ? [route.method] : route.method) {
         expect(doc.paths[route.path]?.[method.toLowerCase()], `${method} ${route.path}`).toBeDefined();

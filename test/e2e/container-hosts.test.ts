@@ -33,7 +33,13 @@ describe.skipIf(!enginesFor(engines, 2))('worker containers over two Docker host
     const json = (await res.json()) as Json;
     if (res.status !== 200) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
     return json;
-  }
+  }  /** A worker's stored log once it holds `text`: lines reach the store in batches (docs/logs.md). */
+  const storedLog = (path: string, text: string): Promise<Json> =>
+    eventually(async () => {
+      const log = await api('GET', path);
+      return JSON.stringify(log.lines).includes(text) ? log : undefined;
+    }, 10_000, `${text} in the stored log`);
+
   const submit = async (ep: string, input: unknown): Promise<string> => (await api('POST', `/v2/${ep}/run`, { input })).id as string;
   const health = async (ep: string): Promise<Record<string, number>> => (await api('GET', `/v2/${ep}/health`)).workers as Record<string, number>;
   const listing = async (ep: string): Promise<{ workers: (PoolWorkerInfo & Json)[]; hosts: (PoolHostInfo & Json)[] }> => (await api('GET', `/admin/v1/endpoints/${ep}/workers`)) as never;
@@ -86,7 +92,7 @@ describe.skipIf(!enginesFor(engines, 2))('worker containers over two Docker host
         requests.push(`${name}:${request?.DeviceIDs.join(',')}`);
         // What the container saw (NVIDIA_VISIBLE_DEVICES, set by the engine from the request), in its log.
         const worker = c.Labels['io.gantry.worker'] as string;
-        const log = await api('GET', `/admin/v1/endpoints/gpu/workers/${worker}/logs`);
+        const log = await storedLog(`/admin/v1/endpoints/gpu/workers/${worker}/logs`, `visible GPUs: ${request?.DeviceIDs.join(',')}`);
         expect((log.lines as { line: string }[]).map((l) => l.line)).toContain(`visible GPUs: ${request?.DeviceIDs.join(',')}`);
       }
     }
@@ -135,7 +141,7 @@ describe.skipIf(!enginesFor(engines, 2))('worker containers over two Docker host
       // The job b's worker held ran again: on the worker's replacement, placed on host a (a
       // restarted worker keeps its id, like a RunPod pod; the lost container's key is revoked).
       expect((await t.gantry.gateway.jobs.getJob('spread', heldOnB))?.attempts).toBe(2);
-      const log = await api('GET', `/admin/v1/endpoints/spread/workers/${onB.id}/logs`);
+      const log = await storedLog(`/admin/v1/endpoints/spread/workers/${onB.id}/logs`, 'exited: lost: Docker host b stopped answering');
       expect(JSON.stringify(log.lines)).toContain('exited: lost: Docker host b stopped answering');
       expect(pool('spread').every((w) => w.host !== 'b')).toBe(true);
     } finally {

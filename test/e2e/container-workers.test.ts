@@ -41,7 +41,13 @@ function suite(engine: TestEngine): void {
     const json = (await res.json()) as Json;
     if (res.status !== 200) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
     return json;
-  }
+  }  /** A worker's stored log once it holds `text`: lines reach the store in batches (docs/logs.md). */
+  const storedLog = (path: string, text: string, g: TestGantry = t): Promise<Json> =>
+    eventually(async () => {
+      const log = await api('GET', path, undefined, g);
+      return JSON.stringify(log.lines).includes(JSON.stringify(text).slice(1, -1)) ? log : undefined;
+    }, 10_000, `${text} in the stored log`);
+
   const submit = async (ep: string, input: unknown, g: TestGantry = t): Promise<string> => (await api('POST', `/v2/${ep}/run`, { input }, g)).id as string;
   const status = (ep: string, id: string, g: TestGantry = t): Promise<Json> => api('GET', `/v2/${ep}/status/${id}`, undefined, g);
   const health = async (ep: string): Promise<Record<string, number>> => (await api('GET', `/v2/${ep}/health`)).workers as Record<string, number>;
@@ -180,7 +186,7 @@ function suite(engine: TestEngine): void {
     await eventually(async () => ((await health('crash')).unhealthy === 1 ? true : undefined), 60_000, 'health to show the crash loop');
     const { workers } = await listing('crash');
     expect(workers[0]?.reason).toMatch(/exited with code 3 \(\d+ times in a row\): boom: missing model/);
-    const log = await api('GET', `/admin/v1/endpoints/crash/workers/${workers[0]?.id}/logs?lines=50`);
+    const log = await storedLog(`/admin/v1/endpoints/crash/workers/${workers[0]?.id}/logs?lines=50`, 'boom: missing model');
     expect((log.lines as { stream: string; line: string }[]).map((l) => `${l.stream}: ${l.line}`)).toContain('stderr: boom: missing model');
     await api('DELETE', '/admin/v1/endpoints/crash');
 
@@ -208,7 +214,7 @@ function suite(engine: TestEngine): void {
     expect(job).toMatchObject({ status: 'COMPLETED', output: { slept: 1.5 } });
     expect(job?.workerId).not.toBe(victim);
     expect((await t.gantry.gateway.jobs.getJob('kill', id))?.attempts).toBe(2);
-    const log = await api('GET', `/admin/v1/endpoints/kill/workers/${victim}/logs`);
+    const log = await storedLog(`/admin/v1/endpoints/kill/workers/${victim}/logs`, 'exited: killed by SIGKILL');
     expect(JSON.stringify(log.lines)).toContain('exited: killed by SIGKILL');
     await api('DELETE', '/admin/v1/endpoints/kill');
   });
@@ -231,7 +237,7 @@ function suite(engine: TestEngine): void {
     const crash = /^(killed by SIGKILL(: its container was removed by someone else)?|lost: its container was removed by someone else)$/;
     expect(again).toMatchObject({ id: first.id, restarts: 1, lastExit: expect.stringMatching(crash) as string });
     expect(again?.container).not.toBe(first.container);
-    const log = (await api('GET', `/admin/v1/endpoints/rm/workers/${first.id}/logs`)).lines as { line: string }[];
+    const log = (await storedLog(`/admin/v1/endpoints/rm/workers/${first.id}/logs`, `exited: ${again?.lastExit} after `)).lines as { line: string }[];
     expect(log.map((l) => l.line)).toContainEqual(expect.stringMatching(new RegExp(`^exited: ${again?.lastExit} after `)));
     await api('DELETE', '/admin/v1/endpoints/rm');
   });
@@ -260,7 +266,7 @@ function suite(engine: TestEngine): void {
 
       const listed = (await api('GET', '/admin/v1/endpoints/stubborn/workers', undefined, g)).workers as (PoolWorkerInfo & Json)[];
       expect(listed.find((w) => w.id === victim)).toMatchObject({ state: 'stopped', lastExit: 'killed by SIGKILL' });
-      const log = (await api('GET', `/admin/v1/endpoints/stubborn/workers/${victim}/logs`, undefined, g)).lines as { at: string; stream: string; line: string }[];
+      const log = (await storedLog(`/admin/v1/endpoints/stubborn/workers/${victim}/logs`, 'exited: killed by SIGKILL after ', g)).lines as { at: string; stream: string; line: string }[];
       const stopping = log.find((l) => l.stream === 'gantry' && l.line.startsWith('stopping (') && l.line.endsWith('SIGTERM, up to 6000 ms to finish its jobs'));
       const exited = log.find((l) => l.stream === 'gantry' && l.line.startsWith('exited: killed by SIGKILL after '));
       expect(stopping, JSON.stringify(log)).toBeDefined();

@@ -100,7 +100,7 @@ describe.each(['sqlite', 'postgres'] as TestBackend[])('a stopping worker is han
     expect(takes[0]!.at - stopping.at).toBeLessThan(HOLD_MS / 2);
     expect(lines.some((l) => l.line.includes('EVENT exiting'))).toBe(true);
     expect(stopping.line).toMatch(new RegExp(`^stopping \\(.*\\): SIGTERM, up to ${HOLD_MS + STOP_GRACE_OVER_TAKE_HOLD_MS} ms to finish its jobs$`));
-    expect(view.stoppedWorkers(ep)?.find((w) => w.id === draining)?.lastExit).toBe('exited with code 0');
+    expect(view.stoppedWorkers(ep)?.find((w) => w.id === draining)?.lastExit).toBe('exited with code 0, as asked');
     // Figures for the record (GANTRY_TEST_FIGURES=1): the fresh worker's cold start and the job's wait.
     const fresh = view.workers(ep)?.find((w) => w.id === job.workerId);
     if (process.env.GANTRY_TEST_FIGURES) console.log(`drain (${backend}): job delayTime ${String(job.delayTime)} ms; fresh worker ready ${(fresh?.readyAt ?? 0) - (fresh?.startedAt ?? 0)} ms after its start`);

@@ -2,7 +2,8 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { sweepExpiredFiles } from '../../src/images/file-sweeper.js';
+import { sweepExpiredFiles, sweepStoredFiles } from '../../src/images/file-sweeper.js';
+import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 
 describe('sweepExpiredFiles', () => {
   const dirs: string[] = [];
@@ -28,5 +29,25 @@ describe('sweepExpiredFiles', () => {
 
   it('does nothing when the folder does not exist yet', () => {
     expect(sweepExpiredFiles(join(tmpdir(), 'gantry-no-such-folder-x'), 1, Date.now())).toBe(0);
+  });
+});
+
+describe('sweepStoredFiles (the files kept in the database)', () => {
+  it('deletes every file stored before the cut, past one batch of 1,000, and keeps the newer ones', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gantry-stored-files-'));
+    const store = createSqliteStore({ file: join(dir, 'gantry.db') });
+    try {
+      await store.migrate();
+      const body = new Uint8Array([1, 2, 3]);
+      await Promise.all(Array.from({ length: 1_005 }, (_, i) => store.putFile({ key: `image-fast/old-${i}.png`, contentType: 'image/png', body, now: 1_000 + i, maxBytes: 1e9 })));
+      await store.putFile({ key: 'image-fast/new.png', contentType: 'image/png', body, now: 5_000, maxBytes: 1e9 });
+      expect(await sweepStoredFiles(store, 4_000)).toBe(1_005);
+      expect(await store.fileInfo('image-fast/old-1004.png')).toBeUndefined();
+      expect(await store.fileInfo('image-fast/new.png')).toMatchObject({ size: 3 });
+      expect(await sweepStoredFiles(store, 4_000)).toBe(0);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

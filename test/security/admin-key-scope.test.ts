@@ -36,7 +36,7 @@ describe.each<TestBackend>(['sqlite', 'postgres'])('admin keys and endpoint limi
   it('an admin key stored with an endpoint limit reaches no admin route and changes nothing', async () => {
     const raw = `legacy-${randomUUID()}`;
     const store = t.gantry.gateway.http.usage as unknown as KeyStore;
-    await store.createKey({ id: randomUUID(), name: 'legacy half admin', hash: sha256Hex(raw), scopes: ['admin'], endpoints: [echo], createdAt: Date.now(), budgetUnits: null, budgetPeriod: null, maxConcurrentJobs: null });
+    await store.createKey({ id: randomUUID(), name: 'legacy half admin', hash: sha256Hex(raw), scopes: ['admin'], endpoints: [echo], createdAt: Date.now(), budgetUnits: null, budgetPeriod: null, maxConcurrentJobs: null, prefix: null, lastUsedAt: null, managed: false });
     const attempts: [string, string, unknown?][] = [
       ['POST', '/admin/v1/keys', { name: 'escalated', scopes: ['admin'] }],
       ['GET', '/admin/v1/keys'],

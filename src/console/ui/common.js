@@ -35,7 +35,7 @@ export function EndpointPicker({ endpoints, value, onChange, id = 'endpoint-pick
   return html`<label for=${id}>Endpoint</label>
     <select id=${id} value=${value} onChange=${(e) => onChange(e.currentTarget.value)}>
       <option value="">Choose an endpoint…</option>
-      ${(endpoints || []).map((e) => html`<option value=${e.id}>${e.id}${e.name && e.name !== e.id ? ` — ${e.name}` : ''}</option>`)}
+      ${(endpoints || []).map((e) => html`<option value=${e.id} selected=${e.id === value}>${e.id}${e.name && e.name !== e.id ? ` — ${e.name}` : ''}</option>`)}
     </select>`;
 }
 

@@ -1,6 +1,7 @@
 /* global navigator */
 import { useEffect, useState } from 'preact/hooks';
 import { api, seg } from './api.js';
+import { ConfirmButton } from './confirm.js';
 import { ErrorBox, when } from './common.js';
 import { html } from './html.js';
 
@@ -73,20 +74,30 @@ function KeyLimits({ k, onSaved }) {
     <${ErrorBox} error=${error} /></form>`;
 }
 
-/** API keys: create (shown once), list, limit, revoke. */
+/**
+ * Revoke, asked for first. A key the gateway manages (a pool worker's own: it goes with its
+ * worker) says what revoking it does and is revoked with force; the server refuses it otherwise.
+ */
+function Revoke({ k, revoke }) {
+  if (k.managed) {
+    return html`<${ConfirmButton} label="Revoke" ariaLabel=${`Revoke ${k.name}`} secondary=${true} confirmLabel="Revoke anyway"
+      question="A pool worker's own key: the gateway revokes it when the worker stops. Revoked now, the worker is cut off and its jobs go back to the queue." onConfirm=${() => revoke(k.id, true)} />`;
+  }
+  return html`<${ConfirmButton} label="Revoke" ariaLabel=${`Revoke ${k.name}`} secondary=${true} confirmLabel="Confirm revoke" question="Requests with this key stop working at once." onConfirm=${() => revoke(k.id, false)} />`;
+}
+
+/** API keys: create (shown once), list (prefix, last use, managed ones marked), limit, revoke. */
 export function KeysPage() {
   const [keys, setKeys] = useState(null);
   const [created, setCreated] = useState(null);
-  const [confirming, setConfirming] = useState(null);
   const [error, setError] = useState(null);
   const load = () => api('admin/keys').then((r) => setKeys(r.keys), setError);
   useEffect(() => {
     load();
   }, []);
-  const revoke = async (id) => {
-    setConfirming(null);
+  const revoke = async (id, force) => {
     try {
-      await api(`admin/keys/${seg(id)}`, { method: 'DELETE' });
+      await api(`admin/keys/${seg(id)}${force ? '?force=true' : ''}`, { method: 'DELETE' });
       await load();
     } catch (err) {
       setError(err);
@@ -96,10 +107,11 @@ export function KeysPage() {
     ${created ? html`<${NewKey} created=${created} onClose=${() => setCreated(null)} />` : ''}
     <${KeyForm} onCreated=${(c) => (setCreated(c), load())} />
     <${ErrorBox} error=${error} />
-    <table><thead><tr><th scope="col">Name</th><th scope="col">Id</th><th scope="col">Scopes</th><th scope="col">Endpoints</th><th scope="col">Budget and job cap</th><th scope="col">Created</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
-      <tbody>${(keys || []).map((k) => html`<tr key=${k.id}><td>${k.name}</td><td><code>${k.id}</code></td><td>${(k.scopes || []).join(', ')}</td>
-        <td>${k.endpoints ? k.endpoints.join(', ') : 'all'}</td><td><${KeyLimits} k=${k} onSaved=${load} /></td><td>${when(k.createdAt)}</td>
-        <td>${confirming === k.id ? html`<button class="danger" onClick=${() => revoke(k.id)}>Confirm revoke</button>`
-          : html`<button class="secondary" aria-label=${`Revoke ${k.name}`} onClick=${() => setConfirming(k.id)}>Revoke</button>`}</td></tr>`)}</tbody></table>
+    <div class="scroll"><table aria-label="API keys"><thead><tr><th scope="col">Name</th><th scope="col">Key</th><th scope="col">Scopes</th><th scope="col">Endpoints</th><th scope="col">Budget and job cap</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+      <tbody>${(keys || []).map((k) => html`<tr key=${k.id}><td>${k.name}${k.managed ? html` <span class="badge managed" title="Made and revoked by the gateway with its worker">managed</span>` : ''}</td>
+        <td>${k.prefix ? html`<code>${k.prefix}…</code><br />` : ''}<span class="muted">id ${k.id.slice(0, 8)}</span></td><td>${(k.scopes || []).join(', ')}</td>
+        <td>${k.endpoints ? k.endpoints.join(', ') : 'all'}</td><td><${KeyLimits} k=${k} onSaved=${load} /></td><td>${when(k.createdAt)}</td><td>${k.lastUsedAt ? when(k.lastUsedAt) : 'never'}</td>
+        <td><${Revoke} k=${k} revoke=${revoke} /></td></tr>`)}</tbody></table></div>
+    <p class="muted">The key column shows each key's first characters (the rest is never stored). Last used is written at most once a minute. Managed keys belong to pool workers and go with them.</p>
   </section>`;
 }

@@ -6,14 +6,17 @@ import { AuditPage } from './audit.js';
 import { ChartsPage } from './charts.js';
 import { ErrorBox } from './common.js';
 import { EditorPage } from './editor.js';
+import { EndpointPage } from './endpoint.js';
 import { EndpointsPage } from './endpoints.js';
 import { JobPage, JobsPage } from './jobs.js';
 import { KeysPage } from './keys.js';
 import { html } from './html.js';
+import { OverviewPage } from './overview.js';
 import { UsagePage } from './usage.js';
 import { WorkersPage } from './workers.js';
 
 const NAV = [
+  ['overview', 'Overview'],
   ['endpoints', 'Endpoints'],
   ['charts', 'Charts'],
   ['jobs', 'Jobs'],
@@ -35,8 +38,12 @@ function page(route) {
     case 'job':
       // Keyed by the job: another job's page starts afresh (the previous job's state is not kept, nor shown under the new id).
       return html`<${JobPage} key=${`${a}/${b}`} endpointId=${a} jobId=${b} />`;
+    case 'overview':
+      return html`<${OverviewPage} />`;
+    case 'endpoint':
+      return html`<${EndpointPage} key=${a} endpointId=${a} />`;
     case 'editor':
-      return html`<${EditorPage} />`;
+      return html`<${EditorPage} key=${a || ''} endpointId=${a} />`;
     case 'workers':
       return html`<${WorkersPage} endpointId=${a} />`;
     case 'keys':
@@ -105,7 +112,7 @@ function App() {
   const current = route[0] || 'endpoints';
   return html`<a class="skip" href="#main">Skip to content</a>
     <header><span class="brand">Gantry</span>
-      <nav aria-label="Console">${NAV.map(([id, label]) => html`<a href=${`#/${id}`} aria-current=${current === id || (id === 'jobs' && current === 'job') ? 'page' : undefined}>${label}</a>`)}</nav>
+      <nav aria-label="Console">${NAV.map(([id, label]) => html`<a href=${`#/${id}`} aria-current=${current === id || (id === 'jobs' && current === 'job') || (id === 'endpoints' && current === 'endpoint') ? 'page' : undefined}>${label}</a>`)}</nav>
       <button class="secondary" onClick=${signOut}>Sign out</button></header>
     <main id="main" tabindex="-1">${page(route)}</main>`;
 }

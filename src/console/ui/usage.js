@@ -2,7 +2,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import { api } from './api.js';
-import { ErrorBox } from './common.js';
+import { ErrorBox, ms } from './common.js';
 import { html } from './html.js';
 
 const DAY = 86_400_000;
@@ -55,7 +55,8 @@ function UsageChart({ rows, by, measure, from, to }) {
   return html`<figure class="card chart" aria-label=${title}><figcaption><strong>${title}</strong></figcaption><div ref=${box}></div></figure>`;
 }
 
-const secs = (s) => (s === null || s === undefined ? '—' : s.toFixed(1));
+/** Seconds in the unit a person reads them in (`4.22 s`, `1 min 30 s`, `2 h 5 min`). */
+const secs = (s) => (s === null || s === undefined ? '—' : ms(Math.round(s * 1000)));
 
 /** Usage: a chart over time by key or endpoint (names, not ids), and the period's table with seconds and cost. */
 export function UsagePage() {
@@ -82,9 +83,9 @@ export function UsagePage() {
       <a href=${csv} download="gantry-usage.csv">Download CSV</a></div>
     <${ErrorBox} error=${error} />
     ${daily ? html`<${UsageChart} rows=${daily.usage} by=${by} measure=${measure === 'workerSeconds' && by === 'key' ? 'cost' : measure} from=${from} to=${to} />` : ''}
-    ${data ? html`<table><thead><tr><th scope="col">${by === 'key' ? 'Key' : 'Endpoint'}</th><th scope="col">Jobs</th><th scope="col">Execution (s)</th><th scope="col">Worker (s)</th><th scope="col">GPU (s)</th><th scope="col">Megapixels</th><th scope="col">Cost (USD)</th></tr></thead>
+    ${data ? html`<div class="scroll"><table aria-label="Usage"><thead><tr><th scope="col">${by === 'key' ? 'Key' : 'Endpoint'}</th><th scope="col">Jobs</th><th scope="col">Execution</th><th scope="col">Worker time</th><th scope="col">GPU time</th><th scope="col">Megapixels</th><th scope="col">Cost (USD)</th></tr></thead>
       <tbody>${data.usage.map((u) => html`<tr><td>${nameOf(u, by)}</td><td>${u.jobs}</td><td>${secs(u.executionSeconds)}</td><td>${secs(u.workerSeconds)}</td><td>${secs(u.gpuSeconds)}</td><td>${u.megapixels}</td><td>${u.costUsd}</td></tr>`)}</tbody>
-      <tfoot><tr><th scope="row">Total</th><td>${data.total.jobs}</td><td>${secs(data.total.executionSeconds)}</td><td>${secs(data.total.workerSeconds)}</td><td>${secs(data.total.gpuSeconds)}</td><td>${data.total.megapixels}</td><td>${data.total.costUsd}</td></tr></tfoot></table>
+      <tfoot><tr><th scope="row">Total</th><td>${data.total.jobs}</td><td>${secs(data.total.executionSeconds)}</td><td>${secs(data.total.workerSeconds)}</td><td>${secs(data.total.gpuSeconds)}</td><td>${data.total.megapixels}</td><td>${data.total.costUsd}</td></tr></tfoot></table></div>
       <p class="muted">Worker and GPU seconds (cold start, idle and running) belong to the endpoint whose pool ran the worker; by key they are not shared out (—).</p>` : ''}
   </section>`;
 }

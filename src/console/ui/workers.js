@@ -26,6 +26,15 @@ function WorkerLog({ endpointId, workerId, stopped }) {
     <${LogLines} lines=${lines} label=${`Log lines of ${workerId}`} /></div>`;
 }
 
+/** Jobs done: runs that ended on the worker (from the job meters), with how many did not complete. */
+const done = (w) => {
+  const failed = (w.jobsDone ?? 0) - (w.jobsCompleted ?? 0);
+  return `${w.jobsDone ?? 0}${failed > 0 ? ` (${failed} not completed)` : ''}`;
+};
+
+/** A pool worker's start, or for a worker run by hand when the gateway first and last saw it poll. */
+const seen = (w) => (w.managed ? when(w.startedAt) : html`first seen ${when(w.firstSeenAt)}<br /><span class="muted">last seen ${when(w.lastSeenAt)}</span>`);
+
 const logButton = (w, select) => html`<button class="secondary" onClick=${() => select(w.id)} aria-label=${`Show the log of ${w.id}`}>Log</button>`;
 
 /** The workers that stopped lately: when, why, how their last process ended; their logs stay in the store. */
@@ -33,9 +42,9 @@ function StoppedWorkers({ workers, select }) {
   if (workers.length === 0) return '';
   return html`<h2 id="h-stopped">Stopped lately</h2>
     <p class="muted">The last stopped workers of each endpoint are listed for a while (GANTRY_STOPPED_WORKERS_KEPT, GANTRY_STOPPED_WORKERS_KEPT_MS); their logs stay in the store GANTRY_LOG_KEEP_DAYS.</p>
-    <table aria-labelledby="h-stopped"><thead><tr><th scope="col">Worker</th><th scope="col">State</th><th scope="col">Started</th><th scope="col">Stopped</th><th scope="col">Reason</th><th scope="col">Last exit</th><th scope="col"><span class="sr-only">Log</span></th></tr></thead>
-    <tbody>${workers.map((w) => html`<tr key=${w.id}><td><code>${w.id}</code></td><td><span class="badge w-stopped">stopped</span></td>
-      <td>${when(w.startedAt)}</td><td>${when(w.stoppedAt)}</td><td>${w.reason || ''}</td><td>${w.lastExit || ''}</td><td>${logButton(w, select)}</td></tr>`)}</tbody></table>`;
+    <div class="scroll"><table aria-labelledby="h-stopped"><thead><tr><th scope="col">Worker</th><th scope="col">State</th><th scope="col">Jobs done</th><th scope="col">Started</th><th scope="col">Stopped</th><th scope="col">Reason</th><th scope="col">Last exit</th><th scope="col"><span class="sr-only">Log</span></th></tr></thead>
+    <tbody>${workers.map((w) => html`<tr key=${w.id}><td><code>${w.id}</code></td><td><span class="badge w-stopped">stopped</span></td><td>${done(w)}</td>
+      <td>${when(w.startedAt)}</td><td>${when(w.stoppedAt)}</td><td>${w.reason || ''}</td><td>${w.lastExit || ''}</td><td>${logButton(w, select)}</td></tr>`)}</tbody></table></div>`;
 }
 
 const ms = (v) => (v === null || v === undefined ? '–' : v < 1000 ? `${v} ms` : `${(v / 1000).toFixed(1)} s`);
@@ -65,10 +74,10 @@ export function WorkersPage({ endpointId }) {
     <${EndpointPicker} endpoints=${endpoints} value=${endpointId || ''} onChange=${(id) => (setSelected(null), (location.hash = `#/workers/${seg(id)}`))} />
     <${ErrorBox} error=${listError || error} />
     ${endpointId && data ? html`<p class="muted">${data.pool ? 'This gateway runs the worker pool.' : 'Another gateway runs the worker pool.'}</p>
-      <table aria-label="Workers"><thead><tr><th scope="col">Worker</th><th scope="col">State</th><th scope="col">Jobs</th><th scope="col">Started</th><th scope="col">Reason</th><th scope="col"><span class="sr-only">Log</span></th></tr></thead>
+      <div class="scroll"><table aria-label="Workers"><thead><tr><th scope="col">Worker</th><th scope="col">State</th><th scope="col">Jobs now</th><th scope="col">Jobs done</th><th scope="col">Started</th><th scope="col">Reason</th><th scope="col"><span class="sr-only">Log</span></th></tr></thead>
       <tbody>${live.map((w) => html`<tr key=${w.id}><td><code>${w.id}</code>${w.managed ? '' : html` <span class="muted">(by hand)</span>`}</td>
-        <td><span class=${`badge w-${w.state}`}>${w.state}</span></td><td>${w.jobs ?? 0}</td><td>${when(w.startedAt || w.firstSeenAt)}</td><td>${[w.progress, w.reason].filter(Boolean).join('; ')}</td>
-        <td>${w.managed ? logButton(w, setSelected) : ''}</td></tr>`)}</tbody></table>
+        <td><span class=${`badge w-${w.state}`}>${w.state}</span></td><td>${w.jobs ?? 0}</td><td>${done(w)}</td><td>${seen(w)}</td><td>${[w.progress, w.reason].filter(Boolean).join('; ')}</td>
+        <td>${w.managed ? logButton(w, setSelected) : ''}</td></tr>`)}</tbody></table></div>
       ${live.length === 0 ? html`<p>No workers right now.</p>` : ''}
       <${ColdStarts} stats=${data.coldStarts} />
       <${StoppedWorkers} workers=${stopped} select=${setSelected} />` : ''}

@@ -1,7 +1,7 @@
 import type { JobStatus } from '../../model/job-states.js';
-import type { JobCounts, JobRecord, QueueStats } from '../../model/records.js';
+import type { JobCounts, JobRecord, QueueByKey, QueueStats } from '../../model/records.js';
 import { COL, IDEMPOTENCY_COLUMNS, JOB_COLUMN_COUNT, JOB_COLUMNS, jobColumnList, toJob } from '../job-columns.js';
-import { tallyJobCounts, toQueueStats, type CountRow, type HeldRow, type QueuedRow } from '../job-counts.js';
+import { tallyJobCounts, toQueueByKey, toQueueStats, type CountRow, type HeldRow, type KeyQueuedRow, type QueuedRow } from '../job-counts.js';
 import { fairPlace, finishedColumns, LIVE_STATUS_LIST, requeuedColumns, RETRYABLE_STATUS_LIST, TERMINAL_STATUS_LIST } from '../job-sql.js';
 import { WEBHOOK_ATTEMPTS_KEPT, type IdempotentJob, type JobStore, type StreamChunk, type WebhookAttempt } from '../store.js';
 import type { PgConnection } from './connection.js';
@@ -106,6 +106,12 @@ const COUNT_JOBS_SQL = `SELECT status, COUNT(*) AS n, COUNT(*) FILTER (WHERE ret
 const QUEUED_STATS_SQL = `SELECT COUNT(*) AS n, COUNT(*) FILTER (WHERE NOT low_priority) AS normal, COALESCE(SUM(input_bytes), 0) AS bytes,
      MIN(queued_at) FILTER (WHERE NOT low_priority) AS oldest
    FROM jobs WHERE endpoint_id = $1 AND status = 'IN_QUEUE' AND deadline_at > $2`;
+// Grouped on the key as jobs_fair indexes it; the window sums give the totals over every key
+// before LIMIT keeps the largest.
+const QUEUE_BY_KEY_SQL = `SELECT key, n, bytes, SUM(n) OVER () AS total_n, SUM(bytes) OVER () AS total_bytes FROM (
+     SELECT COALESCE(key_id, '') AS key, COUNT(*) AS n, COALESCE(SUM(input_bytes), 0) AS bytes
+     FROM jobs WHERE endpoint_id = $1 AND status = 'IN_QUEUE' AND deadline_at > $2 GROUP BY COALESCE(key_id, '')) AS per_key
+   ORDER BY n DESC, key LIMIT $3`;
 const HELD_STATS_SQL = `SELECT worker_id, COUNT(*) AS n, MAX(started_at) AS since FROM jobs WHERE endpoint_id = $1 AND status = 'IN_PROGRESS' GROUP BY worker_id`;
 const LIST_JOBS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE endpoint_id = $1 ORDER BY created_at DESC, seq DESC LIMIT $2`;
 const DUE_WEBHOOKS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE webhook_next_at <= $1 AND status IN ${TERMINAL_STATUS_LIST}
@@ -274,6 +280,10 @@ export class PgJobStore implements JobStore {
     return toQueueStats(queued[0], held);
   }
 
+  async queueByKey({ endpointId, now, limit }: Args<'queueByKey'>): Promise<QueueByKey> {
+    return toQueueByKey(await this.db.query<KeyQueuedRow>(QUEUE_BY_KEY_SQL, [endpointId, now, limit]));
+  }
+
   listJobs({ endpointId, limit }: Args<'listJobs'>): Promise<JobRecord[]> {
     return this.jobs(LIST_JOBS_SQL, [endpointId, limit]);
   }
@@ -297,6 +307,14 @@ export class PgJobStore implements JobStore {
     }
     const { retries, attempt: n, at, httpStatus, error } = attempt;
     await this.db.query(RECORD_ATTEMPT_SQL, [id, attempts, nextAt, retries, n, at, httpStatus, error]);
+  }
+
+  async redeliverWebhook({ id, now }: Args<'redeliverWebhook'>): Promise<boolean> {
+    const rows = await this.db.query(
+      `UPDATE jobs SET webhook_next_at = $1 WHERE id = $2 AND webhook IS NOT NULL AND webhook_next_at IS NULL AND status IN ${TERMINAL_STATUS_LIST} RETURNING 1`,
+      [now, id],
+    );
+    return rows.length === 1;
   }
 
   listWebhookAttempts(id: string): Promise<WebhookAttempt[]> {

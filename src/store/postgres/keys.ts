@@ -8,7 +8,7 @@ export class PgKeyStore implements KeyStore {
   constructor(private readonly db: PgConnection) {}
 
   async createKey(key: KeyRecord): Promise<void> {
-    await this.db.query(`INSERT INTO api_keys (${KEY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, keyParams(key));
+    await this.db.query(`INSERT INTO api_keys (${KEY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`, keyParams(key));
   }
 
   async listKeys(): Promise<KeyRecord[]> {
@@ -43,5 +43,9 @@ export class PgKeyStore implements KeyStore {
       ])
     )[0];
     return row === undefined ? undefined : toKey(row);
+  }
+
+  async touchKey({ id, at, minGapMs }: Parameters<KeyStore['touchKey']>[0]): Promise<void> {
+    await this.db.query('UPDATE api_keys SET last_used_at = $1 WHERE id = $2 AND (last_used_at IS NULL OR last_used_at <= $3)', [at, id, at - minGapMs]);
   }
 }

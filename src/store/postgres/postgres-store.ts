@@ -3,6 +3,7 @@ import { composeStore } from '../compose-store.js';
 import type { OpenedStore, Store } from '../store.js';
 import { openPostgres, type PgConnection, type PgConnectionOptions } from './connection.js';
 import { PgEndpointStore } from './endpoints.js';
+import { PgFileStore } from './files.js';
 import { PgJobStore } from './jobs.js';
 import { PgKeyStore } from './keys.js';
 import { PgRegistryCredentialStore } from './registry-credentials.js';
@@ -90,6 +91,7 @@ function storeOn(db: PgConnection, afterMigrate: () => Promise<void> = async () 
     logs: new PgLogStore(db),
     upkeep: new PgUpkeepStore(db),
     audit: new PgAuditStore(db),
+    files: new PgFileStore(db),
     migrate: async () => {
       await db.migrate();
       await afterMigrate();

@@ -27,9 +27,9 @@ export class PgUsageStore implements UsageStore {
 
   async recordJobMeter(m: JobMeter): Promise<void> {
     await this.db.query(
-      `INSERT INTO job_meters (job_id, run, key_id, endpoint_id, status, execution_ms, pixels, cost_units, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (job_id, run) DO NOTHING`,
-      [m.jobId, m.run, m.keyId, m.endpointId, m.status, m.executionMs, m.pixels, m.costUnits.toString(), m.createdAt],
+      `INSERT INTO job_meters (job_id, run, key_id, endpoint_id, status, execution_ms, pixels, cost_units, created_at, worker_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (job_id, run) DO NOTHING`,
+      [m.jobId, m.run, m.keyId, m.endpointId, m.status, m.executionMs, m.pixels, m.costUnits.toString(), m.createdAt, m.workerId],
     );
   }
 
@@ -45,9 +45,19 @@ export class PgUsageStore implements UsageStore {
     return rows.map((row) => toUsageSum(row, groupBy));
   }
 
+  async countWorkerRuns({ endpointId, workerIds }: Parameters<UsageStore['countWorkerRuns']>[0]): Promise<{ workerId: string; runs: number; completed: number }[]> {
+    if (workerIds.length === 0) return [];
+    const rows = await this.db.query<{ worker_id: string; runs: string; completed: string }>(
+      `SELECT worker_id, COUNT(*)::text AS runs, COUNT(*) FILTER (WHERE status = 'COMPLETED')::text AS completed
+         FROM job_meters WHERE worker_id = ANY($1::text[]) AND endpoint_id = $2 GROUP BY worker_id`,
+      [workerIds, endpointId],
+    );
+    return rows.map((r) => ({ workerId: r.worker_id, runs: Number(r.runs), completed: Number(r.completed) }));
+  }
+
   async listJobMeters(jobId: string): Promise<JobMeter[]> {
     const rows = await this.db.query<JobMeterRow>(
-      'SELECT job_id, run, key_id, endpoint_id, status, execution_ms, pixels, cost_units::text AS cost, created_at FROM job_meters WHERE job_id = $1 ORDER BY run',
+      'SELECT job_id, run, key_id, endpoint_id, status, execution_ms, pixels, cost_units::text AS cost, created_at, worker_id FROM job_meters WHERE job_id = $1 ORDER BY run',
       [jobId],
     );
     return rows.map(toJobMeter);

@@ -1,7 +1,7 @@
 import type { JobStatus } from '../../model/job-states.js';
-import type { JobCounts, JobRecord, QueueStats } from '../../model/records.js';
+import type { JobCounts, JobRecord, QueueByKey, QueueStats } from '../../model/records.js';
 import { COL, IDEMPOTENCY_COLUMNS, JOB_COLUMN_COUNT, JOB_COLUMNS, toJob } from '../job-columns.js';
-import { tallyJobCounts, toQueueStats, type CountRow, type HeldRow, type QueuedRow } from '../job-counts.js';
+import { tallyJobCounts, toQueueByKey, toQueueStats, type CountRow, type HeldRow, type KeyQueuedRow, type QueuedRow } from '../job-counts.js';
 import { fairPlace, finishedColumns, LIVE_STATUS_LIST, requeuedColumns, RETRYABLE_STATUS_LIST, TERMINAL_STATUS_LIST } from '../job-sql.js';
 import { WEBHOOK_ATTEMPTS_KEPT, type IdempotentJob, type JobStore, type StreamChunk, type WebhookAttempt } from '../store.js';
 import { placeholders, type SqliteConnection } from './connection.js';
@@ -103,6 +103,12 @@ const COUNT_JOBS_SQL = `SELECT status, COUNT(*) AS n, SUM(retries > 0) AS retrie
 const QUEUED_STATS_SQL = `SELECT COUNT(*) AS n, COALESCE(SUM(low_priority = 0), 0) AS normal, COALESCE(SUM(input_bytes), 0) AS bytes,
      MIN(CASE WHEN low_priority = 0 THEN queued_at END) AS oldest
    FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' AND +deadline_at > ?`;
+// Grouped on the key as jobs_fair indexes it; the window sums give the totals over every key
+// before LIMIT keeps the largest.
+const QUEUE_BY_KEY_SQL = `SELECT key, n, bytes, SUM(n) OVER () AS total_n, SUM(bytes) OVER () AS total_bytes FROM (
+     SELECT COALESCE(key_id, '') AS key, COUNT(*) AS n, COALESCE(SUM(input_bytes), 0) AS bytes
+     FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' AND +deadline_at > ? GROUP BY COALESCE(key_id, ''))
+   ORDER BY n DESC, key LIMIT ?`;
 const HELD_STATS_SQL = `SELECT worker_id, COUNT(*) AS n, MAX(started_at) AS since FROM jobs
    WHERE endpoint_id = ? AND status = 'IN_PROGRESS' GROUP BY worker_id`;
 const LIST_JOBS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE endpoint_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?`;
@@ -388,6 +394,10 @@ export class SqliteJobStore implements JobStore {
     );
   }
 
+  queueByKey({ endpointId, now, limit }: Args<'queueByKey'>): Promise<QueueByKey> {
+    return this.c.read(() => toQueueByKey(this.c.q(QUEUE_BY_KEY_SQL).all(endpointId, now, limit) as KeyQueuedRow[]));
+  }
+
   listJobs({ endpointId, limit }: Args<'listJobs'>): Promise<JobRecord[]> {
     return this.c.read(() => this.jobs(LIST_JOBS_SQL, endpointId, limit));
   }
@@ -425,6 +435,13 @@ export class SqliteJobStore implements JobStore {
         this.c.q(INSERT_ATTEMPT_SQL).run({ id, ...attempt });
         this.c.q(PRUNE_ATTEMPTS_SQL).run({ id, kept: WEBHOOK_ATTEMPTS_KEPT });
       }),
+    );
+  }
+
+  redeliverWebhook({ id, now }: Args<'redeliverWebhook'>): Promise<boolean> {
+    return this.c.write(
+      () =>
+        this.c.q(`UPDATE jobs SET webhook_next_at = ? WHERE id = ? AND webhook IS NOT NULL AND webhook_next_at IS NULL AND status IN ${TERMINAL_STATUS_LIST}`).run(now, id).changes === 1,
     );
   }
 

@@ -3,7 +3,7 @@ import { KEY_COLUMNS, keyParams, toKey, type KeyRow } from '../key-rows.js';
 import type { KeyStore } from '../store.js';
 import { placeholders, type SqliteConnection } from './connection.js';
 
-const CREATE_KEY_SQL = `INSERT INTO api_keys (${KEY_COLUMNS}) VALUES (${placeholders(9)})`;
+const CREATE_KEY_SQL = `INSERT INTO api_keys (${KEY_COLUMNS}) VALUES (${placeholders(12)})`;
 
 /** The api_keys table on SQLite; scopes and endpoint limits are JSON arrays in text columns. */
 export class SqliteKeyStore implements KeyStore {
@@ -11,7 +11,9 @@ export class SqliteKeyStore implements KeyStore {
 
   createKey(key: KeyRecord): Promise<void> {
     return this.c.write(() => {
-      this.c.q(CREATE_KEY_SQL).run(...keyParams(key));
+      const params = keyParams(key);
+      // SQLite binds no booleans: managed is 0 or 1.
+      this.c.q(CREATE_KEY_SQL).run(...params.slice(0, -1), key.managed ? 1 : 0);
     });
   }
 
@@ -53,6 +55,12 @@ export class SqliteKeyStore implements KeyStore {
         .q('UPDATE api_keys SET budget_units = ?, budget_period = ?, max_concurrent_jobs = ? WHERE id = ? RETURNING *')
         .get(args.budgetUnits, args.budgetPeriod, args.maxConcurrentJobs, args.id) as KeyRow | undefined;
       return row === undefined ? undefined : toKey(row);
+    });
+  }
+
+  touchKey({ id, at, minGapMs }: Parameters<KeyStore['touchKey']>[0]): Promise<void> {
+    return this.c.write(() => {
+      this.c.q('UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)').run(at, id, at - minGapMs);
     });
   }
 }

@@ -6,6 +6,7 @@ import { createSoleLeader } from '../sole-leader.js';
 import type { OpenedStore, Store } from '../store.js';
 import { openSqlite } from './connection.js';
 import { SqliteEndpointStore } from './endpoints.js';
+import { SqliteFileStore } from './files.js';
 import { SqliteJobStore } from './jobs.js';
 import { SqliteKeyStore } from './keys.js';
 import { SqliteRegistryCredentialStore } from './registry-credentials.js';
@@ -56,6 +57,7 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
     logs: new SqliteLogStore(connection),
     upkeep: new SqliteUpkeepStore(connection),
     audit: new SqliteAuditStore(connection),
+    files: new SqliteFileStore(connection),
     migrate: async () => connection.migrate(),
     close: async () => {
       await connection.stopCheckpointer();

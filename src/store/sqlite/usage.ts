@@ -28,9 +28,9 @@ export class SqliteUsageStore implements UsageStore {
   recordJobMeter(m: JobMeter): Promise<void> {
     return this.c.write(() => {
       this.c
-        .q(`INSERT INTO job_meters (job_id, run, key_id, endpoint_id, status, execution_ms, pixels, cost_units, created_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, run) DO NOTHING`)
-        .run(m.jobId, m.run, m.keyId, m.endpointId, m.status, m.executionMs, m.pixels, m.costUnits, m.createdAt);
+        .q(`INSERT INTO job_meters (job_id, run, key_id, endpoint_id, status, execution_ms, pixels, cost_units, created_at, worker_id)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, run) DO NOTHING`)
+        .run(m.jobId, m.run, m.keyId, m.endpointId, m.status, m.executionMs, m.pixels, m.costUnits, m.createdAt, m.workerId);
     });
   }
 
@@ -48,11 +48,25 @@ export class SqliteUsageStore implements UsageStore {
     });
   }
 
+  countWorkerRuns({ endpointId, workerIds }: Parameters<UsageStore['countWorkerRuns']>[0]): Promise<{ workerId: string; runs: number; completed: number }[]> {
+    if (workerIds.length === 0) return Promise.resolve([]);
+    return this.c.read(() =>
+      (
+        this.c
+          .q(
+            `SELECT worker_id AS workerId, COUNT(*) AS runs, SUM(CASE WHEN status = 'COMPLETED' THEN 1 ELSE 0 END) AS completed
+               FROM job_meters WHERE worker_id IN (SELECT value FROM json_each(?)) AND endpoint_id = ? GROUP BY worker_id`,
+          )
+          .all(JSON.stringify(workerIds), endpointId) as { workerId: string; runs: number; completed: number }[]
+      ).map((r) => ({ workerId: r.workerId, runs: Number(r.runs), completed: Number(r.completed) })),
+    );
+  }
+
   listJobMeters(jobId: string): Promise<JobMeter[]> {
     return this.c.read(() =>
       (
         this.c
-          .q('SELECT job_id, run, key_id, endpoint_id, status, execution_ms, pixels, cost_units AS cost, created_at FROM job_meters WHERE job_id = ? ORDER BY run')
+          .q('SELECT job_id, run, key_id, endpoint_id, status, execution_ms, pixels, cost_units AS cost, created_at, worker_id FROM job_meters WHERE job_id = ? ORDER BY run')
           .safeIntegers(true)
           .all(jobId) as JobMeterRow[]
       ).map(toJobMeter),
