@@ -133,11 +133,7 @@ describe.skipIf(!enginesFor(engines, 2))('the fleet over two Docker hosts with G
     await removeEndpoint('lo');
   });
 
-  // KNOWN RED on the 2026-11-27 (third part) main (closing note, "Known red"): run alone it fails
-  // 3 times in 3 — the requeued job's next worker is judged lost by the reaper mid-run (no ping
-  // for ~26 s while it runs), so the job ends with attempts 2. A regression to find, not a flaky
-  // test: GANTRY_TEST_KNOWN_RED=1 runs it.
-  it.skipIf(!process.env.GANTRY_TEST_KNOWN_RED)("preempts a preemptible endpoint's running job for a higher priority: requeued uncounted, finished later, nothing lost", async () => {
+  it("preempts a preemptible endpoint's running job for a higher priority: requeued uncounted, finished later, nothing lost", async () => {
     await onL4('batch', { priority: 10, preemptible: true, idleTimeout: 1 }, 'sleep');
     const ids = await Promise.all([1, 2].map(() => submit('batch', { seconds: 6 })));
     await eventually(async () => ((await Promise.all(ids.map((id) => status('batch', id)))).every((j) => j.status === 'IN_PROGRESS') ? true : undefined), 60_000, 'both batch jobs to run');
