@@ -83,6 +83,7 @@ export function timeDecisions({ gpus, endpoints, runs = 30 }) {
     wanting: last.wanting,
     runs,
     meanMs: times.reduce((a, b) => a + b, 0) / times.length,
+    medianMs: times[Math.floor((times.length - 1) / 2)],
     p95Ms: times[Math.floor(0.95 * (times.length - 1))],
     maxMs: times[times.length - 1],
   };

@@ -60,7 +60,7 @@ if (json) {
   const s = (ms) => (ms === null || ms === undefined ? '-' : `${(ms / 1000).toFixed(1)} s`);
   for (const [name, r] of Object.entries(results)) {
     console.log(`\n${name}`);
-    console.log(`  ${'policy'.padEnd(12)} ${'GPU use'.padStart(8)} ${'cold'.padStart(5)} ${'preempt'.padStart(7)} ${'unfinished'.padStart(10)} ${'max delay'.padStart(10)}  queue delay p50 / p95 / p99 by priority;  Jain by priority`);
+    console.log(`  ${'policy'.padEnd(12)} ${'GPU use'.padStart(8)} ${'cold'.padStart(5)} ${'preempt'.padStart(7)} ${'lost'.padStart(6)} ${'unfinished'.padStart(10)} ${'max delay'.padStart(10)}  queue delay p50 / p95 / p99 by priority;  Jain by priority`);
     for (const p of ['independent', 'allocator']) {
       const x = r[p];
       const delays = Object.entries(x.queueDelayMs)
@@ -68,15 +68,16 @@ if (json) {
         .map(([prio, d]) => `${prio}: ${s(d.p50)} / ${s(d.p95)} / ${s(d.p99)}`)
         .join('; ');
       const jain = Object.entries(x.jain).map(([prio, j]) => `${prio}: ${j.toFixed(3)}`).join('; ') || '-';
-      console.log(`  ${p.padEnd(12)} ${(100 * x.gpuUse).toFixed(1).padStart(7)}% ${String(x.coldStarts).padStart(5)} ${String(x.preemptions).padStart(7)} ${String(x.unfinished).padStart(10)} ${s(x.maxDelayMs).padStart(10)}  ${delays};  Jain ${jain}`);
+      console.log(`  ${p.padEnd(12)} ${(100 * x.gpuUse).toFixed(1).padStart(7)}% ${String(x.coldStarts).padStart(5)} ${String(x.preemptions).padStart(7)} ${(100 * x.lostToPreemption).toFixed(1).padStart(5)}% ${String(x.unfinished).padStart(10)} ${s(x.maxDelayMs).padStart(10)}  ${delays};  Jain ${jain}`);
     }
     const ratio = r.allocator.gpuUse / r.independent.gpuUse;
     console.log(`  allocator ÷ independent GPU use: ${ratio.toFixed(2)}×`);
   }
   if (decision) {
     console.log(`\nallocator decision at ${decision.gpus} GPUs (${decision.hosts} hosts), ${decision.endpoints} endpoints, ${decision.workers} workers, ${decision.wanting} endpoints wanting:`);
-    console.log(`  CPU per decision: mean ${decision.meanMs.toFixed(2)} ms, p95 ${decision.p95Ms.toFixed(2)} ms, max ${decision.maxMs.toFixed(2)} ms over ${decision.runs} decisions`);
+    console.log(`  CPU per decision: mean ${decision.meanMs.toFixed(2)} ms, median ${decision.medianMs.toFixed(2)} ms, p95 ${decision.p95Ms.toFixed(2)} ms, max ${decision.maxMs.toFixed(2)} ms over ${decision.runs} decisions`);
   }
-  console.log('\nGPU use: GPU-seconds of completed runs within the workload span ÷ (GPUs × span). Delay: arrival to the start of the run that completed.');
+  console.log('\nGPU use: GPU-seconds of completed runs within the workload span ÷ (GPUs × span); lost: GPU-seconds of preempted runs (not counted in use), same scale.');
+  console.log('Delay: arrival to the start of the run that completed.');
   console.log("Jain: over each priority's endpoints, GPUs held ÷ their weighted max-min fair share, summed over contended passes (1 = exactly fair).");
 }

@@ -82,7 +82,7 @@ export function simulate(fleet, workload, policy) {
   const eps = fleet.endpoints.map((e) => ({ ...ENDPOINT_DEFAULTS, ...e, queue: [], workers: new Map(), waiting: 0, held: 0, sumHeld: 0, sumFair: 0 }));
   const byId = new Map(eps.map((e) => [e.id, e]));
   const events = new Events();
-  const m = { busyGpuMs: 0, coldStarts: 0, preemptions: 0, delays: new Map(), done: 0, jobs: workload.length, maxDelayMs: 0 };
+  const m = { busyGpuMs: 0, lostGpuMs: 0, coldStarts: 0, preemptions: 0, delays: new Map(), done: 0, jobs: workload.length, maxDelayMs: 0 };
   let now = 0;
   let seq = 0;
 
@@ -156,7 +156,8 @@ export function simulate(fleet, workload, policy) {
       job.worker = null;
       job.preemptions = (job.preemptions ?? 0) + 1;
       m.preemptions++;
-      m.busyGpuMs += Math.max(0, Math.min(now, windowMs) - Math.max(job.startedAt, 0)) * w.ep.gpus; // the GPU did run it, for nothing
+      // The GPU ran it for nothing: lost work, not use (the run that completes later counts).
+      m.lostGpuMs += Math.max(0, Math.min(now, windowMs) - Math.max(job.startedAt, 0)) * w.ep.gpus;
       w.ep.queue.push(job);
     }
     if (w.job) w.state = 'stopping';
@@ -201,7 +202,9 @@ export function simulate(fleet, workload, policy) {
       workersMin: ep.workersMin,
       gpus: ep.gpus,
       ...(ep.gpuTypes ? { gpuTypes: ep.gpuTypes } : {}),
-      workers: [...ep.workers.values()].filter((w) => w.state === 'starting' || w.state === 'serving').map((w) => ({ id: w.id, busy: w.job !== null, starting: w.state === 'starting' })),
+      workers: [...ep.workers.values()]
+        .filter((w) => w.state === 'starting' || w.state === 'serving')
+        .map((w) => ({ id: w.id, busy: w.job !== null, starting: w.state === 'starting', ...(w.job ? { busySince: w.job.startedAt } : {}) })),
       want: fresh + ep.waiting,
       waitingSince: stats.oldestNormalQueuedAt,
     }));
@@ -302,6 +305,7 @@ function report(m, { windowMs, totalGpus, eps, policy, endMs }) {
   return {
     policy,
     gpuUse: windowMs > 0 ? m.busyGpuMs / (windowMs * totalGpus) : 0,
+    lostToPreemption: windowMs > 0 ? m.lostGpuMs / (windowMs * totalGpus) : 0,
     queueDelayMs: delays,
     coldStarts: m.coldStarts,
     preemptions: m.preemptions,

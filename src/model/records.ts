@@ -127,6 +127,8 @@ export interface QueueStats {
   inProgress: number;
   /** IN_PROGRESS jobs per worker id (workers holding none are absent). */
   heldBy: ReadonlyMap<string, number>;
+  /** When the job a worker took last of those it holds started (the allocator preempts the least run first); absent: not known. */
+  heldSince?: ReadonlyMap<string, number>;
 }
 
 /**

@@ -65,6 +65,8 @@ export interface Slot {
   /** When it was last resumed from the warm pool; null for a fresh start. */
   resumedAt: number | null;
   held: number;
+  /** When the job it took last of those it holds started (the store's word); null when it holds none or it is not known. */
+  busySince?: number | null;
   idleSince: number | null;
   restarts: number;
   failures: number;

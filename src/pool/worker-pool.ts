@@ -84,6 +84,8 @@ export interface ActiveWorker {
   idleSince: number | null;
   /** Holds a job. */
   busy: boolean;
+  /** When the job it took last started, while it holds one; null otherwise, or not known. */
+  busySince?: number | null;
   /** Waits for the allocator to give it room (no process). */
   waiting: boolean;
 }
@@ -191,6 +193,7 @@ class Pool implements WorkerPool {
       this.readyCheck(slot, row);
       slot.selfUnhealthy = row && !row.healthy ? (row.reason ?? 'reported unhealthy by the worker') : null;
       slot.held = stats.heldBy.get(slot.id) ?? 0;
+      slot.busySince = slot.held > 0 ? (stats.heldSince?.get(slot.id) ?? null) : null;
       this.options.holders?.settle(slot.id, slot.held, now);
       // A job reached it as it was being paused: it runs it now.
       if (slot.state === 'paused' && slot.held > 0) this.resumeSlot(slot, 'it held a job when it was paused');
@@ -206,7 +209,7 @@ class Pool implements WorkerPool {
     const list: ActiveWorker[] = [];
     for (const slot of this.slots.values()) {
       if (slot.state === 'draining' || slot.state === 'paused' || slot.spec !== this.spec) continue;
-      list.push({ id: slot.id, starting: slot.state !== 'serving', idleSince: slot.idleSince, busy: slot.held > 0, waiting: slot.state === 'waiting-for-room' });
+      list.push({ id: slot.id, starting: slot.state !== 'serving', idleSince: slot.idleSince, busy: slot.held > 0, busySince: slot.busySince ?? null, waiting: slot.state === 'waiting-for-room' });
     }
     return list;
   }
@@ -416,6 +419,7 @@ class Pool implements WorkerPool {
       coldStart: null,
       resumedAt: null,
       held: 0,
+      busySince: null,
       idleSince: null,
       restarts: 0,
       failures: 0,

@@ -1,9 +1,9 @@
 import { modelLabel, placeWorker, type HostLoad } from '../pool/docker/placement.js';
 
-/** What a reason says of a worker holding GPUs: its endpoint (null: being stopped), devices and their model. */
+/** What a reason says of GPUs held: their endpoint (null: being stopped), how many, and their model. */
 export interface HeldGpus {
   owner: { d: { id: string; priority: number } } | null;
-  devices: readonly string[];
+  gpus: number;
   type: string;
 }
 
@@ -31,7 +31,7 @@ const HOLDERS_NAMED = 3;
  * @example describeBlock(hosts, { gpus: 1, gpuTypes: ['L4'], ... }) // 'no Docker host has 1 free L4 GPU (a: 0 of 2 L4 free; b: no L4)'
  */
 export function describeBlock(hosts: readonly HostLoad[], d: GpuWant): string {
-  if (hosts.length <= HOSTS_NAMED) {
+  if (namesEachHost(hosts.length)) {
     const placed = placeWorker(hosts, { count: d.gpus, types: d.gpuTypes, image: d.image });
     return 'refused' in placed ? placed.refused : 'the GPUs free for it are held for a request before it';
   }
@@ -48,9 +48,30 @@ export function describeBlock(hosts: readonly HostLoad[], d: GpuWant): string {
       if (!h.gpusInUse.has(id)) free++;
     }
   }
-  const what = types ? `${types.map(modelLabel).join(' or ')} GPU` : 'GPU';
-  return `no Docker host has ${d.gpus} free ${what}${d.gpus === 1 ? '' : 's'} (${free} of ${total} free on ${up} of ${hosts.length} hosts up)`;
+  return fleetBlock(d, { free, total, up, hosts: hosts.length });
 }
+
+/** A large fleet summed up: GPUs of the models asked for (free, and in all) on the hosts that are up. */
+export interface FleetTally {
+  free: number;
+  total: number;
+  up: number;
+  hosts: number;
+}
+
+/**
+ * The words of describeBlock for a large fleet, from its sums.
+ *
+ * @example fleetBlock({ gpus: 1, gpuTypes: ['L4'] }, { free: 0, total: 40, up: 5, hosts: 5 }) // 'no Docker host has 1 free L4 GPU (0 of 40 free on 5 of 5 hosts up)'
+ */
+export function fleetBlock(d: GpuWant, t: FleetTally): string {
+  const types = d.gpuTypes && d.gpuTypes.length > 0 ? d.gpuTypes : null;
+  const what = types ? `${types.map(modelLabel).join(' or ')} GPU` : 'GPU';
+  return `no Docker host has ${d.gpus} free ${what}${d.gpus === 1 ? '' : 's'} (${t.free} of ${t.total} free on ${t.up} of ${t.hosts} hosts up)`;
+}
+
+/** Whether a fleet is summed up in reasons rather than named host by host. */
+export const namesEachHost = (hosts: number): boolean => hosts <= HOSTS_NAMED;
 
 /**
  * What holds the GPUs a waiting worker could use, the biggest holders first:
@@ -64,8 +85,8 @@ export function holderSummary(usable: readonly HeldGpus[]): string {
     const key = h.owner ? h.owner.d.id : '';
     let e = byOwner.get(key);
     if (!e) byOwner.set(key, (e = { priority: h.owner ? h.owner.d.priority : null, total: 0, types: new Map() }));
-    e.total += h.devices.length;
-    e.types.set(h.type, (e.types.get(h.type) ?? 0) + h.devices.length);
+    e.total += h.gpus;
+    e.types.set(h.type, (e.types.get(h.type) ?? 0) + h.gpus);
   }
   if (byOwner.size === 0) return '';
   const counts = (types: Map<string, number>): string => [...types].map(([t, n]) => `${n} ${modelLabel(t)}`).join(' + ');

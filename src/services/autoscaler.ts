@@ -228,7 +228,9 @@ class Scaler implements Autoscaler {
       workersMin: endpoint.workersMin,
       gpus,
       ...(isContainerWorker(settings) ? { image: settings.image, ...(settings.gpuTypes ? { gpuTypes: settings.gpuTypes } : {}) } : {}),
-      workers: workers.filter((w) => !w.waiting).map((w) => ({ id: w.id, busy: w.busy, starting: w.starting })),
+      workers: workers
+        .filter((w) => !w.waiting)
+        .map((w) => ({ id: w.id, busy: w.busy, starting: w.starting, ...(w.busySince != null ? { busySince: w.busySince } : {}) })),
       paused: pool.paused(),
       want: fresh + waiting,
       waitingSince: stats.oldestNormalQueuedAt,

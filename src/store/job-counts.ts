@@ -56,10 +56,11 @@ export function toQueueByKey(rows: KeyQueuedRow[]): QueueByKey {
   };
 }
 
-/** A row of a backend's `GROUP BY worker_id` count of one endpoint's IN_PROGRESS jobs. */
+/** A row of a backend's `GROUP BY worker_id` count of one endpoint's IN_PROGRESS jobs, with the latest start among them. */
 export interface HeldRow {
   worker_id: string | null;
   n: number;
+  since: number | string | null;
 }
 
 /**
@@ -69,11 +70,14 @@ export interface HeldRow {
  */
 export function toQueueStats(queued: QueuedRow | undefined, held: HeldRow[]): QueueStats {
   const heldBy = new Map<string, number>();
+  const heldSince = new Map<string, number>();
   let inProgress = 0;
   for (const row of held) {
     const n = Number(row.n);
     inProgress += n;
-    if (row.worker_id !== null) heldBy.set(row.worker_id, n);
+    if (row.worker_id === null) continue;
+    heldBy.set(row.worker_id, n);
+    if (row.since !== null) heldSince.set(row.worker_id, Number(row.since));
   }
   return {
     inQueue: Number(queued?.n ?? 0),
@@ -82,5 +86,6 @@ export function toQueueStats(queued: QueuedRow | undefined, held: HeldRow[]): Qu
     oldestNormalQueuedAt: queued?.oldest ?? null,
     inProgress,
     heldBy,
+    heldSince,
   };
 }

@@ -1104,7 +1104,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect((await get(late.id)).status).toBe('TIMED_OUT');
       });
 
-      it('queueStats: queued normal and lowPriority jobs, their input bytes, the oldest normal one, running jobs per worker', async () => {
+      it('queueStats: queued normal and lowPriority jobs, their input bytes, the oldest normal one, running jobs per worker and when each took its last', async () => {
         expect(await store.queueStats({ endpointId: 'ep', now: T0 })).toEqual({
           inQueue: 0,
           inQueueBytes: 0,
@@ -1112,9 +1112,10 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           oldestNormalQueuedAt: null,
           inProgress: 0,
           heldBy: new Map(),
+          heldSince: new Map(),
         });
         await running('w1');
-        await running('w1');
+        await running('w1', {}, T0 + 1200);
         await running('w2', { lowPriority: true });
         const done = await running('w3');
         await store.finishJob({ id: done.id, workerId: 'w3', status: 'COMPLETED', outputJson: '1', error: null, now: T0 + 1500 });
@@ -1131,6 +1132,8 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           oldestNormalQueuedAt: T0 + 20,
           inProgress: 3,
           heldBy: new Map([['w1', 2], ['w2', 1]]),
+          // The start of the job each took last (the allocator preempts the least run first).
+          heldSince: new Map([['w1', T0 + 1200], ['w2', T0 + 1000]]),
         });
         // Only lowPriority jobs queued: nothing that justifies a new worker.
         await store.claimJobs({ endpointId: 'ep', workerId: 'w4', limit: 1, now: T0 + 2000 }); // the lowPriority one (oldest)

@@ -112,7 +112,7 @@ const QUEUE_BY_KEY_SQL = `SELECT key, n, bytes, SUM(n) OVER () AS total_n, SUM(b
      SELECT COALESCE(key_id, '') AS key, COUNT(*) AS n, COALESCE(SUM(input_bytes), 0) AS bytes
      FROM jobs WHERE endpoint_id = $1 AND status = 'IN_QUEUE' AND deadline_at > $2 GROUP BY COALESCE(key_id, '')) AS per_key
    ORDER BY n DESC, key LIMIT $3`;
-const HELD_STATS_SQL = `SELECT worker_id, COUNT(*) AS n FROM jobs WHERE endpoint_id = $1 AND status = 'IN_PROGRESS' GROUP BY worker_id`;
+const HELD_STATS_SQL = `SELECT worker_id, COUNT(*) AS n, MAX(started_at) AS since FROM jobs WHERE endpoint_id = $1 AND status = 'IN_PROGRESS' GROUP BY worker_id`;
 const LIST_JOBS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE endpoint_id = $1 ORDER BY created_at DESC, seq DESC LIMIT $2`;
 const DUE_WEBHOOKS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE webhook_next_at <= $1 AND status IN ${TERMINAL_STATUS_LIST}
    AND NOT (COALESCE(key_id, '') = ANY($3::text[])) ORDER BY webhook_next_at, seq LIMIT $2`;

@@ -109,7 +109,7 @@ const QUEUE_BY_KEY_SQL = `SELECT key, n, bytes, SUM(n) OVER () AS total_n, SUM(b
      SELECT COALESCE(key_id, '') AS key, COUNT(*) AS n, COALESCE(SUM(input_bytes), 0) AS bytes
      FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' AND +deadline_at > ? GROUP BY COALESCE(key_id, ''))
    ORDER BY n DESC, key LIMIT ?`;
-const HELD_STATS_SQL = `SELECT worker_id, COUNT(*) AS n FROM jobs
+const HELD_STATS_SQL = `SELECT worker_id, COUNT(*) AS n, MAX(started_at) AS since FROM jobs
    WHERE endpoint_id = ? AND status = 'IN_PROGRESS' GROUP BY worker_id`;
 const LIST_JOBS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE endpoint_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?`;
 const DUE_WEBHOOKS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE webhook_next_at <= ? AND status IN ${TERMINAL_STATUS_LIST}

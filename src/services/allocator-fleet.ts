@@ -1,0 +1,355 @@
+import { modelLabel, type HostLoad } from '../pool/docker/placement.js';
+import { describeBlock, fleetBlock, holderSummary, namesEachHost, type HeldGpus } from './allocator-reasons.js';
+import { BUSY, FREEING, IDLE, KINDS, mayTake, PAUSED, rankOf, STARTING, type Claimant, type WorkerKind } from './allocator-claims.js';
+import { FreeDevices } from './free-index.js';
+
+/**
+ * The fleet during one allocator decision (allocator.ts): its free devices (free-index.ts)
+ * and the workers holding the rest, as candidates to free. Made from the input without
+ * copying it: host states only for the hosts a decision touches, and the holders kept field
+ * by field in arrays (a fleet of 10,000 GPUs has thousands; a record each would be garbage
+ * to collect every pass), candidates listed by kind, each list in priority order.
+ */
+
+/** Candidates on one host for one model, and the devices they make with the free ones. */
+interface Picked {
+  host: number;
+  type: string;
+  have: number;
+  picked: number[];
+}
+
+/** GPUs held by one endpoint (or, owner null, by workers being stopped) of one model, for the reasons. */
+interface HeldPair extends HeldGpus {
+  owner: Claimant | null;
+}
+
+/** The workers holding GPUs at the start of a decision, field by field; `h` below is an index. */
+class Holders {
+  readonly worker: string[];
+  readonly devices: (readonly string[])[];
+  readonly type: string[];
+  /** Its endpoint's index among the claimants; -1: none (being stopped). */
+  readonly owner: Int32Array;
+  readonly kind: Uint8Array;
+  readonly host: Int32Array;
+  readonly taken: Uint8Array;
+  n = 0;
+
+  constructor(size: number) {
+    this.worker = new Array<string>(size);
+    this.devices = new Array<readonly string[]>(size);
+    this.type = new Array<string>(size);
+    this.owner = new Int32Array(size);
+    this.kind = new Uint8Array(size);
+    this.host = new Int32Array(size);
+    this.taken = new Uint8Array(size);
+  }
+}
+
+/** The fleet during one decision: free devices (taken as grants are made) and who holds the rest. */
+export class Fleet {
+  private readonly free: FreeDevices;
+  private readonly claimants: Claimant[];
+  private readonly h: Holders;
+  /** Candidates to free, by kind, each in its endpoints' priority order (lowest first, being stopped before all). */
+  private readonly byKind: Int32Array[];
+  /** Per kind, how many of the first candidates are taken already (skipped without a look). */
+  private readonly takenPrefix = KINDS.map(() => 0);
+  private readonly reasons = new Map<string, string>();
+  /** GPUs held per endpoint and model, in the order first met, grants included (made when a reason first needs them). */
+  private pairs: HeldPair[] | null = null;
+  /** The pairs of each endpoint, by its index + 1 (0: being stopped). */
+  private pairOf: HeldPair[][] = [];
+  /** Grants made so far: folded into the pairs when they are made. */
+  private readonly grants: [number, string, number][] = [];
+  /** Reclaim calls so far, and mayTake's answers of the current one (see mayTakeOf). */
+  private calls = 0;
+  private memo: { call: Int32Array; gpus: Int32Array; yes: Uint8Array } | null = null;
+  /** When each holder's current job started, where known (busy workers: the least run is preempted first). */
+  private since: Float64Array | null = null;
+  /** Each claimant's index. */
+  private readonly indexOf: Map<Claimant, number>;
+  /** GPUs per model on hosts that are up, and how many hosts are up (made when a large fleet's reason first needs them). */
+  private totals: { byModel: Map<string, number>; up: number } | null = null;
+
+  /** `stopped`: told of each endpoint whose worker is stopped for another (its standing in the queue changed). */
+  constructor(
+    hosts: readonly HostLoad[],
+    states: Iterable<Claimant>,
+    private readonly stopped: (owner: Claimant) => void = () => {},
+  ) {
+    this.free = new FreeDevices(hosts);
+    this.claimants = [...states];
+    this.indexOf = new Map(this.claimants.map((c, i) => [c, i]));
+    // Worker id → its index among all endpoints' workers (a number: no record per worker).
+    const owners = new Map<string, number>();
+    let all = 0;
+    for (const s of this.claimants) all += s.d.workers.length + (s.d.paused?.length ?? 0);
+    const workers = new Array<WorkerKind | undefined>(all);
+    const ownerOf = new Int32Array(all);
+    const kindOf = new Uint8Array(all);
+    let g = 0;
+    for (let e = 0; e < this.claimants.length; e++) {
+      const { d } = this.claimants[e]!;
+      for (const w of d.workers) {
+        owners.set(w.id, g);
+        workers[g] = w;
+        kindOf[g] = w.busy ? BUSY : w.starting ? STARTING : IDLE;
+        ownerOf[g++] = e;
+      }
+      for (const id of d.paused ?? []) {
+        owners.set(id, g);
+        kindOf[g] = PAUSED;
+        ownerOf[g++] = e;
+      }
+    }
+    let size = 0;
+    for (const host of hosts) size += host.holders?.size ?? 0;
+    const h = (this.h = new Holders(size));
+    for (let i = 0; i < hosts.length; i++) {
+      const host = hosts[i]!;
+      // forEach: no entry pair made per holder.
+      host.holders?.forEach((devices, workerId) => {
+        if (devices.length === 0) return;
+        const g = owners.get(workerId);
+        const w = g === undefined ? undefined : workers[g];
+        const k = h.n++;
+        h.worker[k] = workerId;
+        h.devices[k] = devices;
+        h.type[k] = host.gpuTypes?.[host.gpus.indexOf(devices[0] ?? '')] ?? '';
+        h.host[k] = i;
+        h.owner[k] = g === undefined ? -1 : ownerOf[g]!;
+        h.kind[k] = g === undefined ? FREEING : kindOf[g]!;
+        if (w?.busySince !== undefined) (this.since ??= new Float64Array(size).fill(-Infinity))[k] = w.busySince;
+        // A paused worker's GPUs are not its endpoint's share: they are there for the taking.
+        if (g !== undefined && h.kind[k] !== PAUSED) this.claimants[ownerOf[g]!]!.held += devices.length;
+      });
+    }
+    this.byKind = this.candidates();
+  }
+
+  /**
+   * The holders that may be freed, by kind, each list stably sorted by its endpoint's priority
+   * (being stopped: first): counted by (kind, priority level), then placed (a counting sort).
+   */
+  private candidates(): Int32Array[] {
+    const { h, claimants } = this;
+    // Each endpoint's priority as a level: 0 for the holders being stopped, then the distinct priorities in order.
+    const priorities = [...new Set(claimants.map((c) => c.d.priority))].sort((a, b) => a - b);
+    const levelOf = new Map(priorities.map((p, i) => [p, i + 1]));
+    const levels = priorities.length + 1;
+    const endpointLevel = Int32Array.from(claimants, (c) => levelOf.get(c.d.priority)!);
+    const level = new Int32Array(h.n);
+    const next = new Int32Array(KINDS.length * levels);
+    for (let k = 0; k < h.n; k++) {
+      const e = h.owner[k]!;
+      // Busy workers of endpoints that are not preemptible are never candidates.
+      if (h.kind[k] === BUSY && !claimants[e]?.d.preemptible) {
+        level[k] = -1;
+        continue;
+      }
+      level[k] = e < 0 ? 0 : endpointLevel[e]!;
+      next[h.kind[k]! * levels + level[k]!]!++;
+    }
+    const lists = KINDS.map((_, kind) => {
+      let total = 0;
+      for (let l = 0; l < levels; l++) {
+        const n = next[kind * levels + l]!;
+        next[kind * levels + l] = total;
+        total += n;
+      }
+      return new Int32Array(total);
+    });
+    for (let k = 0; k < h.n; k++) {
+      if (level[k]! < 0) continue;
+      const at = h.kind[k]! * levels + level[k]!;
+      lists[h.kind[k]!]![next[at]!++] = k;
+    }
+    // Busy ones of a priority: the job that started last first (the least work lost), unknown last.
+    const since = this.since;
+    if (since) lists[BUSY] = Int32Array.from([...lists[BUSY]!].sort((a, b) => level[a]! - level[b]! || since[b]! - since[a]! || a - b));
+    return lists;
+  }
+
+  /**
+   * Places one worker of `s` on free devices, where placeWorker over the whole fleet would
+   * (the driver's own choice); false when none fits.
+   */
+  place(s: Claimant): boolean {
+    const { d } = s;
+    const typeList = d.gpuTypes && d.gpuTypes.length > 0 ? d.gpuTypes : null;
+    if (!typeList ? this.free.total < d.gpus : !typeList.some((t) => this.free.freeOfModel(t) >= d.gpus)) return false;
+    const placed = this.free.place(d.gpus, typeList, d.image);
+    if (!placed) return false;
+    // Granted now: counted among what it holds in the reasons.
+    const e = this.indexOf.get(s)!;
+    this.grants.push([e, placed.gpuType, placed.deviceIds.length]);
+    if (this.pairs) this.addPair(e, placed.gpuType, placed.deviceIds.length);
+    return true;
+  }
+
+  /** Resumes one of `s`'s own paused workers on a host that is up (its GPUs are already held); false when it has none. */
+  resumeOwn(s: Claimant): boolean {
+    if (!s.d.paused || s.d.paused.length === 0) return false;
+    const { h } = this;
+    const e = this.indexOf.get(s)!;
+    for (const k of this.byKind[PAUSED]!) {
+      if (h.owner[k] !== e || h.taken[k] || !this.free.hosts[h.host[k]!]!.up) continue;
+      h.taken[k] = 1;
+      s.out.resume++;
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * Frees room for one worker of `s` (rule 3): the cheapest set of holdings on one host that,
+   * with its free devices of one acceptable model, makes the worker's count. Stops them (the
+   * orders go to their endpoints) and holds the free devices for `s`. Returns what it waits
+   * for, in words, or null when nothing may be freed for it.
+   */
+  reclaim(s: Claimant): string | null {
+    const { h } = this;
+    const need = s.d.gpus;
+    const rank = rankOf(s, 0);
+    const mayBreak = s.count >= s.d.workersMin;
+    const types = s.d.gpuTypes && s.d.gpuTypes.length > 0 ? s.d.gpuTypes : null;
+    const self = this.indexOf.get(s)!;
+    const call = ++this.calls;
+    // Made on the first host that needs more than one holder (most requests take the first they meet).
+    let buckets: Map<string, Picked> | null = null;
+    for (let kind = 0; kind < KINDS.length; kind++) {
+      const list = this.byKind[kind]!;
+      let first = this.takenPrefix[kind]!;
+      while (first < list.length && h.taken[list[first]!]) first++;
+      this.takenPrefix[kind] = first;
+      for (let i = first; i < list.length; i++) {
+        const k = list[i]!;
+        const e = h.owner[k]!;
+        const v = this.claimants[e];
+        if (kind !== PAUSED && v && v.d.priority > rank && mayBreak) break;
+        if (h.taken[k] || e === self || (types && !types.includes(h.type[k]!)) || !this.free.hosts[h.host[k]!]!.up) continue;
+        if (v && !this.mayTakeOf(call, s, v, e, kind, h.devices[k]!.length)) continue;
+        const key = `${h.host[k]}\u0000${h.type[k]}`;
+        let b = buckets?.get(key);
+        if (!b) {
+          b = { host: h.host[k]!, type: h.type[k]!, have: this.free.freeOn(h.host[k]!, h.type[k]!), picked: [] };
+          if (b.have + h.devices[k]!.length < need) (buckets ??= new Map()).set(key, b);
+        }
+        b.have += h.devices[k]!.length;
+        b.picked.push(k);
+        if (b.have >= need) return this.take(s, b);
+      }
+    }
+    return null;
+  }
+
+  /**
+   * mayTake, remembered for the rest of one reclaim call per (endpoint, kind) and size: nothing
+   * it reads changes during the call, and a scan meets the same endpoint's holders many times.
+   */
+  private mayTakeOf(call: number, s: Claimant, v: Claimant, e: number, kind: number, gpus: number): boolean {
+    const slot = e * KINDS.length + kind;
+    const memo = (this.memo ??= { call: new Int32Array(this.claimants.length * KINDS.length), gpus: new Int32Array(this.claimants.length * KINDS.length), yes: new Uint8Array(this.claimants.length * KINDS.length) });
+    if (memo.call[slot] === call && memo.gpus[slot] === gpus) return memo.yes[slot] === 1;
+    const yes = mayTake(s, v, kind, gpus);
+    memo.call[slot] = call;
+    memo.gpus[slot] = gpus;
+    memo.yes[slot] = yes ? 1 : 0;
+    return yes;
+  }
+
+  /** Stops the picked holders for `s` and holds the host's free devices of the model for it. */
+  private take(s: Claimant, b: Picked): string {
+    const { h } = this;
+    const name = this.free.hosts[b.host]!.name;
+    const freed = b.picked.reduce((n, k) => n + h.devices[k]!.length, 0);
+    this.free.hold(b.host, b.type, Math.max(0, s.d.gpus - freed));
+    const stopped: string[] = [];
+    for (const k of b.picked) {
+      h.taken[k] = 1;
+      const v = this.claimants[h.owner[k]!];
+      if (!v) continue;
+      const gpus = h.devices[k]!.length;
+      const busy = h.kind[k] === BUSY;
+      const paused = h.kind[k] === PAUSED;
+      const what = busy ? ', its jobs requeued' : paused ? ', paused in the warm pool' : `, ${KINDS[h.kind[k]!]} beyond workersMin`;
+      const reason = `${busy ? 'preempted' : 'reclaimed'} for \`${s.d.id}\` (priority ${s.d.priority}): ${gpus} ${modelLabel(h.type[k]!)} on ${name}${what}`;
+      (busy ? v.out.preempt : v.out.reclaim).push({ workerId: h.worker[k]!, why: reason });
+      if (!paused) {
+        v.held -= gpus;
+        v.count--;
+        this.stopped(v);
+      }
+      stopped.push(`\`${v.d.id}\``);
+    }
+    const what = `${s.d.gpus} ${modelLabel(b.type)} on ${name} being freed`;
+    return stopped.length === 0 ? what : `${what} (stopping workers of ${[...new Set(stopped)].join(', ')})`;
+  }
+
+  /** Why `s` must wait: no room, and who holds the GPUs it could use (one text per request shape in a decision: a big fleet has many waiting). */
+  whyNot(s: Claimant): string {
+    const types = s.d.gpuTypes && s.d.gpuTypes.length > 0 ? s.d.gpuTypes : null;
+    const key = `${s.d.gpus}|${types ? types.join('\u0000') : ''}`;
+    let text = this.reasons.get(key);
+    if (text === undefined) {
+      const pairs = this.heldPairs();
+      const usable = types ? pairs.filter((p) => types.includes(p.type)) : pairs;
+      this.reasons.set(key, (text = `${this.block(s)}${holderSummary(usable)}`));
+    }
+    return text;
+  }
+
+  /** GPUs held per endpoint and model in the order first met (holders in the input's order, then grants). */
+  private heldPairs(): HeldPair[] {
+    if (this.pairs) return this.pairs;
+    this.pairs = [];
+    const { h } = this;
+    for (let k = 0; k < h.n; k++) this.addPair(h.owner[k]!, h.type[k]!, h.devices[k]!.length);
+    for (const [e, type, gpus] of this.grants) this.addPair(e, type, gpus);
+    return this.pairs;
+  }
+
+  /** Counts GPUs of `type` held by the endpoint of index `e` (-1: being stopped). */
+  private addPair(e: number, type: string, gpus: number): void {
+    const mine = (this.pairOf[e + 1] ??= []);
+    for (const pair of mine) {
+      if (pair.type !== type) continue;
+      pair.gpus += gpus;
+      return;
+    }
+    const fresh = { owner: this.claimants[e] ?? null, type, gpus };
+    mine.push(fresh);
+    this.pairs!.push(fresh);
+  }
+
+  /** Why no host has room: each host named on a small fleet, the sums on a large one. */
+  private block(s: Claimant): string {
+    const hosts = this.free.hosts;
+    if (namesEachHost(hosts.length)) return describeBlock(this.free.views(), s.d);
+    const totals = (this.totals ??= modelTotals(hosts));
+    const types = s.d.gpuTypes && s.d.gpuTypes.length > 0 ? [...new Set(s.d.gpuTypes)] : null;
+    let total = 0;
+    let free = 0;
+    for (const [model, n] of totals.byModel) if (!types || types.includes(model)) total += n;
+    if (types) for (const model of types) free += this.free.freeOfModel(model);
+    else free = this.free.total;
+    return fleetBlock(s.d, { free, total, up: totals.up, hosts: hosts.length });
+  }
+}
+
+/** GPUs per model on the hosts that are up, and how many hosts are up. */
+function modelTotals(hosts: readonly HostLoad[]): { byModel: Map<string, number>; up: number } {
+  const byModel = new Map<string, number>();
+  let up = 0;
+  for (const h of hosts) {
+    if (!h.up) continue;
+    up++;
+    for (let i = 0; i < h.gpus.length; i++) {
+      const model = h.gpuTypes?.[i] ?? '';
+      byModel.set(model, (byModel.get(model) ?? 0) + 1);
+    }
+  }
+  return { byModel, up };
+}
