@@ -2,26 +2,10 @@
 // their GPUs, their own endpoint resumes them before taking free GPUs, and any other endpoint
 // that finds no free GPU reclaims them before stopping anything else, whatever the priorities.
 import { describe, expect, it } from 'vitest';
-import type { HostLoad } from '../../src/pool/docker/placement.js';
-import { allocate, type AllocWorker, type EndpointDemand } from '../../src/services/allocator.js';
+import { allocate } from '../../src/services/allocator.js';
+import { NOW, ep, host, idle } from './allocator-fixtures.js';
 
-const NOW = 1_700_000_000_000;
 
-function host(name: string, types: string[], holders: Record<string, string[]> = {}): HostLoad {
-  return {
-    name,
-    up: true,
-    gpus: types.map((_, i) => String(i)),
-    gpuTypes: types,
-    gpusInUse: new Set(Object.values(holders).flat()),
-    workers: Object.keys(holders).length,
-    holders: new Map(Object.entries(holders)),
-  };
-}
-function ep(id: string, o: Partial<EndpointDemand> = {}): EndpointDemand {
-  return { id, priority: 50, shareWeight: 1, preemptible: false, workersMin: 0, gpus: 1, workers: [], want: 0, waitingSince: null, ...o };
-}
-const idle = (id: string): AllocWorker => ({ id, busy: false, starting: false });
 
 describe('allocate with paused workers (flashboot)', () => {
   it('resumes its own paused worker before taking a free GPU', () => {

@@ -1,25 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { HostLoad } from '../../src/pool/docker/placement.js';
-import { allocate, type AllocWorker, type EndpointDemand } from '../../src/services/allocator.js';
+import { allocate, type AllocWorker } from '../../src/services/allocator.js';
+import { NOW, ep, host, idle } from './allocator-fixtures.js';
 
-const NOW = 1_700_000_000_000;
 
-/** A host with one device per entry of `types`, held as `holders` says (worker id → device ids). */
-function host(name: string, types: string[], holders: Record<string, string[]> = {}): HostLoad {
-  return {
-    name,
-    up: true,
-    gpus: types.map((_, i) => String(i)),
-    gpuTypes: types,
-    gpusInUse: new Set(Object.values(holders).flat()),
-    workers: Object.keys(holders).length,
-    holders: new Map(Object.entries(holders)),
-  };
-}
-function ep(id: string, o: Partial<EndpointDemand> = {}): EndpointDemand {
-  return { id, priority: 50, shareWeight: 1, preemptible: false, workersMin: 0, gpus: 1, workers: [], want: 0, waitingSince: null, ...o };
-}
-const idle = (id: string): AllocWorker => ({ id, busy: false, starting: false });
 const busy = (id: string): AllocWorker => ({ id, busy: true, starting: false });
 
 describe('allocate', () => {
