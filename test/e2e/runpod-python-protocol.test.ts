@@ -8,16 +8,17 @@ import { spawnOwned } from '../helpers/processes.js';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { isTerminal, type GantryClient, type Job } from '../../src/sdk/client.js';
 import { eventually, startTestGantry } from '../helpers/gantry.js';
+import { waitForJob } from '../helpers/jobs.js';
 
 type Gantry = Awaited<ReturnType<typeof startTestGantry>>;
 type Json = Record<string, unknown>;
 
 const WORKER_SCRIPT = fileURLToPath(new URL('./fixtures/runpod_like_worker.py', import.meta.url));
-const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT']);
 
 let gantry: Gantry;
-let runKey: string;
+let jobs: GantryClient;
 const workers: PyWorker[] = [];
 
 /** One spawned worker process; `EVENT <what> <id>` lines on its stdout are collected. */
@@ -75,39 +76,18 @@ async function newEndpoint(name: string): Promise<string> {
   return id;
 }
 
-async function api(method: string, path: string, body?: unknown): Promise<{ status: number; json: Json }> {
-  const res = await fetch(`${gantry.url}/v2/${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${runKey}`, 'Content-Type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, json: text ? (JSON.parse(text) as Json) : {} };
-}
-
 async function submit(endpointId: string, input: unknown): Promise<string> {
-  const { status, json } = await api('POST', `${endpointId}/run`, { input });
-  expect(status).toBe(200);
-  expect(json.status).toBe('IN_QUEUE');
-  return json.id as string;
+  const ref = await jobs.run(endpointId, { input });
+  expect(ref.status).toBe('IN_QUEUE');
+  return ref.id;
 }
 
-async function jobStatus(endpointId: string, jobId: string): Promise<Json> {
-  const { status, json } = await api('GET', `${endpointId}/status/${jobId}`);
-  expect(status).toBe(200);
-  return json;
-}
+const jobStatus = (endpointId: string, jobId: string): Promise<Job> => jobs.status(endpointId, jobId);
+const untilTerminal = (endpointId: string, jobId: string): Promise<Job> => waitForJob(jobs, endpointId, jobId, 15_000);
 
 /** Polls `probe` until it returns a value, or fails with `what` at the deadline. */
 function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
   return eventually(async () => probe(), timeoutMs, what);
-}
-
-async function untilTerminal(endpointId: string, jobId: string, timeoutMs = 15_000): Promise<Json> {
-  return until(`job ${jobId} to finish`, async () => {
-    const job = await jobStatus(endpointId, jobId);
-    return TERMINAL.has(job.status as string) ? job : undefined;
-  }, timeoutMs);
 }
 
 async function untilEvent(worker: PyWorker, what: string, id: string, timeoutMs = 15_000): Promise<void> {
@@ -122,7 +102,7 @@ afterEach(async () => {
 describe.each(['sqlite', 'postgres'] as const)('runpod-python 1.12 worker protocol (%s store)', (backend) => {
   beforeAll(async () => {
     gantry = await startTestGantry({}, { backend });
-    runKey = await gantry.createKey(['run']);
+    jobs = gantry.client(await gantry.createKey(['run']));
   });
 
   afterAll(async () => {
@@ -184,7 +164,7 @@ describe.each(['sqlite', 'postgres'] as const)('runpod-python 1.12 worker protoc
     const id = await submit(ep, { steps, step_seconds: 0.5, late_progress: true, late_delay: 0.6 });
     const seen = await until('a progress update in /status', async () => {
       const job = await jobStatus(ep, id);
-      expect(TERMINAL.has(job.status as string)).toBe(false);
+      expect(isTerminal(job.status)).toBe(false);
       return job.status === 'IN_PROGRESS' && job.output !== undefined ? job : undefined;
     });
     expect(seen.output).toMatchObject({ of: steps, step: expect.any(Number) });
@@ -204,13 +184,7 @@ describe.each(['sqlite', 'postgres'] as const)('runpod-python 1.12 worker protoc
     const chunks = ['alpha', { beta: 2 }, 'γάμμα', [4]];
     const id = await submit(ep, { chunks, chunk_seconds: 0.2 });
     const received: unknown[] = [];
-    await until('the end of the stream', async () => {
-      const { status, json } = await api('GET', `${ep}/stream/${id}`);
-      expect(status).toBe(200);
-      expect(Array.isArray(json.stream)).toBe(true);
-      for (const item of json.stream as { output: unknown }[]) received.push(item.output);
-      return TERMINAL.has(json.status as string) ? json : undefined;
-    });
+    for await (const chunk of jobs.stream(ep, id)) received.push(chunk);
     expect(received).toEqual(chunks);
     expect(await jobStatus(ep, id)).toMatchObject({ status: 'COMPLETED', output: chunks });
     expect(worker.errors()).toEqual([]);
@@ -222,9 +196,7 @@ describe.each(['sqlite', 'postgres'] as const)('runpod-python 1.12 worker protoc
     const id = await submit(ep, { seconds: 60 });
     await untilEvent(worker, 'taken', id);
     expect((await jobStatus(ep, id)).status).toBe('IN_PROGRESS');
-    const cancel = await api('POST', `${ep}/cancel/${id}`);
-    expect(cancel.status).toBe(200);
-    expect(cancel.json).toMatchObject({ id, status: 'CANCELLED' });
+    expect(await jobs.cancel(ep, id)).toMatchObject({ id, status: 'CANCELLED' });
     await untilEvent(worker, 'stop', id, 10_000);
     await untilEvent(worker, 'stopped', id);
     expect((await jobStatus(ep, id)).status).toBe('CANCELLED');

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { GantryApiError } from '../../src/sdk/client.js';
+import { runCli } from '../cli/run-cli.js';
 import { eventually, startTestGantry, type TestGantry } from '../helpers/gantry.js';
 import { clientFor, uniqueId, type Client, type Json } from '../http/http-helpers.js';
 import { dataOf, readStream, type ReceivedEvent } from '../http/sse-reader.js';
@@ -137,6 +138,38 @@ describe.each(['sqlite', 'postgres'] as const)('a streamed job whose worker is k
     expect(failure).toMatchObject({ code: 'STREAM_RESTARTED' });
     expect(words).toEqual(WORDS.slice(0, words.length));
     await finalJob(c, again.id);
+  }, TEST_MS);
+
+  it('gantry stream (the CLI): a marker line before the second run, whose output comes whole; --json says it in its output', async () => {
+    const { ep, c } = await endpoint();
+    const { id, first } = await streamingJob(ep, c);
+    // Two readers of the job, plain and --json; the worker is killed once each has printed two chunks.
+    const printed = [0, 0];
+    let replaced: Promise<PyWorker> | undefined;
+    const reader = (n: number, json: string[]) =>
+      runCli(['stream', ep, id, '--url', t.url, '--key', runKey, ...json], {}, undefined, (stdout) => {
+        printed[n] = stdout.split('\n').length - 1;
+        if (!replaced && printed.every((p) => p >= 2)) replaced = crashAndReplace(ep, first);
+      });
+    const [plain, json] = await Promise.all([reader(0, []), reader(1, ['--json'])]);
+    expect(replaced).toBeDefined();
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(plain.stderr.split('\n').filter((l) => l.startsWith('---'))).toEqual(['--- job restarted (attempt 2) ---']);
+    expect(plain.stderr).toContain(`${id} COMPLETED`);
+    // What it printed: the first run's chunks (a prefix), then the second run whole.
+    const lines = plain.stdout.split('\n').slice(0, -1);
+    const before = lines.slice(0, -WORDS.length);
+    expect(before.length).toBeGreaterThanOrEqual(2);
+    expect(before).toEqual(WORDS.slice(0, before.length));
+    expect(lines.slice(-WORDS.length)).toEqual(WORDS);
+    // --json: the restart is a line of its own between the runs.
+    expect(json.code, json.stderr).toBe(0);
+    const items = json.stdout.split('\n').slice(0, -1).map((l) => JSON.parse(l) as Json);
+    const at = items.findIndex((item) => item.restarted === true);
+    expect(items[at]).toEqual({ restarted: true, attempt: 2 });
+    expect(items.slice(0, at).map((item) => item.output)).toEqual(WORDS.slice(0, at));
+    expect(items.slice(at + 1).map((item) => item.output)).toEqual(WORDS);
+    expect(json.stderr).toContain('--- job restarted (attempt 2) ---');
   }, TEST_MS);
 
   it('JSON /stream: a raw page of the second run says attempt 2', async () => {
