@@ -3,69 +3,23 @@
 // request: `?&` queries, raw Authorization, form-encoded JSON results with a `charset`
 // header, sticky X-Request-ID, job-stop long-polls, progress posts to job-done, ...).
 // If these pass, an unmodified `runpod.serverless.start({"handler": ...})` worker works.
-import type { ChildProcess } from 'node:child_process';
-import { spawnOwned } from '../helpers/processes.js';
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { isTerminal, type GantryClient, type Job } from '../../src/sdk/client.js';
 import { eventually, startTestGantry } from '../helpers/gantry.js';
 import { waitForJob } from '../helpers/jobs.js';
+import { PyWorker } from '../limits/py-worker.js';
 
 type Gantry = Awaited<ReturnType<typeof startTestGantry>>;
 type Json = Record<string, unknown>;
-
-const WORKER_SCRIPT = fileURLToPath(new URL('./fixtures/runpod_like_worker.py', import.meta.url));
 
 let gantry: Gantry;
 let jobs: GantryClient;
 const workers: PyWorker[] = [];
 
-/** One spawned worker process; `EVENT <what> <id>` lines on its stdout are collected. */
-class PyWorker {
-  readonly events: { what: string; id: string }[] = [];
-  stdout = '';
-  stderr = '';
-  exitCode: number | null | undefined = undefined;
-  private readonly proc: ChildProcess;
-
-  constructor(readonly workerId: string, env: Record<string, string>, args: string[]) {
-    const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('RUNPOD_')));
-    this.proc = spawnOwned('python3', ['-u', WORKER_SCRIPT, ...args], { env: { ...base, ...env }, stdio: 'pipe' });
-    this.proc.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-      this.stdout += chunk;
-      for (const m of chunk.matchAll(/^EVENT (\S+) (\S+)$/gm)) this.events.push({ what: m[1]!, id: m[2]! });
-    });
-    this.proc.stderr?.setEncoding('utf8').on('data', (chunk: string) => (this.stderr += chunk));
-    this.proc.on('exit', (code) => (this.exitCode = code));
-  }
-
-  has(what: string, id: string): boolean {
-    return this.events.some((e) => e.what === what && e.id === id);
-  }
-
-  count(what: string, id: string): number {
-    return this.events.filter((e) => e.what === what && e.id === id).length;
-  }
-
-  /** Requests the server refused or failed (`--verbose` logs each as `GET /path -> 200`), and lost posts. */
-  errors(): string[] {
-    return this.stderr.split('\n').filter((l) => / -> [45]\d\d$/.test(l) || l.includes('failed to'));
-  }
-
-  /** Ends the process at once (SIGKILL): a SIGTERMed runpod-python waits for its open polls to be answered. */
-  async stop(): Promise<void> {
-    if (process.env.DUMP_WORKER_LOGS) console.log(`--- ${this.workerId}\n${this.stdout}${this.stderr}`);
-    if (this.exitCode !== undefined) return;
-    const exited = new Promise((resolve) => this.proc.once('exit', resolve));
-    this.proc.kill('SIGKILL');
-    await exited;
-  }
-}
-
 function startWorker(endpointId: string, args: string[]): PyWorker {
   const workerId = `py-${endpointId}-${workers.length}`;
-  const worker = new PyWorker(workerId, gantry.workerEnv(endpointId, workerId), [...args, '--verbose']);
+  const worker = new PyWorker(gantry.workerEnv(endpointId, workerId), args);
   workers.push(worker);
   return worker;
 }
@@ -90,9 +44,7 @@ function until<T>(what: string, probe: () => T | undefined | Promise<T | undefin
   return eventually(async () => probe(), timeoutMs, what);
 }
 
-async function untilEvent(worker: PyWorker, what: string, id: string, timeoutMs = 15_000): Promise<void> {
-  await until(`worker event ${what} ${id}\n${worker.stderr.slice(-2000)}`, () => (worker.has(what, id) ? true : undefined), timeoutMs);
-}
+const untilEvent = (worker: PyWorker, what: string, id: string, timeoutMs = 15_000): Promise<void> => worker.waitFor(what, id, 1, timeoutMs);
 
 afterEach(async () => {
   await Promise.all(workers.splice(0).map((w) => w.stop()));
