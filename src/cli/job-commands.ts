@@ -165,7 +165,17 @@ async function streamCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseFlags(argv, { ...JOB_OPTIONS, raw: { type: 'boolean' } });
   const [endpointId, jobId] = expectPositionals(positionals, ['ENDPOINT', 'JOB_ID']);
   const client = connectJobs(values);
-  for await (const chunk of client.stream(endpointId, jobId)) {
+  // A job that runs again after its worker was lost mid-stream starts over: the chunks printed so
+  // far belong to an abandoned run. Say so where a reader sees it (stderr), and in --json output.
+  let midLine = false;
+  const onRestart = (attempt: number): void => {
+    if (values.json) process.stdout.write(`${JSON.stringify({ restarted: true, attempt })}\n`);
+    else if (midLine) process.stdout.write('\n');
+    midLine = false;
+    console.error(`--- job restarted (attempt ${attempt}) ---`);
+  };
+  for await (const chunk of client.stream(endpointId, jobId, { onRestart })) {
+    midLine = Boolean(values.raw) && typeof chunk === 'string' && !chunk.endsWith('\n');
     if (values.json) process.stdout.write(`${JSON.stringify({ output: chunk })}\n`);
     else if (values.raw && typeof chunk === 'string') process.stdout.write(chunk);
     else process.stdout.write(`${typeof chunk === 'string' ? chunk : JSON.stringify(chunk)}\n`);
@@ -229,7 +239,7 @@ export const jobCommands: Record<string, Subcommand> = {
   },
   stream: {
     summary: "follow a job's streamed output live until it ends",
-    usage: `usage: gantry stream ${JOB_ARGS} [--raw] [options]\n\nPrints each chunk as the worker streams it, one a line (--json: one {"output": …} a line).\n\n  --raw                     write text chunks as they are, without a newline after each (tokens)\n\n${JOB_CONNECTION_HELP}`,
+    usage: `usage: gantry stream ${JOB_ARGS} [--raw] [options]\n\nPrints each chunk as the worker streams it, one a line (--json: one {"output": …} a line).\nA job that runs again after its worker was lost mid-stream starts over: a line '--- job restarted (attempt N) ---' on stderr (--json: {"restarted": true, "attempt": N}) comes before the new run's output.\n\n  --raw                     write text chunks as they are, without a newline after each (tokens)\n\n${JOB_CONNECTION_HELP}`,
     run: streamCommand,
   },
   cancel: { summary: 'cancel a queued or running job', usage: `usage: gantry cancel ${JOB_ARGS} [options]\n\n${JOB_CONNECTION_HELP}`, run: (argv) => cancelOrRetry(argv, 'cancel') },

@@ -202,6 +202,7 @@ export interface EndpointWorker {
   lastExit?: string | null;
   stoppedAt?: string | null;
   /** Workers connected by hand only. */
+  firstSeenAt?: string;
   lastSeenAt?: string;
 }
 

@@ -15,13 +15,17 @@ export interface CliResult {
 /** Everything any run printed, so a test can check that no key ever shows up. */
 export const printed: string[] = [];
 
-export function runCli(args: string[], env: Record<string, string | undefined>, stdin?: string): Promise<CliResult> {
+/** Runs `gantry args`; `onStdout` is called with all of its stdout so far each time more comes. */
+export function runCli(args: string[], env: Record<string, string | undefined>, stdin?: string, onStdout?: (stdout: string) => void): Promise<CliResult> {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run 'npm run build' first`);
   return new Promise((resolve, reject) => {
     const child = spawnOwned(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout?.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stdout?.setEncoding('utf8').on('data', (d: string) => {
+      stdout += d;
+      onStdout?.(stdout);
+    });
     child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     if (stdin !== undefined) child.stdin?.end(stdin);
     child.on('error', reject);

@@ -6,30 +6,25 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { noBrowser, openBrowser, type ConsoleBrowser } from '../helpers/browser.js';
 import { eventually, startTestGantry, type TestGantry } from '../helpers/gantry.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLI = join(ROOT, 'dist/src/cli/main.js');
 const ECHO = `exec node ${JSON.stringify(CLI)} worker ${JSON.stringify(join(ROOT, 'dist/examples/echo-worker.js'))}`;
 
-describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('cold starts on the Workers page', () => {
+describe.skipIf(noBrowser)('cold starts on the Workers page', () => {
   let t: TestGantry;
-  let browser: Browser;
-  let page: Page;
-  const faults: string[] = [];
+  let b: ConsoleBrowser;
 
   beforeAll(async () => {
     if (!existsSync(CLI) || !existsSync(join(ROOT, 'dist/console/app.js'))) throw new Error('run `npm run build` first');
     t = await startTestGantry({ autoscalerIntervalMs: 50, workerStopGraceMs: 5_000 });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'] });
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    page.on('pageerror', (err) => faults.push(err.message));
+    b = await openBrowser();
   }, 60_000);
   afterAll(async () => {
-    await browser?.close();
+    await b?.close();
     await t?.close();
   }, 30_000);
 
@@ -43,10 +38,8 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('cold starts on the Wo
     }, 20_000, 'the cold start to be counted');
     const p90 = listing.coldStarts!.p90Ms!;
 
-    await page.goto(`${t.url}/console/`);
-    await page.getByLabel('Admin API key').fill(t.adminKey);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { name: 'Endpoints' }).waitFor();
+    await b.signIn(t.url, t.adminKey);
+    const { page } = b;
     await page.goto(`${t.url}/console/#/workers/cold-ui`);
     const table = page.getByRole('table', { name: 'Cold starts' });
     const shown = p90 < 1000 ? `${p90} ms` : `${(p90 / 1000).toFixed(1)} s`;
@@ -54,6 +47,6 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('cold starts on the Wo
     await table.getByRole('row', { name: `All 1 ${shown} ${shown} ${shown} ${shown}` }).waitFor();
     await table.getByRole('row', { name: `New worker 1 ${shown} ${shown} ${shown} ${shown}` }).waitFor();
     await table.getByRole('row', { name: 'Resumed (flashboot) 0 – – – –' }).waitFor();
-    expect(faults).toEqual([]);
+    expect(b.faults).toEqual([]);
   }, 90_000);
 });

@@ -4,45 +4,31 @@
 // the admin key), from where and what changed; the action filter narrows the list; no secret
 // (the env value, the password, the new key) is on the page, and nothing breaks the CSP. A
 // screenshot goes to a temp folder, or to docs/screenshots with UPDATE_SCREENSHOTS=1.
-import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { existsSync } from 'node:fs';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { noBrowser, openBrowser, type ConsoleBrowser } from '../helpers/browser.js';
 import { startTestGantry, type TestGantry } from '../helpers/gantry.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const SHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? join(ROOT, 'docs/screenshots') : mkdtempSync(join(tmpdir(), 'gantry-shots-'));
 const PASSWORD = 'browser audit console password';
 const ENV_SECRET = 'browser-env-value-SECRET-5e2a';
 
 let t: TestGantry;
-let browser: Browser;
+let b: ConsoleBrowser;
 let page: Page;
-const problems: string[] = [];
 
 const nav = (name: string) => page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name, exact: true });
 
-// With CI=true a missing Chromium fails the run instead of skipping (.ci/run installs it).
-describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the console audit log page in headless Chromium', () => {
+describe.skipIf(noBrowser)('the console audit log page in headless Chromium', () => {
   beforeAll(async () => {
-    if (!existsSync(join(ROOT, 'dist/console/app.js'))) throw new Error('run `npm run build` first');
+    if (!existsSync(new URL('../../dist/console/app.js', import.meta.url))) throw new Error('run `npm run build` first');
     t = await startTestGantry({ consolePassword: PASSWORD });
     await t.admin.createEndpoint({ id: 'audited-ui', worker: { command: 'node w.js', env: { API_TOKEN: ENV_SECRET } } } as never);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-    });
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    page.on('console', (m) => {
-      if (m.type() === 'error') problems.push(m.text());
-    });
-    page.on('pageerror', (err) => problems.push(err.message));
+    b = await openBrowser();
+    page = b.page;
   }, 60_000);
   afterAll(async () => {
-    await browser?.close();
+    await b?.close();
     await t?.close();
   }, 30_000);
 
@@ -81,8 +67,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the console audit log
     expect(await signIns.count()).toBe(2);
     expect(await signIns.nth(0).textContent()).toContain('ok');
     expect(await signIns.nth(1).textContent()).toContain('failed');
-    mkdirSync(SHOTS, { recursive: true });
-    await page.screenshot({ path: join(SHOTS, 'audit.png'), fullPage: true });
+    await b.shot('audit');
 
     const body = (await page.locator('body').textContent())!;
     for (const secret of [ENV_SECRET, PASSWORD, newKey, t.adminKey]) expect(body).not.toContain(secret);
@@ -91,6 +76,6 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the console audit log
     await page.getByRole('button', { name: 'Filter' }).click();
     await expect.poll(async () => (await table.getByRole('row').allTextContents()).slice(1).every((r) => r.includes('endpoint.'))).toBe(true);
     expect(await table.getByRole('row').count()).toBe(3);
-    expect(problems.filter((p) => !p.startsWith('Failed to load resource'))).toEqual([]);
+    expect(b.problems.filter((p) => !p.startsWith('Failed to load resource'))).toEqual([]);
   }, 60_000);
 });

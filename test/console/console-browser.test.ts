@@ -4,17 +4,17 @@
 // test editor, cancels a running job from its page, follows a worker's log, signs out; and
 // checks the page holds no key and breaks no CSP rule. Screenshots of each page go to a temp folder, or to docs/screenshots with
 // UPDATE_SCREENSHOTS=1. Needs `npm run build` (the page is dist/console; the worker runs dist/).
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IMAGE_DEFAULTS } from '../../src/config/image-config.js';
+import { noBrowser, openBrowser, type ConsoleBrowser } from '../helpers/browser.js';
 import { eventually, startTestGantry, type TestGantry } from '../helpers/gantry.js';
 import { clientFor, startReceiver, workerFor } from '../http/http-helpers.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLI = join(ROOT, 'dist/src/cli/main.js');
 // The echo worker, printing a line per job (`console-job-line <job id>`): a line that appears in
@@ -26,15 +26,13 @@ writeFileSync(
     'export default async (job, ctx) => { console.log(`console-job-line ${job.id}`); return handler(job, ctx); };\n',
 );
 const ECHO = `echo console-log-marker && exec node ${JSON.stringify(CLI)} worker ${JSON.stringify(LOGGING_ECHO)}`;
-const SHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? join(ROOT, 'docs/screenshots') : mkdtempSync(join(tmpdir(), 'gantry-shots-'));
 const EP = 'echo-ui';
 
 let t: TestGantry;
 /** A job whose worker printed a line of its own (set by the worker-log test, read on its page). */
 let jobWithLines = '';
-let browser: Browser;
+let b: ConsoleBrowser;
 let page: Page;
-const problems: string[] = [];
 
 /**
  * The console as the README opens it: at `localhost`, not the 127.0.0.1 the gateway calls itself
@@ -45,34 +43,18 @@ const consoleUrl = () => t.url.replace('//127.0.0.1:', '//localhost:');
 /** A link of the console's navigation bar. */
 const nav = (name: string) => page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name, exact: true });
 
-async function shot(name: string): Promise<void> {
-  mkdirSync(SHOTS, { recursive: true });
-  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
-}
+const shot = (name: string): Promise<void> => b.shot(name);
 
-async function adminApi(method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
-  const res = await fetch(`${t.url}${path}`, { method, headers: { authorization: `Bearer ${t.adminKey}`, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-  return (await res.json()) as Record<string, unknown>;
-}
-
-// With CI=true a missing Chromium fails the run instead of skipping (.ci/run installs it).
-describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the console in headless Chromium', () => {
+describe.skipIf(noBrowser)('the console in headless Chromium', () => {
   beforeAll(async () => {
     if (!existsSync(CLI) || !existsSync(join(ROOT, 'dist/console/app.js'))) throw new Error('run `npm run build` first');
     // The image workers run the real pipeline on the tiny models (CPU), as in test/images.
     t = await startTestGantry({ autoscalerIntervalMs: 50, workerStopGraceMs: 5_000, images: { ...IMAGE_DEFAULTS, workers: true } });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-    });
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    page.on('console', (m) => {
-      if (m.type() === 'error') problems.push(m.text());
-    });
-    page.on('pageerror', (err) => problems.push(err.message));
+    b = await openBrowser();
+    page = b.page;
   }, 60_000);
   afterAll(async () => {
-    await browser?.close();
+    await b?.close();
     await t?.close();
   }, 30_000);
 
@@ -107,16 +89,16 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the console in headle
     await form.getByLabel('Workers, maximum').fill('1');
     await form.getByRole('button', { name: 'Create endpoint' }).click();
     await page.getByRole('cell', { name: /echo-ui/ }).first().waitFor();
-    const created = await adminApi('GET', `/admin/v1/endpoints/${EP}`);
+    const created = await t.admin.getEndpoint(EP);
     expect(created).toMatchObject({ id: EP, name: 'Echo from the console', workersMin: 1, workersMax: 1 });
-    await eventually(async () => (((await adminApi('GET', `/v2/${EP}/health`)).workers as Record<string, number>).ready ?? 0) > 0 || undefined, 30_000, 'the echo worker');
+    await eventually(async () => (await t.client().health(EP)).workers.ready > 0 || undefined, 30_000, 'the echo worker');
     await page.reload();
     await page.getByRole('row', { name: /echo-ui/ }).getByText('1 ready').waitFor();
     await shot('endpoints');
   }, 60_000);
 
   it("edits the endpoint's rate limits (a bad one refused, naming the field) and removes its webhook secret", async () => {
-    expect((await adminApi('PATCH', `/admin/v1/endpoints/${EP}`, { webhookSecret: `whsec_${Buffer.alloc(32, 7).toString('base64')}` })).webhookSigning).toBe(true);
+    expect((await t.admin.updateEndpoint(EP, { webhookSecret: `whsec_${Buffer.alloc(32, 7).toString('base64')}` })).webhookSigning).toBe(true);
     await page.reload();
     await page.getByRole('button', { name: `Edit ${EP}` }).click();
     const form = page.getByRole('form', { name: `Edit ${EP}` });
@@ -129,7 +111,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the console in headle
     await form.getByLabel('Remove the webhook secret').check();
     await form.getByRole('button', { name: 'Save' }).click();
     await form.waitFor({ state: 'detached' });
-    const saved = await adminApi('GET', `/admin/v1/endpoints/${EP}`);
+    const saved = await t.admin.getEndpoint(EP);
     expect(saved).toMatchObject({ rateLimits: { run: { per10s: 5000, concurrent: 500 }, status: 'off' }, webhookSigning: false, workersMin: 1, workersMax: 1 });
     // The form shows what was saved; "off" typed without quotes is taken as the string.
     await page.getByRole('button', { name: `Edit ${EP}` }).click();
@@ -138,13 +120,13 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the console in headle
     await rates.fill('off');
     await form.getByRole('button', { name: 'Save' }).click();
     await form.waitFor({ state: 'detached' });
-    expect((await adminApi('GET', `/admin/v1/endpoints/${EP}`)).rateLimits).toBe('off');
+    expect((await t.admin.getEndpoint(EP)).rateLimits).toBe('off');
     // Blank restores the defaults.
     await page.getByRole('button', { name: `Edit ${EP}` }).click();
     await rates.fill('');
     await form.getByRole('button', { name: 'Save' }).click();
     await form.waitFor({ state: 'detached' });
-    expect((await adminApi('GET', `/admin/v1/endpoints/${EP}`)).rateLimits).toBeNull();
+    expect((await t.admin.getEndpoint(EP)).rateLimits).toBeNull();
   }, 30_000);
 
   it('creates an API key, shown once, that works', async () => {
@@ -153,8 +135,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the console in headle
     await page.getByRole('button', { name: 'Create key' }).click();
     const key = (await page.locator('#new-key').textContent()) ?? '';
     expect(key.length).toBeGreaterThan(20);
-    const health = await fetch(`${t.url}/v2/${EP}/health`, { headers: { authorization: `Bearer ${key}` } });
-    expect(health.status).toBe(200);
+    expect(await t.client(key).health(EP)).toHaveProperty('jobs');
     await page.getByRole('cell', { name: 'from the console', exact: true }).first().waitFor();
     await shot('api-keys');
     await page.getByRole('button', { name: 'Done' }).click();
@@ -187,9 +168,9 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the console in headle
   }, 90_000);
 
   it('cancels a running job from its page, which then shows what its run cost', async () => {
-    expect(await adminApi('PATCH', `/admin/v1/endpoints/${EP}`, { pricePerSecond: 0.01 })).toMatchObject({ pricePerSecond: 0.01 });
-    const { id } = (await adminApi('POST', `/v2/${EP}/run`, { input: { delayMs: 120_000 } })) as { id: string };
-    await eventually(async () => ((await adminApi('GET', `/v2/${EP}/status/${id}`)).status === 'IN_PROGRESS' ? true : undefined), 20_000, 'the job to run');
+    expect(await t.admin.updateEndpoint(EP, { pricePerSecond: 0.01 })).toMatchObject({ pricePerSecond: 0.01 });
+    const { id } = await t.client().run(EP, { input: { delayMs: 120_000 } });
+    await eventually(async () => ((await t.client().status(EP, id)).status === 'IN_PROGRESS' ? true : undefined), 20_000, 'the job to run');
     await page.goto(`${consoleUrl()}/console/#/job/${EP}/${id}`);
     await page.getByText('IN_PROGRESS').first().waitFor();
     // Asked first (issue 25): a stray click cancels nothing.
@@ -197,13 +178,13 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the console in headle
     await page.getByRole('button', { name: 'Yes, cancel it' }).click();
     await page.getByRole('status').getByText('Cancelled').waitFor();
     await page.getByText('CANCELLED').first().waitFor();
-    expect((await adminApi('GET', `/v2/${EP}/status/${id}`)).status).toBe('CANCELLED');
+    expect((await t.client().status(EP, id)).status).toBe('CANCELLED');
     // The input is still shown once the job ended (/status no longer has it; the job route does).
     expect(JSON.parse((await page.getByLabel('Input', { exact: true }).textContent()) ?? '')).toEqual({ delayMs: 120_000 });
     // A cancelled run of a per-second endpoint costs the seconds it ran.
     await page.getByRole('heading', { name: 'Cost' }).waitFor();
     expect(await page.locator('#h-cost + p strong').textContent()).toMatch(/^0\.0\d*[1-9]\d* USD$/);
-    await adminApi('PATCH', `/admin/v1/endpoints/${EP}`, { pricePerSecond: null });
+    await t.admin.updateEndpoint(EP, { pricePerSecond: null });
     await shot('job');
   }, 60_000);
 
@@ -252,7 +233,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the console in headle
     await log.getByText('console-log-marker', { exact: true }).waitFor();
     expect(await page.getByLabel('Follow').isChecked()).toBe(true);
     // A job run after the log was opened: its line appears while "Follow" is on, with no reload.
-    const { id } = (await adminApi('POST', `/v2/${EP}/runsync`, { input: { n: 1 } })) as { id: string };
+    const { id } = await t.client().runSync(EP, { input: { n: 1 } });
     await log.getByText(`console-job-line ${id}`, { exact: true }).waitFor({ timeout: 10_000 });
     jobWithLines = id;
   }, 30_000);
@@ -304,7 +285,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the console in headle
     expect(stored).not.toContain(t.adminKey);
     expect(stored).toContain('"cookie":""');
     // Refused requests (the 401 before sign-in, the 400 of the bad setting) are logged as failed loads; anything else is a fault.
-    expect(problems.filter((p) => !p.startsWith('Failed to load resource'))).toEqual([]);
+    expect(b.problems.filter((p) => !p.startsWith('Failed to load resource'))).toEqual([]);
   });
 
   it('signs out', async () => {
@@ -319,13 +300,12 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the console in headle
 // live over server-sent events, against a gateway of their own whose worker is simulated over
 // HTTP by the test: each chunk is posted only after the page showed the one before, so "shown
 // before the job ended" needs no timing.
-describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the job page and the live test editor in headless Chromium', () => {
+describe.skipIf(noBrowser)('the job page and the live test editor in headless Chromium', () => {
   const SEP = 'stream-ui';
   let g: TestGantry;
-  let b: Browser;
+  let sb: ConsoleBrowser;
   let p: Page;
   let worker: ReturnType<typeof workerFor>;
-  const pageProblems: string[] = [];
   /** The console API calls the page made for jobs of SEP: path and Accept header. */
   const calls: { path: string; accept: string }[] = [];
 
@@ -334,22 +314,16 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the job page and the 
     g = await startTestGantry({ webhookRetryMs: 50, outboundAllow: ['127.0.0.1'] });
     await g.createEndpoint(SEP);
     worker = workerFor(g, SEP, await g.createKey(['worker']));
-    b = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'] });
-    p = await b.newPage({ viewport: { width: 1280, height: 800 } });
-    p.on('console', (m) => {
-      if (m.type() === 'error') pageProblems.push(m.text());
-    });
+    sb = await openBrowser();
+    p = sb.page;
     p.on('request', (r) => {
       const path = new URL(r.url()).pathname;
       if (path.startsWith(`/console/api/v2/${SEP}/`)) calls.push({ path, accept: r.headers().accept ?? '' });
     });
-    await p.goto(`${g.url}/console/`);
-    await p.getByLabel('Admin API key').fill(g.adminKey);
-    await p.keyboard.press('Enter');
-    await p.getByRole('heading', { name: 'Endpoints' }).waitFor();
+    await sb.signIn(g.url, g.adminKey);
   }, 60_000);
   afterAll(async () => {
-    await b?.close();
+    await sb?.close();
     await g?.close();
   }, 30_000);
 
@@ -376,7 +350,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the job page and the 
       expect(await result().getByText('COMPLETED').count()).toBe(0);
     }
     expect(await result().locator('ol.chunks li').allTextContents()).toEqual(['"alpha"', '"beta"', '"gamma"']);
-    await shot2('test-editor-stream');
+    await sb.shot('test-editor-stream');
     expect((await worker.done(id, { output: 'all done' })).status).toBe(200);
     await result().getByText('COMPLETED').waitFor({ timeout: 15_000 });
     expect(await result().getByLabel('Output').textContent()).toContain('all done');
@@ -426,7 +400,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the job page and the 
       expect(results).toEqual(['HTTP 500', 'HTTP 503', 'HTTP 200 — delivered']);
       expect(hook.calls).toHaveLength(3);
       expect(await p.content()).not.toContain('sekrit');
-      await shot2('job-webhook');
+      await sb.shot('job-webhook');
       // The page's reads left the chunks for the client.
       expect((await client.stream(id, '?wait=0')).json.stream).toEqual([{ output: 'kept-1' }, { output: { kept: 2 } }]);
     } finally {
@@ -461,32 +435,25 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the job page and the 
   }, 60_000);
 
   it('breaks no CSP rule', () => {
-    expect(pageProblems.filter((m) => /Content Security Policy/i.test(m))).toEqual([]);
+    expect(sb.problems.filter((m) => /Content Security Policy/i.test(m))).toEqual([]);
   });
-
-  async function shot2(name: string): Promise<void> {
-    mkdirSync(SHOTS, { recursive: true });
-    await p.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
-  }
 });
 
 // A gateway with GANTRY_CONSOLE_PASSWORD: the sign-in page offers the password (and still an
 // API key), refuses a wrong one, signs in with the right one, and the page never holds it.
-describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('console password sign-in in headless Chromium', () => {
+describe.skipIf(noBrowser)('console password sign-in in headless Chromium', () => {
   const PASSWORD = 'a console password for the browser';
   let g: TestGantry;
-  let b: Browser;
+  let pb: ConsoleBrowser;
   let p: Page;
-  const faults: string[] = [];
   beforeAll(async () => {
     if (!existsSync(join(ROOT, 'dist/console/app.js'))) throw new Error('run `npm run build` first');
     g = await startTestGantry({ consolePassword: PASSWORD });
-    b = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'] });
-    p = await b.newPage({ viewport: { width: 1280, height: 800 } });
-    p.on('pageerror', (err) => faults.push(err.message));
+    pb = await openBrowser();
+    p = pb.page;
   }, 60_000);
   afterAll(async () => {
-    await b?.close();
+    await pb?.close();
     await g?.close();
   }, 30_000);
 
@@ -513,7 +480,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('console password sign
     const stored = await p.evaluate<string>('JSON.stringify({ html: document.documentElement.outerHTML, local: { ...localStorage }, session: { ...sessionStorage }, cookie: document.cookie })');
     expect(stored).not.toContain(PASSWORD);
     expect(stored).not.toContain('gk_console_');
-    expect(faults).toEqual([]);
+    expect(pb.faults).toEqual([]);
 
     await p.getByRole('button', { name: 'Sign out' }).click();
     await p.getByRole('radio', { name: 'API key' }).check();
@@ -525,13 +492,11 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('console password sign
   }, 60_000);
 
   it('lists a stopped worker on the Workers page and shows its log', async () => {
-    const admin = (method: string, path: string, body: unknown) =>
-      fetch(`${g.url}/admin/v1/${path}`, { method, headers: { authorization: `Bearer ${g.adminKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    expect((await admin('POST', 'endpoints', { id: 'rolled', workersMin: 1, workersMax: 1, worker: { command: 'echo stopped-ui-marker && exec sleep 600' } })).status).toBe(200);
-    const workers = async () => ((await (await fetch(`${g.url}/admin/v1/endpoints/rolled/workers`, { headers: { authorization: `Bearer ${g.adminKey}` } })).json()) as { workers: { id: string; state: string; startedAt: string | null }[] }).workers;
-    const first = await eventually(async () => (await workers()).find((w) => w.startedAt !== null), 20_000, 'the first worker');
+    await g.admin.createEndpoint({ id: 'rolled', workersMin: 1, workersMax: 1, worker: { command: 'echo stopped-ui-marker && exec sleep 600' } });
+    const workers = () => g.admin.listWorkers('rolled');
+    const first = await eventually(async () => (await workers()).find((w) => w.startedAt != null), 20_000, 'the first worker');
     // A new command rolls the pool: the first worker is stopped, its log kept.
-    expect((await admin('PATCH', 'endpoints/rolled', { worker: { command: 'exec sleep 600' } })).status).toBe(200);
+    await g.admin.updateEndpoint('rolled', { worker: { command: 'exec sleep 600' } });
     await eventually(async () => ((await workers()).some((w) => w.id === first.id && w.state === 'stopped') ? true : undefined), 20_000, 'the first worker to stop');
     await p.goto(`${g.url}/console/#/workers/rolled`);
     const table = p.getByRole('table', { name: 'Stopped lately' });
@@ -540,6 +505,6 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('console password sign
     const log = p.getByLabel(`Log of ${first.id}`);
     await log.getByText('stopped-ui-marker', { exact: true }).waitFor();
     await log.getByText(/stopped \(the endpoint's worker settings changed\)/).waitFor();
-    expect(faults).toEqual([]);
+    expect(pb.faults).toEqual([]);
   }, 60_000);
 });

@@ -9,17 +9,17 @@
 // Screenshots go to a temp folder, or to docs/screenshots with UPDATE_SCREENSHOTS=1.
 // Needs `npm run build` (the page is dist/console; the workers run dist/).
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { noBrowser, openBrowser, type ConsoleBrowser } from '../helpers/browser.js';
 import { eventually, startTestGantry, type TestGantry } from '../helpers/gantry.js';
 import { call, startReceiver, workerFor, type Receiver } from '../http/http-helpers.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLI = join(ROOT, 'dist/src/cli/main.js');
 const workerCommand = (example: string) => `exec node ${JSON.stringify(CLI)} worker ${JSON.stringify(join(ROOT, 'dist/examples', example))}`;
@@ -29,25 +29,15 @@ const run = async (file: string, args: string[], env: NodeJS.ProcessEnv, input?:
   if (input !== undefined) child.child.stdin?.end(input);
   return (await child).stdout;
 };
-const SHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? join(ROOT, 'docs/screenshots') : mkdtempSync(join(tmpdir(), 'gantry-shots-'));
 
 let t: TestGantry;
-let browser: Browser;
+let b: ConsoleBrowser;
 let page: Page;
 let runKey: string;
 let hook: Receiver;
-const faults: string[] = [];
 
-async function shot(name: string): Promise<void> {
-  mkdirSync(SHOTS, { recursive: true });
-  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
-}
-
-const admin = async (method: string, path: string, body?: unknown) => {
-  const r = await call(t.url, method, path, { key: t.adminKey, ...(body === undefined ? {} : { body }) });
-  return r.json;
-};
-const statusOf = async (ep: string, id: string) => (await admin('GET', `/v2/${ep}/status/${id}`)).status as string;
+const shot = (name: string): Promise<void> => b.shot(name);
+const statusOf = async (ep: string, id: string): Promise<string> => (await t.client().status(ep, id)).status;
 const go = async (hash: string) => {
   await page.goto(`${t.url}/console/#/${hash}`);
 };
@@ -58,7 +48,7 @@ async function snippet(label: string): Promise<string> {
   return (await page.getByRole('tabpanel').locator('pre').textContent()) ?? '';
 }
 
-describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('operating Gantry from the console in headless Chromium', () => {
+describe.skipIf(noBrowser)('operating Gantry from the console in headless Chromium', () => {
   beforeAll(async () => {
     if (!existsSync(CLI) || !existsSync(join(ROOT, 'dist/console/app.js'))) throw new Error('run `npm run build` first');
     t = await startTestGantry({ autoscalerIntervalMs: 50, workerStopGraceMs: 5_000, webhookRetryMs: 50, outboundAllow: ['127.0.0.1'] });
@@ -66,18 +56,14 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('operating Gantry from
     hook = await startReceiver();
     await t.createEndpoint('echo-op', { name: 'Echo to operate', workersMax: 1, idleTimeout: 600, worker: { command: workerCommand('echo-worker.js') } });
     await t.createEndpoint('llm-op', { workersMax: 1, idleTimeout: 600, worker: { command: workerCommand('llm-toy-worker.js') } });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'] });
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    b = await openBrowser({ width: 1280, height: 900 });
+    page = b.page;
     // A locator that never appears fails its step (named) well before the test's own timeout.
     page.setDefaultTimeout(15_000);
-    page.on('pageerror', (err) => faults.push(err.message));
-    await page.goto(`${t.url}/console/`);
-    await page.getByLabel('Admin API key').fill(t.adminKey);
-    await page.keyboard.press('Enter');
-    await page.getByRole('heading', { name: 'Endpoints' }).waitFor();
+    await b.signIn(t.url, t.adminKey);
   }, 60_000);
   afterAll(async () => {
-    await browser?.close();
+    await b?.close();
     await hook?.close();
     await t?.close();
   }, 30_000);
@@ -114,7 +100,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('operating Gantry from
     writeFileSync(join(dir, 'openai.mjs'), await snippet('OpenAI client'));
     const byOpenAi = await run('node', [join(dir, 'openai.mjs')], env);
     expect(byOpenAi.trim().length).toBeGreaterThan(0);
-    const requests = (await admin('GET', '/v2/llm-op/requests')).requests as { status: string }[];
+    const requests = (await call(t.url, 'GET', '/v2/llm-op/requests', { key: t.adminKey })).json.requests as { status: string }[];
     expect(requests.filter((r) => r.status === 'COMPLETED').length).toBeGreaterThanOrEqual(2); // the model list, the chat completion
   }, 120_000);
 
@@ -147,7 +133,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('operating Gantry from
     await form.getByLabel('Memory (MiB)').fill('2048');
     await form.getByRole('button', { name: 'Create endpoint' }).click();
     await form.waitFor({ state: 'detached' });
-    expect((await admin('GET', '/admin/v1/endpoints/image-op')).worker).toEqual({
+    expect((await t.admin.getEndpoint('image-op')).worker).toEqual({
       image: 'registry.example:5000/team/worker:1.2',
       command: ['python', '-u', 'handler.py'],
       env: { MODEL: 'tiny', LOG_LEVEL: 'debug' },
@@ -156,13 +142,13 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('operating Gantry from
       memoryMb: 2048,
       volumes: ['/srv/models:/models:ro'],
     });
-    await admin('DELETE', '/admin/v1/endpoints/image-op');
+    await t.admin.deleteEndpoint('image-op');
   }, 30_000);
 
   it('purges the queue and deletes the endpoint, each only once confirmed', async () => {
     await t.createEndpoint('doomed-op');
     const ids: string[] = [];
-    for (const n of [1, 2, 3]) ids.push((await admin('POST', '/v2/doomed-op/run', { input: { n } })).id as string);
+    for (const n of [1, 2, 3]) ids.push((await t.client().run('doomed-op', { input: { n } })).id);
     await go('endpoint/doomed-op');
     const health = page.getByLabel('Health', { exact: true });
     await health.getByText('3 queued').waitFor();
@@ -184,11 +170,11 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('operating Gantry from
     await page.getByLabel('Type doomed-op to confirm').fill('doomed-op');
     await confirm.click();
     await page.getByRole('heading', { name: 'Endpoints', exact: true }).waitFor();
-    expect((await call(t.url, 'GET', '/admin/v1/endpoints/doomed-op', { key: t.adminKey })).status).toBe(404);
+    await expect(t.admin.getEndpoint('doomed-op')).rejects.toMatchObject({ status: 404 });
   }, 60_000);
 
   it("shows a job's created, started and finished times, resends its webhook, and cancels a job only once confirmed", async () => {
-    const id = (await call(t.url, 'POST', '/v2/echo-op/run', { key: runKey, body: { input: { n: 7 }, webhook: hook.url } })).json.id as string;
+    const { id } = await t.client(runKey).run('echo-op', { input: { n: 7 }, webhook: hook.url });
     await eventually(async () => (hook.calls.length === 1 ? true : undefined), 30_000, 'the webhook');
     await go(`job/echo-op/${id}`);
     await page.getByRole('heading', { name: 'Times' }).waitFor();
@@ -211,7 +197,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('operating Gantry from
     await expect.poll(() => page.getByLabel('Endpoint').inputValue()).toBe('echo-op');
     expect(JSON.parse(await page.getByLabel('Request body (JSON)').inputValue())).toEqual({ input: { n: 7 } });
 
-    const running = (await admin('POST', '/v2/echo-op/run', { input: { delayMs: 120_000 } })).id as string;
+    const running = (await t.client().run('echo-op', { input: { delayMs: 120_000 } })).id;
     await eventually(async () => ((await statusOf('echo-op', running)) === 'IN_PROGRESS' ? true : undefined), 30_000, 'the job to run');
     await go(`job/echo-op/${running}`);
     await page.getByText('IN_PROGRESS').first().waitFor();
@@ -231,8 +217,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('operating Gantry from
     await page.getByRole('button', { name: 'Send as run', exact: true }).click();
     const result = page.locator('[aria-label="Result"]');
     const live = result.getByLabel('Live');
-    const workers = (await admin('GET', '/admin/v1/endpoints/echo-op/workers')).workers as { id: string; state: string }[];
-    const workerId = workers.find((w) => w.state !== 'stopped')!.id;
+    const workerId = (await t.admin.listWorkers('echo-op')).find((w) => w.state !== 'stopped')!.id;
     await live.getByText(workerId).waitFor({ timeout: 30_000 });
     await result.getByLabel('Progress').getByText('loading the model').waitFor({ timeout: 10_000 });
     const elapsed = live.getByLabel('Elapsed');
@@ -263,8 +248,8 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('operating Gantry from
     await t.createEndpoint('hand-op');
     const hand = workerFor(t, 'hand-op', await t.createKey(['worker']));
     expect((await hand.ping()).status).toBe(200);
-    const rows = async () => (await admin('GET', '/admin/v1/endpoints/hand-op/workers')).workers as { id: string; firstSeenAt: string; lastSeenAt: string }[];
-    const firstSeen = (await rows())[0]!.firstSeenAt;
+    const rows = () => t.admin.listWorkers('hand-op');
+    const firstSeen = (await rows())[0]!.firstSeenAt ?? '';
     // Seen again later: the first-seen time stays, the last-seen one moves.
     const later = await eventually(async () => {
       await hand.ping();
@@ -292,7 +277,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('operating Gantry from
     await poolKey.getByRole('button', { name: /^Revoke worker pool echo-op/ }).click();
     await poolKey.getByText(/cut off/).waitFor();
     await poolKey.getByRole('button', { name: 'Keep it' }).click();
-    const named = ((await admin('GET', '/admin/v1/keys')).keys as { name: string; managed: boolean; lastUsedAt: string | null }[]).find((k) => k.name.startsWith('worker pool echo-op'))!;
+    const named = (await t.admin.listKeys()).find((k) => k.name.startsWith('worker pool echo-op'))!;
     expect(named.managed).toBe(true);
     expect(named.lastUsedAt).not.toBeNull();
     await shot('api-keys-managed');
@@ -312,7 +297,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('operating Gantry from
 
   it('draws durations in the unit their largest value reads best in', async () => {
     // A job that works 2.5 s: the minute's execution p98 is seconds, not milliseconds.
-    expect((await admin('POST', '/v2/echo-op/runsync', { input: { delayMs: 2500 } })).status).toBe('COMPLETED');
+    expect((await t.client().runSync('echo-op', { input: { delayMs: 2500 } })).status).toBe('COMPLETED');
     const charts = page.waitForResponse((r) => r.url().includes('/console/api/charts/echo-op'));
     await go('charts/echo-op');
     const points = ((await (await charts).json()) as { points: { delay: { p98: number | null }; execution: { p98: number | null } }[] }).points;
@@ -350,6 +335,6 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('operating Gantry from
       if (hash === 'jobs/echo-op') await shot('jobs-phone');
     }
     await page.setViewportSize({ width: 1280, height: 900 });
-    expect(faults).toEqual([]);
+    expect(b.faults).toEqual([]);
   }, 60_000);
 });

@@ -10,19 +10,19 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PoolWorkerInfo } from '../../src/jobs/pool-view.js';
+import type { EndpointWorker } from '../../src/sdk/admin-client.js';
+import { isTerminal, type EndpointHealth, type Job, type JobPolicy } from '../../src/sdk/client.js';
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { Clock } from '../../src/util/clock.js';
 import { createOffsetClock } from '../helpers/clock.js';
 import { eventually, startTestGantry, type TestGantry } from '../helpers/gantry.js';
-
-type Json = Record<string, unknown>;
+import { waitForJobs } from '../helpers/jobs.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLI = join(ROOT, 'dist/src/cli/main.js');
 const ECHO = `node ${JSON.stringify(CLI)} worker ${JSON.stringify(join(ROOT, 'dist/examples/echo-worker.js'))}`;
 const PYTHON = `python3 -u ${JSON.stringify(join(ROOT, 'test/e2e/fixtures/runpod_like_worker.py'))} --handler echo`;
 const CRASH = `node -e "console.error('boom: missing model'); process.exit(3)"`;
-const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT']);
 const SETTINGS = { autoscalerIntervalMs: 50, workerStopGraceMs: 10_000, workerRestartBackoffMs: 300 };
 
 let t: TestGantry;
@@ -53,35 +53,17 @@ async function autoscalerPasses(n: number, each: () => void = () => {}): Promise
   each();
 }
 
-async function api(method: string, path: string, body?: unknown): Promise<Json> {
-  const res = await fetch(`${t.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${t.adminKey}`, 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const json = (await res.json()) as Json;
-  if (res.status !== 200) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
-
-const submit = async (ep: string, input: unknown, policy?: Json): Promise<string> =>
-  (await api('POST', `/v2/${ep}/run`, { input, ...(policy ? { policy } : {}) })).id as string;
-const status = (ep: string, id: string): Promise<Json> => api('GET', `/v2/${ep}/status/${id}`);
-const health = async (ep: string): Promise<Record<string, number>> => (await api('GET', `/v2/${ep}/health`)).workers as Record<string, number>;
-const poolWorkers = async (ep: string): Promise<(PoolWorkerInfo & Json)[]> =>
-  (await api('GET', `/admin/v1/endpoints/${ep}/workers`)).workers as (PoolWorkerInfo & Json)[];
+const submit = async (ep: string, input: unknown, policy?: JobPolicy): Promise<string> => (await t.client().run(ep, { input, ...(policy ? { policy } : {}) })).id;
+const status = (ep: string, id: string): Promise<Job> => t.client().status(ep, id);
+const health = async (ep: string): Promise<EndpointHealth['workers']> => (await t.client().health(ep)).workers;
+const poolWorkers = (ep: string): Promise<EndpointWorker[]> => t.admin.listWorkers(ep);
 /** In-process view of the pool (cheaper than HTTP when sampling often). */
 const pool = (ep: string): PoolWorkerInfo[] => t.gantry.gateway.autoscaler.view.workers(ep) ?? [];
 /** `gantry <args>` against the test gateway; its stdout. */
 const cli = async (...args: string[]): Promise<string> =>
   (await promisify(execFile)('node', [CLI, ...args, '--url', t.url, '--admin-key', t.adminKey])).stdout;
 
-async function allTerminal(ep: string, ids: string[], timeoutMs = 20_000): Promise<Json[]> {
-  return eventually(async () => {
-    const jobs = await Promise.all(ids.map((id) => status(ep, id)));
-    return jobs.every((j) => TERMINAL.has(j.status as string)) ? jobs : undefined;
-  }, timeoutMs, `jobs of ${ep} to finish`);
-}
+const allTerminal = (ep: string, ids: string[]): Promise<Job[]> => waitForJobs(t.client(), ep, ids, 20_000);
 
 beforeAll(async () => {
   if (!existsSync(CLI)) throw new Error('run `npm run build` first: the pool workers run dist/src/cli/main.js');
@@ -103,7 +85,7 @@ describe('autoscaler with real worker processes', () => {
       most = Math.max(most, pool('burst').length);
       throttled = Math.max(throttled, (await health('burst')).throttled ?? 0);
       const all = await Promise.all(ids.map((id) => status('burst', id)));
-      return all.every((j) => TERMINAL.has(j.status as string)) ? all : undefined;
+      return all.every((j) => isTerminal(j.status)) ? all : undefined;
     }, 30_000, 'the burst to finish');
     expect(jobs.map((j) => j.status)).toEqual(ids.map(() => 'COMPLETED'));
     expect(most).toBe(3);
@@ -159,8 +141,7 @@ describe('autoscaler with real worker processes', () => {
 
     // Lines reach the store in batches (docs/logs.md).
     const lines = await eventually(async () => {
-      const log = await api('GET', `/admin/v1/endpoints/crash/workers/${worker?.id}/logs?lines=50`);
-      const l = (log.lines as { stream: string; line: string }[]).map((x) => `${x.stream}: ${x.line}`);
+      const l = (await t.admin.workerLogs('crash', worker?.id ?? '', 50)).map((x) => `${x.stream}: ${x.line}`);
       return l.some((x) => /^gantry: restarting in/.test(x)) ? l : undefined;
     }, 10_000, 'the crash notes in the stored log');
     expect(lines).toContain('stderr: boom: missing model');
@@ -175,9 +156,9 @@ describe('autoscaler with real worker processes', () => {
     const tail = await cli('endpoints', 'logs', 'crash', worker?.id ?? '', '--lines', '20');
     expect(tail).toMatch(/Z -  +boom: missing model$/m);
 
-    await expect(api('GET', `/admin/v1/endpoints/crash/workers/nope/logs`)).rejects.toThrow(/404.*WORKER_NOT_FOUND/);
-    await expect(api('GET', `/admin/v1/endpoints/crash/workers/${worker?.id}/logs?lines=0`)).rejects.toThrow(/400/);
-    await api('DELETE', '/admin/v1/endpoints/crash');
+    await expect(t.admin.workerLogs('crash', 'nope')).rejects.toMatchObject({ status: 404, code: 'WORKER_NOT_FOUND' });
+    await expect(t.admin.workerLogs('crash', worker?.id ?? '', 0)).rejects.toMatchObject({ status: 400 });
+    await t.admin.deleteEndpoint('crash');
     await eventually(async () => (t.gantry.gateway.autoscaler.view.workers('crash') === undefined ? true : undefined), 10_000, 'the pool to close');
   });
 
@@ -187,7 +168,7 @@ describe('autoscaler with real worker processes', () => {
     const id = await submit('kill', { delayMs: 1_500 });
     const victim = await eventually(async () => {
       const job = await status('kill', id);
-      return job.status === 'IN_PROGRESS' ? (job.workerId as string) : undefined;
+      return job.status === 'IN_PROGRESS' ? job.workerId : undefined;
     }, 10_000, 'the job to start');
     const pid = pool('kill').find((w) => w.id === victim)?.pid;
     expect(pid).toBeGreaterThan(0);
@@ -223,20 +204,20 @@ describe('autoscaler with real worker processes', () => {
     const running = (await Promise.all(before.map((id) => status('roll', id)))).filter((j) => j.status === 'IN_PROGRESS');
 
     const newCommand = `${ECHO} --concurrency 1`;
-    await api('PATCH', '/admin/v1/endpoints/roll', { worker: { command: newCommand } });
+    await t.admin.updateEndpoint('roll', { worker: { command: newCommand } });
     const after = await Promise.all([4, 5].map((n) => submit('roll', { n, delayMs: 100 })));
 
     const jobs = await allTerminal('roll', [...before, ...after]);
     expect(jobs.map((j) => j.status)).toEqual([...before, ...after].map(() => 'COMPLETED'));
     // Jobs running at the update were finished by their (draining) workers, not requeued.
     for (const r of running) expect(jobs.find((j) => j.id === r.id)?.workerId).toBe(r.workerId);
-    expect(old.has(jobs.at(-1)?.workerId as string)).toBe(false);
+    expect(old.has(jobs.at(-1)?.workerId ?? '')).toBe(false);
 
     const fresh = await eventually(async () => {
       const list = pool('roll');
       return list.length > 0 && list.every((w) => !old.has(w.id)) ? list : undefined;
     }, 20_000, 'only new workers');
-    await eventually(async () => (JSON.stringify((await api('GET', `/admin/v1/endpoints/roll/workers/${fresh[0]?.id}/logs`)).lines).includes('--concurrency 1') ? true : undefined), 10_000, 'the started note in the stored log');
+    await eventually(async () => (JSON.stringify(await t.admin.workerLogs('roll', fresh[0]?.id ?? '')).includes('--concurrency 1') ? true : undefined), 10_000, 'the started note in the stored log');
   });
 });
 
@@ -248,12 +229,7 @@ describe.skipIf(process.env.GANTRY_TEST_BACKEND === 'postgres')('gateway shutdow
     let id = '';
     try {
       await g.createEndpoint('drain', { worker: { command: ECHO } });
-      const res = await fetch(`${g.url}/v2/drain/run`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${g.adminKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ input: { progress: ['started'], delayMs: 800 } }),
-      });
-      id = ((await res.json()) as Json).id as string;
+      id = (await g.client().run('drain', { input: { progress: ['started'], delayMs: 800 } })).id;
       // The worker has the job once its handler's progress is in: IN_PROGRESS alone is the claim,
       // and a take answer still on its way when the worker gets SIGTERM is rightly returned to the queue.
       const started = async (): Promise<true | undefined> => {

@@ -12,18 +12,18 @@
 //   reconnect grace is over, and none is lost.
 // The store is GANTRY_TEST_BACKEND's (this file is in vitest.config.ts's BOTH_STORES).
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildWorkerEnv, eventually } from '../helpers/gantry.js';
+import type { Job } from '../../src/sdk/client.js';
+import { newEndpoint, newKey } from '../helpers/jobs.js';
+import { freePort } from '../helpers/ports.js';
 import { createTestSchema, type TestSchema } from '../helpers/postgres.js';
-import { spawnOwned } from '../helpers/processes.js';
-import { CLI, startServe, type ServeProcess } from '../helpers/serve-process.js';
-
-type Json = Record<string, unknown>;
+import { killOwned, spawnOwned } from '../helpers/processes.js';
+import { scratchDir } from '../helpers/scratch.js';
+import { CLI, startGateway, type ServeProcess } from '../helpers/serve-process.js';
 
 const STAND_IN = fileURLToPath(new URL('./fixtures/runpod_like_worker.py', import.meta.url));
 const ADMIN_KEY = 'restart-test-admin-key-0123456789';
@@ -51,43 +51,13 @@ let port: number;
 let gateway: ServeProcess | undefined;
 const workers: Worker[] = [];
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port: free } = server.address() as { port: number };
-      server.close(() => resolve(free));
-    });
-  });
-}
-
 async function serve(): Promise<ServeProcess> {
-  const env: Record<string, string> = {
-    PORT: String(port),
-    GANTRY_DATA_DIR: dir,
-    GANTRY_WORKER_LOST_MS: String(LOST_MS),
-    GANTRY_REAPER_INTERVAL_MS: '250',
-    GANTRY_JOB_TAKE_WAIT_MS: '2000',
-  };
+  const env: Record<string, string> = { PORT: String(port), GANTRY_WORKER_LOST_MS: String(LOST_MS), GANTRY_REAPER_INTERVAL_MS: '250', GANTRY_JOB_TAKE_WAIT_MS: '2000' };
   if (schema) env.DATABASE_URL = schema.url;
-  const started = await startServe(ADMIN_KEY, env);
-  if (!started.url) throw new Error(`gantry serve did not start: ${started.output().slice(-2000)}`);
-  return started;
+  return startGateway({ adminKey: ADMIN_KEY, dataDir: dir, env });
 }
 
-async function api(method: string, path: string, body?: unknown): Promise<Json> {
-  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const json = (await res.json()) as Json;
-  if (res.status !== 200) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
-
-const statuses = async (jobs: { ep: string; id: string }[]): Promise<Json[]> => Promise.all(jobs.map((j) => api('GET', `/v2/${j.ep}/status/${j.id}`)));
+const statuses = (jobs: { ep: string; id: string }[]): Promise<Job[]> => Promise.all(jobs.map((j) => gateway!.client().status(j.ep, j.id)));
 
 function startWorker(command: string, args: string[], env: Record<string, string>): Worker {
   const proc = spawnOwned(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -117,20 +87,20 @@ function runs(): Map<string, number> {
 async function fourJobsRunning(): Promise<{ ep: string; id: string }[]> {
   const jobs: { ep: string; id: string }[] = [];
   for (const n of [1, 2]) {
-    jobs.push({ ep: 'sdk', id: (await api('POST', '/v2/sdk/run', { input: { ms: JOB_MS, n } })).id as string });
-    jobs.push({ ep: 'py', id: (await api('POST', '/v2/py/run', { input: { seconds: JOB_MS / 1000, n } })).id as string });
+    jobs.push({ ep: 'sdk', id: (await gateway!.client().run('sdk', { input: { ms: JOB_MS, n } })).id });
+    jobs.push({ ep: 'py', id: (await gateway!.client().run('py', { input: { seconds: JOB_MS / 1000, n } })).id });
   }
   await eventually(async () => ((await statuses(jobs)).every((j) => j.status === 'IN_PROGRESS') ? true : undefined), 20_000, 'four jobs in progress');
   return jobs;
 }
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'gantry-restart-'));
+  dir = scratchDir('restart');
   if (BACKEND === 'postgres') schema = await createTestSchema('restart');
   port = await freePort();
   gateway = await serve();
-  for (const ep of ['sdk', 'py']) await api('POST', '/admin/v1/endpoints', { id: ep });
-  const key = (await api('POST', '/admin/v1/keys', { name: 'hand workers', scopes: ['worker'] })).key as string;
+  for (const ep of ['sdk', 'py']) await newEndpoint(gateway, { id: ep });
+  const key = await newKey(gateway, ['worker']);
   const handler = join(dir, 'handler.mjs');
   writeFileSync(handler, HANDLER);
   const url = `http://127.0.0.1:${port}`;
@@ -139,17 +109,14 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  for (const w of workers.splice(0)) if (w.proc.exitCode === null) w.proc.kill('SIGKILL');
-  if (gateway?.proc.exitCode === null) gateway.proc.kill('SIGKILL');
+  killOwned();
   await schema?.drop();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 describe(`a gateway restart with jobs in flight on SDK and runpod-python workers (${BACKEND} store)`, () => {
   it('stopped (SIGTERM): it waits for the running jobs, takes every result, and no job runs twice', async () => {
     const jobs = await fourJobsRunning();
-    gateway!.proc.kill('SIGTERM');
-    expect(await gateway!.exited).toBe(0);
+    expect(await gateway!.stop()).toBe(0);
     expect(gateway!.output()).not.toContain('still running after the stop grace');
     gateway = await serve();
     const after = await statuses(jobs);
@@ -163,8 +130,7 @@ describe(`a gateway restart with jobs in flight on SDK and runpod-python workers
     const stands = workers.filter((w) => w.out().includes('Starting Serverless Worker'));
     const pingErrors = (w: Worker): number => (w.out().match(/ping request error/g) ?? []).length;
     const before = stands.map(pingErrors);
-    gateway!.proc.kill('SIGKILL');
-    await gateway!.exited;
+    await gateway!.stop('SIGKILL');
     // Both kinds finished their jobs in the outage and tried to post the results: the stand-ins dropped theirs.
     const sdkIds = jobs.filter((j) => j.ep === 'sdk').map((j) => j.id);
     await eventually(async () => (sdkIds.every((id) => sdkLines().includes(`done ${id}`)) ? true : undefined), 20_000, 'the SDK handlers to finish');

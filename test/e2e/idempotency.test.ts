@@ -8,16 +8,15 @@
 // Another body under the key is 409; another caller's same key is another job.
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildWorkerEnv, eventually } from '../helpers/gantry.js';
 import { createTestSchema, type TestSchema } from '../helpers/postgres.js';
+import { newEndpoint as createEndpoint, newKey, uniqueId } from '../helpers/jobs.js';
 import { spawnOwned } from '../helpers/processes.js';
-import { startServe, type ServeProcess } from '../helpers/serve-process.js';
-import { call, uniqueId, type Json, type Reply } from '../http/http-helpers.js';
+import { scratchDir } from '../helpers/scratch.js';
+import { startGateway as startServe, type ServeProcess } from '../helpers/serve-process.js';
+import { call, type Json, type Reply } from '../http/http-helpers.js';
 
 const WORKER_SCRIPT = fileURLToPath(new URL('./fixtures/runpod_like_worker.py', import.meta.url));
 const ADMIN_KEY = `idem-admin-${randomBytes(8).toString('hex')}`;
@@ -43,34 +42,26 @@ describe.each(['sqlite', 'postgres'] as const)('Idempotency-Key on a gateway pro
   let workerKey: string;
 
   async function startGateway(): Promise<ServeProcess> {
-    const started = await startServe(ADMIN_KEY, env);
-    if (!started.url) throw new Error(`gantry serve exited: ${started.output().slice(-2000)}`);
+    const started = await startServe({ adminKey: ADMIN_KEY, dataDir: dir, env });
     gateways.push(started);
     return started;
   }
 
+  /** Ends `g`, paused or not. */
   async function stopGateway(g: ServeProcess): Promise<void> {
-    if (g.proc.exitCode !== null || g.proc.signalCode !== null) return;
     g.proc.kill('SIGCONT');
-    g.proc.kill('SIGTERM');
-    await g.exited;
+    await g.stop();
   }
 
-  const admin = async (path: string, body: unknown): Promise<Json> => {
-    const r = await call(gw.url, 'POST', `/admin/v1/${path}`, { key: ADMIN_KEY, body });
-    if (r.status !== 200) throw new Error(`admin ${path}: ${r.status} ${r.text}`);
-    return r.json;
-  };
-
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'gantry-idem-'));
+    dir = scratchDir('idem');
     schema = backend === 'postgres' ? await createTestSchema('idem') : undefined;
     // debug: the access log, one line per request once handled (sendWhilePaused waits on it).
-    env = { GANTRY_DATA_DIR: dir, GANTRY_SECRET_KEY: SECRET_KEY, GANTRY_JOB_TAKE_WAIT_MS: '2000', GANTRY_LOG_LEVEL: 'debug', ...(schema ? { DATABASE_URL: schema.url } : {}) };
+    env = { GANTRY_SECRET_KEY: SECRET_KEY, GANTRY_JOB_TAKE_WAIT_MS: '2000', GANTRY_LOG_LEVEL: 'debug', ...(schema ? { DATABASE_URL: schema.url } : {}) };
     gw = await startGateway();
-    runKey = (await admin('keys', { name: 'run', scopes: ['run'] })).key as string;
-    otherKey = (await admin('keys', { name: 'another tenant', scopes: ['run'] })).key as string;
-    workerKey = (await admin('keys', { name: 'workers', scopes: ['worker'] })).key as string;
+    runKey = await newKey(gw, ['run']);
+    otherKey = await newKey(gw, ['run']); // another tenant
+    workerKey = await newKey(gw, ['worker']);
   }, 60_000);
 
   afterAll(async () => {
@@ -81,15 +72,10 @@ describe.each(['sqlite', 'postgres'] as const)('Idempotency-Key on a gateway pro
       await exited;
     }
     for (const g of gateways) await stopGateway(g);
-    rmSync(dir, { recursive: true, force: true });
     await schema?.drop();
   }, 30_000);
 
-  async function newEndpoint(): Promise<string> {
-    const id = uniqueId('idem');
-    await admin('endpoints', { id });
-    return id;
-  }
+  const newEndpoint = (): Promise<string> => createEndpoint(gw, {}, 'idem');
 
   /** A runpod-python stand-in serving `endpointId` through `g` with the echo handler. */
   function startWorker(endpointId: string, g: ServeProcess = gw): PyWorker {

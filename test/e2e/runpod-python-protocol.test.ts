@@ -3,68 +3,23 @@
 // request: `?&` queries, raw Authorization, form-encoded JSON results with a `charset`
 // header, sticky X-Request-ID, job-stop long-polls, progress posts to job-done, ...).
 // If these pass, an unmodified `runpod.serverless.start({"handler": ...})` worker works.
-import type { ChildProcess } from 'node:child_process';
-import { spawnOwned } from '../helpers/processes.js';
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { isTerminal, type GantryClient, type Job } from '../../src/sdk/client.js';
 import { eventually, startTestGantry } from '../helpers/gantry.js';
+import { waitForJob } from '../helpers/jobs.js';
+import { PyWorker } from '../limits/py-worker.js';
 
 type Gantry = Awaited<ReturnType<typeof startTestGantry>>;
 type Json = Record<string, unknown>;
 
-const WORKER_SCRIPT = fileURLToPath(new URL('./fixtures/runpod_like_worker.py', import.meta.url));
-const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT']);
-
 let gantry: Gantry;
-let runKey: string;
+let jobs: GantryClient;
 const workers: PyWorker[] = [];
-
-/** One spawned worker process; `EVENT <what> <id>` lines on its stdout are collected. */
-class PyWorker {
-  readonly events: { what: string; id: string }[] = [];
-  stdout = '';
-  stderr = '';
-  exitCode: number | null | undefined = undefined;
-  private readonly proc: ChildProcess;
-
-  constructor(readonly workerId: string, env: Record<string, string>, args: string[]) {
-    const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('RUNPOD_')));
-    this.proc = spawnOwned('python3', ['-u', WORKER_SCRIPT, ...args], { env: { ...base, ...env }, stdio: 'pipe' });
-    this.proc.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-      this.stdout += chunk;
-      for (const m of chunk.matchAll(/^EVENT (\S+) (\S+)$/gm)) this.events.push({ what: m[1]!, id: m[2]! });
-    });
-    this.proc.stderr?.setEncoding('utf8').on('data', (chunk: string) => (this.stderr += chunk));
-    this.proc.on('exit', (code) => (this.exitCode = code));
-  }
-
-  has(what: string, id: string): boolean {
-    return this.events.some((e) => e.what === what && e.id === id);
-  }
-
-  count(what: string, id: string): number {
-    return this.events.filter((e) => e.what === what && e.id === id).length;
-  }
-
-  /** Requests the server refused or failed (`--verbose` logs each as `GET /path -> 200`), and lost posts. */
-  errors(): string[] {
-    return this.stderr.split('\n').filter((l) => / -> [45]\d\d$/.test(l) || l.includes('failed to'));
-  }
-
-  /** Ends the process at once (SIGKILL): a SIGTERMed runpod-python waits for its open polls to be answered. */
-  async stop(): Promise<void> {
-    if (process.env.DUMP_WORKER_LOGS) console.log(`--- ${this.workerId}\n${this.stdout}${this.stderr}`);
-    if (this.exitCode !== undefined) return;
-    const exited = new Promise((resolve) => this.proc.once('exit', resolve));
-    this.proc.kill('SIGKILL');
-    await exited;
-  }
-}
 
 function startWorker(endpointId: string, args: string[]): PyWorker {
   const workerId = `py-${endpointId}-${workers.length}`;
-  const worker = new PyWorker(workerId, gantry.workerEnv(endpointId, workerId), [...args, '--verbose']);
+  const worker = new PyWorker(gantry.workerEnv(endpointId, workerId), args);
   workers.push(worker);
   return worker;
 }
@@ -75,44 +30,21 @@ async function newEndpoint(name: string): Promise<string> {
   return id;
 }
 
-async function api(method: string, path: string, body?: unknown): Promise<{ status: number; json: Json }> {
-  const res = await fetch(`${gantry.url}/v2/${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${runKey}`, 'Content-Type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, json: text ? (JSON.parse(text) as Json) : {} };
-}
-
 async function submit(endpointId: string, input: unknown): Promise<string> {
-  const { status, json } = await api('POST', `${endpointId}/run`, { input });
-  expect(status).toBe(200);
-  expect(json.status).toBe('IN_QUEUE');
-  return json.id as string;
+  const ref = await jobs.run(endpointId, { input });
+  expect(ref.status).toBe('IN_QUEUE');
+  return ref.id;
 }
 
-async function jobStatus(endpointId: string, jobId: string): Promise<Json> {
-  const { status, json } = await api('GET', `${endpointId}/status/${jobId}`);
-  expect(status).toBe(200);
-  return json;
-}
+const jobStatus = (endpointId: string, jobId: string): Promise<Job> => jobs.status(endpointId, jobId);
+const untilTerminal = (endpointId: string, jobId: string): Promise<Job> => waitForJob(jobs, endpointId, jobId, 15_000);
 
 /** Polls `probe` until it returns a value, or fails with `what` at the deadline. */
 function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
   return eventually(async () => probe(), timeoutMs, what);
 }
 
-async function untilTerminal(endpointId: string, jobId: string, timeoutMs = 15_000): Promise<Json> {
-  return until(`job ${jobId} to finish`, async () => {
-    const job = await jobStatus(endpointId, jobId);
-    return TERMINAL.has(job.status as string) ? job : undefined;
-  }, timeoutMs);
-}
-
-async function untilEvent(worker: PyWorker, what: string, id: string, timeoutMs = 15_000): Promise<void> {
-  await until(`worker event ${what} ${id}\n${worker.stderr.slice(-2000)}`, () => (worker.has(what, id) ? true : undefined), timeoutMs);
-}
+const untilEvent = (worker: PyWorker, what: string, id: string, timeoutMs = 15_000): Promise<void> => worker.waitFor(what, id, 1, timeoutMs);
 
 afterEach(async () => {
   await Promise.all(workers.splice(0).map((w) => w.stop()));
@@ -122,7 +54,7 @@ afterEach(async () => {
 describe.each(['sqlite', 'postgres'] as const)('runpod-python 1.12 worker protocol (%s store)', (backend) => {
   beforeAll(async () => {
     gantry = await startTestGantry({}, { backend });
-    runKey = await gantry.createKey(['run']);
+    jobs = gantry.client(await gantry.createKey(['run']));
   });
 
   afterAll(async () => {
@@ -184,7 +116,7 @@ describe.each(['sqlite', 'postgres'] as const)('runpod-python 1.12 worker protoc
     const id = await submit(ep, { steps, step_seconds: 0.5, late_progress: true, late_delay: 0.6 });
     const seen = await until('a progress update in /status', async () => {
       const job = await jobStatus(ep, id);
-      expect(TERMINAL.has(job.status as string)).toBe(false);
+      expect(isTerminal(job.status)).toBe(false);
       return job.status === 'IN_PROGRESS' && job.output !== undefined ? job : undefined;
     });
     expect(seen.output).toMatchObject({ of: steps, step: expect.any(Number) });
@@ -204,13 +136,7 @@ describe.each(['sqlite', 'postgres'] as const)('runpod-python 1.12 worker protoc
     const chunks = ['alpha', { beta: 2 }, 'γάμμα', [4]];
     const id = await submit(ep, { chunks, chunk_seconds: 0.2 });
     const received: unknown[] = [];
-    await until('the end of the stream', async () => {
-      const { status, json } = await api('GET', `${ep}/stream/${id}`);
-      expect(status).toBe(200);
-      expect(Array.isArray(json.stream)).toBe(true);
-      for (const item of json.stream as { output: unknown }[]) received.push(item.output);
-      return TERMINAL.has(json.status as string) ? json : undefined;
-    });
+    for await (const chunk of jobs.stream(ep, id)) received.push(chunk);
     expect(received).toEqual(chunks);
     expect(await jobStatus(ep, id)).toMatchObject({ status: 'COMPLETED', output: chunks });
     expect(worker.errors()).toEqual([]);
@@ -222,9 +148,7 @@ describe.each(['sqlite', 'postgres'] as const)('runpod-python 1.12 worker protoc
     const id = await submit(ep, { seconds: 60 });
     await untilEvent(worker, 'taken', id);
     expect((await jobStatus(ep, id)).status).toBe('IN_PROGRESS');
-    const cancel = await api('POST', `${ep}/cancel/${id}`);
-    expect(cancel.status).toBe(200);
-    expect(cancel.json).toMatchObject({ id, status: 'CANCELLED' });
+    expect(await jobs.cancel(ep, id)).toMatchObject({ id, status: 'CANCELLED' });
     await untilEvent(worker, 'stop', id, 10_000);
     await untilEvent(worker, 'stopped', id);
     expect((await jobStatus(ep, id)).status).toBe('CANCELLED');

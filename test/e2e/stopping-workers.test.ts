@@ -6,16 +6,15 @@
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { Job } from '../../src/sdk/client.js';
 import { poolStopGraceMs, STOP_GRACE_OVER_TAKE_HOLD_MS } from '../../src/config/config.js';
 import { createOffsetClock } from '../helpers/clock.js';
+import { waitForJob } from '../helpers/jobs.js';
 import { spawnOwned } from '../helpers/processes.js';
 import { eventually, parkedTake, startTestGantry, type TestBackend, type TestGantry } from '../helpers/gantry.js';
 
-type Json = Record<string, unknown>;
-
 const SCRIPT = fileURLToPath(new URL('./fixtures/runpod_like_worker.py', import.meta.url));
 const HOLD_MS = 20_000;
-const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT']);
 
 let t: TestGantry | undefined;
 const procs: ChildProcess[] = [];
@@ -32,24 +31,8 @@ afterEach(async () => {
   t = undefined;
 });
 
-async function api(g: TestGantry, key: string, method: string, path: string, body?: unknown): Promise<Json> {
-  const res = await fetch(`${g.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const json = (await res.json()) as Json;
-  if (res.status !== 200) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
-
-const submit = async (g: TestGantry, ep: string, input: unknown): Promise<string> => (await api(g, g.adminKey, 'POST', `/v2/${ep}/run`, { input })).id as string;
-const status = (g: TestGantry, ep: string, id: string): Promise<Json> => api(g, g.adminKey, 'GET', `/v2/${ep}/status/${id}`);
-const ended = (g: TestGantry, ep: string, id: string, timeoutMs = 30_000): Promise<Json> =>
-  eventually(async () => {
-    const job = await status(g, ep, id);
-    return TERMINAL.has(job.status as string) ? job : undefined;
-  }, timeoutMs, `job ${id} to end`);
+const submit = async (g: TestGantry, ep: string, input: unknown): Promise<string> => (await g.client().run(ep, { input })).id;
+const ended = (g: TestGantry, ep: string, id: string): Promise<Job> => waitForJob(g.client(), ep, id, 30_000);
 
 /** A hand-started stand-in with its stdout events and stderr (each request, with --verbose). */
 function handWorker(g: TestGantry, ep: string, workerId: string): { proc: ChildProcess; out: () => string; err: () => string; exited: Promise<number | null> } {
@@ -78,7 +61,7 @@ describe.each(['sqlite', 'postgres'] as TestBackend[])('a stopping worker is han
 
     // A cold start for the first job; then the worker idles past idleTimeout and the pool stops it.
     const first = await ended(g, ep, await submit(g, ep, { n: 1 }));
-    const draining = first.workerId as string;
+    const draining = first.workerId!;
     await eventually(async () => (log(draining).some((l) => l.includes('EVENT sigterm')) ? true : undefined), 20_000, 'the idle worker to get SIGTERM');
     const id = await submit(g, ep, { n: 2 });
     // The drain is on: the draining worker has not exited (it lingers), and its open take was answered at once.
@@ -130,7 +113,7 @@ describe.each(['sqlite', 'postgres'] as TestBackend[])('a stopping worker is han
     expect(w.out()).not.toContain('EVENT dropped');
     expect(w.out()).not.toContain('EVENT taken');
     expect((w.err().match(/\/ping\//g) ?? []).length).toBe(pings);
-    expect((await status(g, ep, id)).status).toBe('IN_QUEUE');
+    expect((await g.client().status(ep, id)).status).toBe('IN_QUEUE');
     expect(g.gantry.gateway.takeQueue.waitingWorkers()).toEqual([]);
 
     // A fresh worker runs it.

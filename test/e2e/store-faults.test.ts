@@ -7,48 +7,23 @@
 // without a restart, says so once in its log, and every acknowledged job is there.
 // The full-disk side (SQLite on a small filesystem) is test/e2e/disk-full.test.ts.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { eventually } from '../helpers/gantry.js';
+import { newKey, submitJobs } from '../helpers/jobs.js';
 import { startEmbedded } from '../helpers/postgres.js';
-import { startServe, type ServeProcess } from '../helpers/serve-process.js';
-import { call, type Json } from '../http/http-helpers.js';
-
-const ADMIN_KEY = `faults-admin-${randomBytes(8).toString('hex')}`;
-const dirs: string[] = [];
-const running: ServeProcess[] = [];
-
-afterAll(async () => {
-  for (const s of running) if (s.proc.exitCode === null && s.proc.signalCode === null) s.proc.kill('SIGKILL');
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
-
-/** The gateway's JSON log lines. */
-function logLines(s: ServeProcess): Json[] {
-  return s
-    .output()
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as Json);
-}
+import { startGateway } from '../helpers/serve-process.js';
+import { call } from '../http/http-helpers.js';
 
 describe('store faults', { timeout: 180_000 }, () => {
   it('PostgreSQL shut down under the gateway: 503 with Retry-After, job-take 429, /readyz not ready, one log line; back without a restart, every acknowledged job kept', async () => {
     const pg = await startEmbedded();
     try {
-      const dir = mkdtempSync(join(tmpdir(), 'gantry-store-faults-'));
-      dirs.push(dir);
-      const gw = await startServe(ADMIN_KEY, { GANTRY_DATA_DIR: dir, DATABASE_URL: pg.url, GANTRY_SECRET_KEY: randomBytes(32).toString('base64'), GANTRY_JOB_TAKE_WAIT_MS: '500' });
-      running.push(gw);
-      expect(gw.url, gw.output().slice(-3000)).not.toBe('');
-      const admin = async (path: string, body: unknown): Promise<Json> => (await call(gw.url, 'POST', `/admin/v1/${path}`, { key: ADMIN_KEY, body })).json;
-      await admin('endpoints', { id: 'sf' });
-      const runKey = (await admin('keys', { name: 'run', scopes: ['run', 'read'] })).key as string;
-      const workerKey = (await admin('keys', { name: 'w', scopes: ['worker'] })).key as string;
-      const acknowledged: string[] = [];
-      for (let i = 0; i < 20; i++) acknowledged.push((await call(gw.url, 'POST', '/v2/sf/run', { key: runKey, body: { input: { i } } })).json.id as string);
+      // The test kit kills it with its process group if the test fails half-way.
+      const gw = await startGateway({ env: { DATABASE_URL: pg.url, GANTRY_SECRET_KEY: randomBytes(32).toString('base64'), GANTRY_JOB_TAKE_WAIT_MS: '500' } });
+      await gw.admin.createEndpoint({ id: 'sf' });
+      const runKey = await newKey(gw, ['run', 'read']);
+      const workerKey = await newKey(gw, ['worker']);
+      const acknowledged = await submitJobs(gw.client(runKey), 'sf', 20, 1);
 
       await pg.halt();
       const refusals = [];
@@ -73,14 +48,13 @@ describe('store faults', { timeout: 180_000 }, () => {
       acknowledged.push(after.json.id as string);
       for (const id of acknowledged) expect((await call(gw.url, 'GET', `/v2/sf/status/${id}`, { key: runKey })).json).toMatchObject({ id, status: 'IN_QUEUE' });
 
-      const lines = logLines(gw);
+      const lines = gw.logs();
       expect(lines.filter((l) => String(l.msg).startsWith('store unavailable'))).toHaveLength(1);
       expect(lines.filter((l) => l.msg === 'store available again')).toHaveLength(1);
       expect(lines.filter((l) => l.msg === 'request failed')).toEqual([]);
       // What else the outage logs (the notifier's and the leader lock's own connections) is a few lines, not one per request.
       expect(lines.filter((l) => (l.level as number) >= 50).length).toBeLessThan(10);
-      gw.proc.kill('SIGTERM');
-      expect(await gw.exited).toBe(0);
+      expect(await gw.stop()).toBe(0);
     } finally {
       await pg.stop();
     }

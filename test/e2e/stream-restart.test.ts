@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { GantryApiError } from '../../src/sdk/client.js';
+import { runCli } from '../cli/run-cli.js';
 import { eventually, startTestGantry, type TestGantry } from '../helpers/gantry.js';
 import { clientFor, uniqueId, type Client, type Json } from '../http/http-helpers.js';
 import { dataOf, readStream, type ReceivedEvent } from '../http/sse-reader.js';
@@ -137,6 +138,44 @@ describe.each(['sqlite', 'postgres'] as const)('a streamed job whose worker is k
     expect(failure).toMatchObject({ code: 'STREAM_RESTARTED' });
     expect(words).toEqual(WORDS.slice(0, words.length));
     await finalJob(c, again.id);
+  }, TEST_MS);
+
+  // One reader a job: the JSON /stream's chunks leave the buffer once read (docs/api.md), so two
+  // readers of one job would share them out.
+  /** Runs `gantry stream` on a streaming job (`flags` added) and kills its worker once it has printed two chunks. */
+  async function cliStream(flags: string[]): Promise<{ id: string; code: number | null; stdout: string[]; stderr: string }> {
+    const { ep, c } = await endpoint();
+    const { id, first } = await streamingJob(ep, c);
+    let replaced: Promise<PyWorker> | undefined;
+    const result = await runCli(['stream', ep, id, '--url', t.url, '--key', runKey, ...flags], {}, undefined, (stdout) => {
+      if (!replaced && stdout.split('\n').length > 2) replaced = crashAndReplace(ep, first);
+    });
+    expect(replaced).toBeDefined();
+    return { id, code: result.code, stdout: result.stdout.split('\n').slice(0, -1), stderr: result.stderr };
+  }
+
+  it('gantry stream (the CLI): a marker line on stderr before the second run, whose output comes whole', async () => {
+    const { id, code, stdout, stderr } = await cliStream([]);
+    expect(code, stderr).toBe(0);
+    expect(stderr.split('\n').filter((l) => l.startsWith('---'))).toEqual(['--- job restarted (attempt 2) ---']);
+    expect(stderr).toContain(`${id} COMPLETED`);
+    // What it printed: the first run's chunks (a prefix), then the second run whole.
+    const before = stdout.slice(0, -WORDS.length);
+    expect(before.length).toBeGreaterThanOrEqual(2);
+    expect(before).toEqual(WORDS.slice(0, before.length));
+    expect(stdout.slice(-WORDS.length)).toEqual(WORDS);
+  }, TEST_MS);
+
+  it('gantry stream --json: the restart is a line of its own between the runs', async () => {
+    const { code, stdout, stderr } = await cliStream(['--json']);
+    expect(code, stderr).toBe(0);
+    expect(stderr).toContain('--- job restarted (attempt 2) ---');
+    const items = stdout.map((l) => JSON.parse(l) as Json);
+    const at = items.findIndex((item) => item.restarted === true);
+    expect(items[at]).toEqual({ restarted: true, attempt: 2 });
+    expect(at).toBeGreaterThanOrEqual(2);
+    expect(items.slice(0, at).map((item) => item.output)).toEqual(WORDS.slice(0, at));
+    expect(items.slice(at + 1).map((item) => item.output)).toEqual(WORDS);
   }, TEST_MS);
 
   it('JSON /stream: a raw page of the second run says attempt 2', async () => {

@@ -68,6 +68,11 @@ export async function waitForJobs(client: GantryClient, endpointId: string, ids:
   return jobs;
 }
 
+/** One job's end (see waitForJobs). */
+export async function waitForJob(client: GantryClient, endpointId: string, id: string, timeoutMs = 60_000): Promise<Job> {
+  return (await waitForJobs(client, endpointId, [id], timeoutMs))[0]!;
+}
+
 /** Waits until the gateway lists `workerId` among the endpoint's workers: a request of it has reached the gateway. */
 export async function workerListed(g: Pick<GatewayHandle, 'admin'>, endpointId: string, workerId: string, timeoutMs = 20_000): Promise<void> {
   await eventually(async () => ((await g.admin.listWorkers(endpointId)).some((w) => w.id === workerId) ? true : undefined), timeoutMs, `${workerId} listed by the gateway`);

@@ -198,11 +198,3 @@ export async function startGateway(options: GatewayOptions = {}): Promise<ServeP
   };
 }
 
-/**
- * The first form of this helper, kept for tests written against it: `gantry serve` with
- * `adminKey` and `env`; resolves with `url` '' when it exits before listening.
- */
-export function startServe(adminKey: string, env: Record<string, string>): Promise<ServeProcess> {
-  const { GANTRY_DATA_DIR: dataDir, ...rest } = env;
-  return startGateway({ adminKey, env: rest, mayExit: true, ...(dataDir ? { dataDir } : {}) });
-}

@@ -11,7 +11,11 @@ const WORKER_SCRIPT = fileURLToPath(new URL('../e2e/fixtures/runpod_like_worker.
  * and the `EVENT <what> <job id>` lines of its stdout (taken, done, stopped, …) can be waited for.
  */
 export class PyWorker {
+  /** Its RUNPOD_POD_ID. */
+  readonly workerId: string;
   stderr = '';
+  /** Its exit code once it exited (null: ended by a signal). */
+  exitCode: number | null | undefined = undefined;
   readonly events: { what: string; id: string }[] = [];
   private exited = false;
   private readonly exit: Promise<void>;
@@ -19,6 +23,7 @@ export class PyWorker {
   private readonly proc: ChildProcess;
 
   constructor(env: Record<string, string>, args: string[]) {
+    this.workerId = env.RUNPOD_POD_ID ?? '';
     const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('RUNPOD_')));
     this.proc = spawnOwned('python3', ['-u', WORKER_SCRIPT, ...args, '--verbose'], { env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     this.proc.stderr?.setEncoding('utf8').on('data', (chunk: string) => (this.stderr += chunk));
@@ -30,12 +35,27 @@ export class PyWorker {
       this.notify();
     });
     this.exit = new Promise((resolve) =>
-      this.proc.on('exit', () => {
+      this.proc.on('exit', (code) => {
         this.exited = true;
+        this.exitCode = code;
         this.notify();
         resolve();
       }),
     );
+  }
+
+  /** How many times it printed `EVENT <what> <id>`. */
+  count(what: string, id: string): number {
+    return this.events.filter((e) => e.what === what && e.id === id).length;
+  }
+
+  has(what: string, id: string): boolean {
+    return this.count(what, id) > 0;
+  }
+
+  /** Requests the gateway refused or failed (`GET /path -> 4xx/5xx`), and results it failed to post. */
+  errors(): string[] {
+    return this.stderr.split('\n').filter((l) => / -> [45]\d\d$/.test(l) || l.includes('failed to'));
   }
 
   /** How many requests of `what` (e.g. `GET /v2/ep/job-take`) the worker made. */
@@ -52,7 +72,7 @@ export class PyWorker {
         then();
       };
       const check = (): void => {
-        if (this.events.filter((e) => e.what === what && e.id === id).length >= count) done(resolve);
+        if (this.count(what, id) >= count) done(resolve);
         else if (this.exited) done(() => reject(new Error(`worker exited before EVENT ${what} ${id}\n${this.stderr.slice(-2000)}`)));
       };
       const timer = setTimeout(() => done(() => reject(new Error(`timed out waiting for EVENT ${what} ${id}\n${this.stderr.slice(-2000)}`))), timeoutMs);

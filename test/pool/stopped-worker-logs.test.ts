@@ -9,10 +9,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOffsetClock } from '../helpers/clock.js';
+import { AdminApiError, type EndpointWorker } from '../../src/sdk/admin-client.js';
 import { eventually, startTestGantry, type TestGantry } from '../helpers/gantry.js';
-
-type Json = Record<string, unknown>;
-interface Worker { id: string; state: string; managed: boolean; reason: string | null; lastExit: string | null; stoppedAt: string | null; startedAt: string | null; restarts: number; jobs: number }
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLI = join(ROOT, 'dist/src/cli/main.js');
@@ -20,25 +18,9 @@ const ECHO = `echo "marker of $RUNPOD_POD_ID" && exec node ${JSON.stringify(CLI)
 const CRASH = `node -e "console.error('boom: stopped-crash'); process.exit(3)"`;
 const SETTINGS = { autoscalerIntervalMs: 50, workerStopGraceMs: 5_000, workerRestartBackoffMs: 300 };
 
-async function call(t: TestGantry, method: string, path: string, body?: unknown): Promise<{ status: number; json: Json }> {
-  const res = await fetch(`${t.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${t.adminKey}`, 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: res.status, json: (await res.json()) as Json };
-}
-
-async function api(t: TestGantry, method: string, path: string, body?: unknown): Promise<Json> {
-  const r = await call(t, method, path, body);
-  if (r.status !== 200) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.json)}`);
-  return r.json;
-}
-
-const listing = async (t: TestGantry, ep: string): Promise<Worker[]> => (await api(t, 'GET', `/admin/v1/endpoints/${ep}/workers`)).workers as Worker[];
-const logLines = async (t: TestGantry, ep: string, id: string): Promise<string[]> =>
-  ((await api(t, 'GET', `/admin/v1/endpoints/${ep}/workers/${id}/logs?lines=500`)).lines as { stream: string; line: string }[]).map((l) => `${l.stream}: ${l.line}`);
-const stoppedOne = (t: TestGantry, ep: string, id?: string): Promise<Worker> =>
+const listing = (t: TestGantry, ep: string): Promise<EndpointWorker[]> => t.admin.listWorkers(ep);
+const logLines = async (t: TestGantry, ep: string, id: string): Promise<string[]> => (await t.admin.workerLogs(ep, id, 500)).map((l) => `${l.stream}: ${l.line}`);
+const stoppedOne = (t: TestGantry, ep: string, id?: string): Promise<EndpointWorker> =>
   eventually(async () => (await listing(t, ep)).find((w) => w.state === 'stopped' && (id === undefined || w.id === id)), 15_000, `a stopped worker of ${ep}`);
 
 describe('logs of stopped pool workers', () => {
@@ -53,12 +35,10 @@ describe('logs of stopped pool workers', () => {
 
   it('a worker scaled down after its idle timeout is listed as stopped, and its log stays readable', async () => {
     await t.createEndpoint('idle', { workersMax: 1, idleTimeout: 1, worker: { command: ECHO } });
-    const id = (await api(t, 'POST', '/v2/idle/run', { input: { hello: 'stopped' } })).id as string;
-    const job = await eventually(async () => {
-      const j = await api(t, 'GET', `/v2/idle/status/${id}`);
-      return j.status === 'COMPLETED' ? j : undefined;
-    }, 30_000, 'the job');
-    const workerId = job.workerId as string;
+    const { id } = await t.client().run('idle', { input: { hello: 'stopped' } });
+    const job = await t.client().wait('idle', id, { timeoutMs: 30_000 });
+    expect(job.status).toBe('COMPLETED');
+    const workerId = job.workerId!;
 
     const stopped = await stoppedOne(t, 'idle', workerId);
     expect(stopped).toMatchObject({ id: workerId, state: 'stopped', managed: true, jobs: 0 });
@@ -68,7 +48,7 @@ describe('logs of stopped pool workers', () => {
     expect(Date.parse(stopped.stoppedAt ?? '')).toBeGreaterThanOrEqual(Date.parse(stopped.startedAt ?? ''));
     // Gone is gone: not counted by /health, not listed again as a worker connected by hand.
     expect((await listing(t, 'idle')).filter((w) => w.id === workerId)).toHaveLength(1);
-    expect((await api(t, 'GET', '/v2/idle/health')).workers).toMatchObject({ idle: 0, running: 0, initializing: 0, unhealthy: 0 });
+    expect((await t.client().health('idle')).workers).toMatchObject({ idle: 0, running: 0, initializing: 0, unhealthy: 0 });
 
     // Lines reach the store in batches (docs/logs.md): read once the last note is there.
     const lines = await eventually(async () => {
@@ -83,14 +63,14 @@ describe('logs of stopped pool workers', () => {
 
   it('a crash-looping worker stopped in its backoff keeps its crash output readable', async () => {
     await t.createEndpoint('crashed', { workersMax: 1, idleTimeout: 1, worker: { command: CRASH } });
-    const id = (await api(t, 'POST', '/v2/crashed/run', { input: { x: 1 } })).id as string;
-    const crashed = await eventually(async () => (await listing(t, 'crashed')).find((w) => w.state !== 'stopped' && w.restarts >= 1), 30_000, 'a crash');
+    const { id } = await t.client().run('crashed', { input: { x: 1 } });
+    const crashed = await eventually(async () => (await listing(t, 'crashed')).find((w) => w.state !== 'stopped' && (w.restarts ?? 0) >= 1), 30_000, 'a crash');
     // With the queue empty the waiting worker is idle, and stopped after idleTimeout.
-    await api(t, 'POST', `/v2/crashed/cancel/${id}`);
+    await t.client().cancel('crashed', id);
     const stopped = await stoppedOne(t, 'crashed', crashed.id);
     expect(stopped.reason).toMatch(/^scaled down/);
     expect(stopped.lastExit).toBe('exited with code 3');
-    expect(stopped.restarts).toBeGreaterThanOrEqual(1);
+    expect(stopped.restarts ?? 0).toBeGreaterThanOrEqual(1);
     const lines = await eventually(async () => {
       const l = await logLines(t, 'crashed', crashed.id);
       return l.some((x) => x.startsWith('gantry: stopped')) ? l : undefined;
@@ -100,9 +80,9 @@ describe('logs of stopped pool workers', () => {
   }, 60_000);
 
   it('an unknown worker still answers 404', async () => {
-    const r = await call(t, 'GET', '/admin/v1/endpoints/idle/workers/idle-00000000/logs');
-    expect(r.status).toBe(404);
-    expect(r.json.code).toBe('WORKER_NOT_FOUND');
+    const failure = await t.admin.workerLogs('idle', 'idle-00000000').catch((err: unknown) => err);
+    expect(failure).toBeInstanceOf(AdminApiError);
+    expect(failure).toMatchObject({ status: 404, code: 'WORKER_NOT_FOUND' });
   });
 });
 
@@ -126,7 +106,7 @@ describe('the bounds on stopped workers', () => {
         const w = (await listing(t, 'churn')).find((x) => x.state !== 'stopped' && x.startedAt !== null);
         return w && (await logLines(t, 'churn', w.id)).includes(`stdout: generation ${n - 1}`) ? w : undefined;
       }, 20_000, `generation ${n - 1} to run`);
-      await api(t, 'PATCH', '/admin/v1/endpoints/churn', { worker: { command: command(n) } });
+      await t.admin.updateEndpoint('churn', { worker: { command: command(n) } });
       await stoppedOne(t, 'churn', running.id);
       gone.push(running.id);
     }

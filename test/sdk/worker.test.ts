@@ -7,6 +7,7 @@ import { spawnOwned } from '../helpers/processes.js';
 import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { isTerminal, type GantryClient, type Job } from '../../src/sdk/client.js';
 import { eventually, parkedTake, startTestGantry, type TestGantry } from '../helpers/gantry.js';
 
 const MAIN = 'dist/src/cli/main.js';
@@ -28,23 +29,15 @@ interface WorkerProcess {
   waitForLog(match: (line: LogLine) => boolean, what: string, timeoutMs?: number): Promise<LogLine>;
 }
 
-interface JobView {
-  id: string;
-  status: string;
-  output?: unknown;
-  error?: string;
-  workerId?: string;
-}
-
 let gantry: TestGantry;
-let runKey: string;
+let jobs: GantryClient;
 let endpointCount = 0;
 const workers: WorkerProcess[] = [];
 
 beforeAll(async () => {
   if (!existsSync(MAIN) || !existsSync(ECHO)) throw new Error('run `npm run build` first: the tests spawn dist/src/cli/main.js');
   gantry = await startTestGantry();
-  runKey = await gantry.createKey(['run']);
+  jobs = gantry.client(await gantry.createKey(['run']));
 });
 
 afterEach(async () => {
@@ -111,34 +104,18 @@ function spawnWorker(file: string, endpointId: string, args: string[] = [], env:
   return worker;
 }
 
-async function client<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
-  const res = await fetch(`${gantry.url}/v2/${path}`, {
-    method,
-    headers: { authorization: `Bearer ${runKey}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = (await res.json()) as T;
-  if (res.status !== 200) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
-
-async function submit(endpointId: string, input: unknown): Promise<string> {
-  return (await client<{ id: string }>('POST', `${endpointId}/run`, { input })).id;
-}
-
-function status(endpointId: string, id: string): Promise<JobView> {
-  return client<JobView>('GET', `${endpointId}/status/${id}`);
-}
+const submit = async (endpointId: string, input: unknown): Promise<string> => (await jobs.run(endpointId, { input })).id;
+const status = (endpointId: string, id: string): Promise<Job> => jobs.status(endpointId, id);
 
 /** Polls status until `match` holds. */
-function statusWhen(endpointId: string, id: string, match: (job: JobView) => boolean, what: string, timeoutMs = 10_000): Promise<JobView> {
+function statusWhen(endpointId: string, id: string, match: (job: Job) => boolean, what: string, timeoutMs = 10_000): Promise<Job> {
   return eventually(async () => {
     const job = await status(endpointId, id);
     return match(job) ? job : undefined;
   }, timeoutMs, what);
 }
 
-const finished = (job: JobView): boolean => !['IN_QUEUE', 'IN_PROGRESS'].includes(job.status);
+const finished = (job: Job): boolean => isTerminal(job.status);
 
 describe('gantry worker (real processes against a real gateway)', () => {
   it('echoes the input as the job output', async () => {
@@ -183,11 +160,7 @@ describe('gantry worker (real processes against a real gateway)', () => {
     spawnWorker(STREAM, ep);
     const id = await submit(ep, { text: 'the quick brown fox', delayMs: 150 });
     const chunks: unknown[] = [];
-    await eventually(async () => {
-      const page = await client<{ status: string; stream: { output: unknown }[] }>('GET', `${ep}/stream/${id}`);
-      chunks.push(...page.stream.map((c) => c.output));
-      return finished({ id, status: page.status }) ? page : undefined;
-    }, 15_000, 'stream end');
+    for await (const chunk of jobs.stream(ep, id)) chunks.push(chunk);
     expect(chunks).toEqual(['the', 'quick', 'brown', 'fox']);
     expect(await status(ep, id)).toMatchObject({ status: 'COMPLETED', output: ['the', 'quick', 'brown', 'fox'] });
   });
@@ -197,8 +170,8 @@ describe('gantry worker (real processes against a real gateway)', () => {
     const ids = await Promise.all([1, 2, 3].map((n) => submit(ep, { n, delayMs: 1500 })));
     const worker = spawnWorker(ECHO, ep, ['--concurrency', '3']);
     await eventually(async () => {
-      const jobs = await Promise.all(ids.map((id) => status(ep, id)));
-      return jobs.every((j) => j.status === 'IN_PROGRESS') ? jobs : undefined;
+      const all = await Promise.all(ids.map((id) => status(ep, id)));
+      return all.every((j) => j.status === 'IN_PROGRESS') ? all : undefined;
     }, 10_000, 'three jobs running together');
     const take = await worker.waitForLog((l) => l.msg === 'jobs taken', 'a take');
     expect(take).toMatchObject({ batch: true, asked: 3, count: 3 });
@@ -212,7 +185,7 @@ describe('gantry worker (real processes against a real gateway)', () => {
     const worker = spawnWorker(ECHO, ep);
     const slow = await submit(ep, { delayMs: 60_000 });
     await statusWhen(ep, slow, (j) => j.status === 'IN_PROGRESS', 'slow job taken');
-    await client('POST', `${ep}/cancel/${slow}`);
+    await jobs.cancel(ep, slow);
     await worker.waitForLog((l) => l.jobId === slow && l.msg === 'job stopped by the server; no result posted', 'stop');
     // The one slot is free again: a second job runs while the first handler would still sleep.
     const next = await submit(ep, { after: 'cancel' });
