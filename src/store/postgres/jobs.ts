@@ -25,7 +25,7 @@ const REQUEUED = JOB_COLUMN_COUNT;
 const CLAIM_JOBS_SQL = `WITH next AS (
      SELECT id, fair_at, seq FROM jobs WHERE endpoint_id = $1 AND status = 'IN_QUEUE' AND deadline_at > $3
      ORDER BY fair_at, seq LIMIT $4 FOR UPDATE SKIP LOCKED),
-   numbered AS (SELECT id, row_number() OVER (ORDER BY fair_at, seq) AS n FROM next)
+   numbered AS (SELECT id, row_number() OVER (ORDER BY fair_at, seq) AS n FROM next),
    claimed AS (UPDATE jobs j SET status = 'IN_PROGRESS', worker_id = ($2::text[])[numbered.n], started_at = $3, attempts = attempts + 1,
      deadline_at = $3 + execution_timeout_ms, output_json = NULL, error = NULL
      FROM numbered WHERE j.id = numbered.id RETURNING ${jobColumnList('j')}, j.seq, j.fair_at)
