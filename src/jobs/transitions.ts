@@ -149,7 +149,7 @@ class Transitions implements JobTransitions {
   constructor(private readonly deps: TransitionDeps) {}
 
   async submit(job: JobRecord, inputJson: string): Promise<void> {
-    await this.deps.store.insertJob(job, inputJson);
+    await this.deps.store.insertJob({ job, inputJson });
     this.deps.notifier.publish({ type: 'jobs-available', endpointId: job.endpointId });
   }
 

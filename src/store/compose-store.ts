@@ -36,7 +36,7 @@ export function composeStore(parts: StoreParts): Store {
     migrate: () => parts.migrate(),
     close: () => parts.close(),
 
-    insertJob: (job, inputJson) => jobs.insertJob(job, inputJson),
+    insertJob: (args) => jobs.insertJob(args),
     getJob: (id) => jobs.getJob(id),
     getJobInput: (id) => jobs.getJobInput(id),
     findIdempotentJob: (keyDigest) => jobs.findIdempotentJob(keyDigest),

@@ -42,11 +42,12 @@ export interface UpkeepStore {
 export interface JobStore {
   /**
    * Writes a new job exactly as given (its initial state is decided by the caller,
-   * src/jobs/transitions.ts), its input (JSON text) beside it in job_inputs. No other call
+   * src/jobs/transitions.ts), its input (JSON text) beside it in job_inputs. (One argument, as
+   * every store method: the wrappers in store-faults.ts and metrics/store-timing.ts pass one.) No other call
    * writes the input, and only getJobInput and the claims read it back: every other job read
    * and transition leaves it out, however large (docs/benchmarks.md, "Big bodies").
    */
-  insertJob(job: JobRecord, inputJson: string): Promise<void>;
+  insertJob(args: { job: JobRecord; inputJson: string }): Promise<void>;
   /** The job without its input (getJobInput). */
   getJob(id: string): Promise<JobRecord | undefined>;
   /** The job's input as submitted (JSON text); undefined when the job does not exist. */

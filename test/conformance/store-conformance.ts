@@ -103,7 +103,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
 
     /** Writes a job with its input (inputOf). */
     function put(job: JobRecord): Promise<void> {
-      return store.insertJob(job, inputOf(job));
+      return store.insertJob({ job, inputJson: inputOf(job) });
     }
 
     /** Inserts a job and returns what the store holds for it. */

@@ -92,7 +92,7 @@ describe.each(['sqlite', 'postgres'] as const)('job_minutes on %s', (backend) =>
     const at = T0 + 500 * MIN;
     const job = (id: string, endpointId: string) =>
       initialJob({ id, endpointId, inputBytes: 2, webhook: null, s3Config: null, executionTimeoutMs: MIN, lowPriority: false, ttlMs: 60 * MIN, retentionMs: MIN, maxAttempts: 1, sync: false, keyId: null, now: at });
-    await store.insertJob(job('queued-1', 'queued'), '{}');
+    await store.insertJob({ job: job('queued-1', 'queued'), inputJson: '{}' });
     const recorder = createMinuteRecorder(() => at);
     const endpoints = [{ id: 'idle' }, { id: 'busy' }, { id: 'queued' }];
     recorder.start({ store, endpoints: { list: async () => endpoints }, logger: pino({ level: 'silent' }), intervalMs: 3_600_000 });

@@ -178,8 +178,8 @@ export class PgJobStore implements JobStore {
     return (await this.db.query<{ id: string }>(sql, params)).map((row) => row.id);
   }
 
-  insertJob(job: JobRecord, inputJson: string): Promise<void> {
-    return this.batches.inserts.run({ job, inputJson });
+  insertJob(args: Args<'insertJob'>): Promise<void> {
+    return this.batches.inserts.run(args);
   }
 
   getJob(id: string): Promise<JobRecord | undefined> {

@@ -208,7 +208,7 @@ export class SqliteJobStore implements JobStore {
     return (this.jq(sql).all(...params) as unknown[][]).map(toJob);
   }
 
-  insertJob(job: JobRecord, inputJson: string): Promise<void> {
+  insertJob({ job, inputJson }: Args<'insertJob'>): Promise<void> {
     return this.c.write(
       this.c.db.transaction(() => {
         // Positional, filled by name (no object): binding 26 named parameters took ~2 µs more a job.
