@@ -36,12 +36,12 @@ export interface FeatureCharge {
   costUnits: bigint;
 }
 
-/** One pool worker process's life, start to stop (worker_meters). */
 /** A job with its input (JSON text as submitted): what job-take hands a worker. */
 export interface JobWithInput extends JobRecord {
   inputJson: string;
 }
 
+/** One pool worker process's life, start to stop (worker_meters). */
 export interface WorkerMeter {
   workerId: string;
   startedAt: number;

@@ -8,16 +8,16 @@ import type { PgConnection } from './connection.js';
 /** The arguments of one finishJob call. */
 export type FinishArgs = Parameters<JobStore['finishJob']>[0];
 
-/**
- * The job statements that the calls of one event-loop turn share (batch.ts): a round trip and
- * a commit for many jobs. `flush` sends what is pending and waits for what is in flight.
- */
 /** One submission: the job's record and its input (JSON text), written to job_inputs. */
 export interface NewJob {
   job: JobRecord;
   inputJson: string;
 }
 
+/**
+ * The job statements that the calls of one event-loop turn share (batch.ts): a round trip and
+ * a commit for many jobs. `flush` sends what is pending and waits for what is in flight.
+ */
 export interface JobBatches {
   reads: Batcher<string, JobRecord | undefined>;
   inserts: Batcher<NewJob, void>;
