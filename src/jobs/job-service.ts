@@ -156,7 +156,7 @@ class Jobs implements JobService {
   }
 
   async submit(endpoint: EndpointRecord, request: SubmitRequest, opts: SubmitOptions): Promise<JobRecord> {
-    const inputBytes = Buffer.byteLength(request.inputJson);
+    const inputBytes = request.inputBytes ?? Buffer.byteLength(request.inputJson);
     const checking = this.admit(endpoint, request, inputBytes, opts.keyId);
     if (checking) await checking;
     const quota = this.deps.quotas?.admit(opts.keyId);
@@ -184,7 +184,7 @@ class Jobs implements JobService {
   async submitOnce(endpoint: EndpointRecord, request: SubmitRequest, opts: SubmitOptions & { key: IdempotencyKey }): Promise<IdempotentSubmit> {
     const held = await this.deps.store.findIdempotentJob(opts.key.keyDigest);
     if (held) return replayOf(held, opts.key);
-    const inputBytes = Buffer.byteLength(request.inputJson);
+    const inputBytes = request.inputBytes ?? Buffer.byteLength(request.inputJson);
     await this.admit(endpoint, request, inputBytes, opts.keyId);
     await this.deps.quotas?.admit(opts.keyId);
     const job = this.newJob(endpoint, request, opts, inputBytes);
