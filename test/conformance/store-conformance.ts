@@ -314,6 +314,16 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect(claimed.map((j) => j.inputJson)).toEqual(burst.map(inputOf));
       });
 
+      it('writes nothing when the input cannot be written: no job without its input', async () => {
+        const job = newJob();
+        await expect(store.insertJob({ job, inputJson: null as unknown as string })).rejects.toThrow();
+        expect(await store.getJob(job.id)).toBeUndefined();
+        expect(await store.getJobInput(job.id)).toBeUndefined();
+        // The id is free again, and the queue hands out the job written next.
+        await put(job);
+        expect((await store.claimJobs({ endpointId: 'ep', workerId: 'w1', limit: 5, now: T0 + 10 })).map((j) => [j.id, j.inputJson])).toEqual([[job.id, inputOf(job)]]);
+      });
+
       it('writes the input of an insertJobOnce only when it makes the job', async () => {
         const job = newJob();
         expect(await store.insertJobOnce({ job, inputJson: '{"first":1}', keyDigest: 'kin', requestDigest: 'r' })).toMatchObject({ created: true });
