@@ -69,7 +69,7 @@ function nextExport() {
 
 function newJob(i) {
   const t = Date.now();
-  return initialJob({ id: `j-${i}-${randomBytes(4).toString('hex')}`, endpointId: 'echo', inputJson: '{"n":1}', webhook: null, s3Config: null, executionTimeoutMs: 600_000, lowPriority: false, ttlMs: 86_400_000, retentionMs: 1_800_000, maxAttempts: 3, sync: false, keyId: 'k1', now: t });
+  return initialJob({ id: `j-${i}-${randomBytes(4).toString('hex')}`, endpointId: 'echo', inputBytes: 7, webhook: null, s3Config: null, executionTimeoutMs: 600_000, lowPriority: false, ttlMs: 86_400_000, retentionMs: 1_800_000, maxAttempts: 3, sync: false, keyId: 'k1', now: t });
 }
 
 /** One job's life as the gateway sees it, with or without the tracing calls. */
@@ -77,7 +77,7 @@ function life(i, tracing, parent) {
   const job = newJob(i);
   if (tracing) tracing.submits.begin(job, parent).end('stored');
   const t = job.createdAt;
-  Object.assign(job, { status: 'IN_PROGRESS', startedAt: t + 2, workerId: 'w1', attempts: 1 });
+  Object.assign(job, { status: 'IN_PROGRESS', startedAt: t + 2, workerId: 'w1', attempts: 1, inputJson: '{"n":1}' });
   if (tracing) tracing.jobs.started([job]);
   renderTakenJob(job, null, null);
   Object.assign(job, { status: 'COMPLETED', finishedAt: t + 15, outputJson: '{"n":1}' });

@@ -119,7 +119,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const keys = createKeyService({ store, now });
   const endpoints = createEndpointService({ store, notifier, secrets, now });
   const registry = createRegistryCredentials({ store, secrets, now });
-  const plainTransitions = createJobTransitions({ store, notifier, logger, now, meterOf: createMeterOf({ endpoints }) });
+  const plainTransitions = createJobTransitions({ store, notifier, logger, now, meterOf: createMeterOf({ endpoints, store }) });
   // Worker logs (docs/logs.md): which job each pool worker holds, and the batched writer of their lines.
   const holders = createJobHolders(now);
   const logs = createLogWriter({ store, clock, logger, limits: { linesPerSecond: config.logLinesPerSecond, burstLines: config.logBurstLines } });

@@ -1,4 +1,4 @@
-import type { JobRecord, Taker } from '../model/records.js';
+import type { JobWithInput, Taker } from '../model/records.js';
 import type { WorkerLiveness } from './worker-liveness.js';
 
 /** The most waiters one claim serves, and the most jobs it claims (a full batch take is 100). */
@@ -32,21 +32,21 @@ interface TakeWaiter {
   signal: AbortSignal;
   claiming: boolean;
   expired: boolean;
-  settle(jobs: JobRecord[]): void;
+  settle(jobs: JobWithInput[]): void;
 }
 
 /**
  * Claims queued jobs of an endpoint for several takers in one store call (each up to its limit,
  * in queue order, the first taker first); returns each taker's jobs by position.
  */
-export type ClaimFn = (endpointId: string, takers: readonly Taker[]) => Promise<JobRecord[][]>;
+export type ClaimFn = (endpointId: string, takers: readonly Taker[]) => Promise<JobWithInput[][]>;
 /** Puts back jobs claimed for a waiter that can no longer receive them. */
-export type UnclaimFn = (endpointId: string, workerId: string, jobs: JobRecord[]) => Promise<void>;
+export type UnclaimFn = (endpointId: string, workerId: string, jobs: JobWithInput[]) => Promise<void>;
 
 /** The job-take long-polls waiting on this gateway, per endpoint, first come first served. */
 export interface TakeQueue {
   /** Waits up to `timeoutMs` for jobs; resolves [] on timeout or abort. */
-  take(endpointId: string, workerId: string, limit: number, timeoutMs: number, signal: AbortSignal): Promise<JobRecord[]>;
+  take(endpointId: string, workerId: string, limit: number, timeoutMs: number, signal: AbortSignal): Promise<JobWithInput[]>;
   /** Jobs may be available on this endpoint. */
   poke(endpointId: string): void;
   /** Workers with an open long-poll (they count as alive). */
@@ -89,9 +89,9 @@ class WaitingTakes implements TakeQueue {
     this.now = options.now ?? Date.now;
   }
 
-  take(endpointId: string, workerId: string, limit: number, timeoutMs: number, signal: AbortSignal): Promise<JobRecord[]> {
+  take(endpointId: string, workerId: string, limit: number, timeoutMs: number, signal: AbortSignal): Promise<JobWithInput[]> {
     if (this.options.liveness?.isStopping(workerId)) return Promise.resolve([]);
-    return new Promise<JobRecord[]>((resolve) => {
+    return new Promise<JobWithInput[]>((resolve) => {
       let settled = false;
       const waiter: TakeWaiter = {
         workerId,
@@ -205,7 +205,7 @@ class WaitingTakes implements TakeQueue {
     }
     if (batch.length === 0) return false;
     for (const w of batch) w.claiming = true;
-    let claimed: JobRecord[][];
+    let claimed: JobWithInput[][];
     try {
       claimed = await this.options.claim(endpointId, batch.map((w) => ({ workerId: w.workerId, limit: w.limit })));
     } catch (err) {

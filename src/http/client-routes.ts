@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { noteChange, type AuditRouteDeps } from './audit-routes.js';
 import type { JobService, RetryResult, StreamRead } from '../jobs/job-service.js';
-import { renderJob, renderJobRef } from '../jobs/job-view.js';
+import { renderJob, renderJobRef, type ShownJob } from '../jobs/job-view.js';
 import { parseSubmitBody } from '../jobs/policy.js';
 import { AppError, jobNotFound } from '../model/errors.js';
 import { isTerminal } from '../model/job-states.js';
@@ -24,8 +24,8 @@ export interface ClientRouteDeps extends AuditRouteDeps {
   fileLinks?: FileLinks;
 }
 
-/** A finished job's JSON for the client that asked: its own file links pointing where it came from. */
-function jobFor(deps: ClientRouteDeps, req: IncomingMessage, job: JobRecord): string {
+/** A job's JSON for the client that asked (its input where read: ShownJob): its own file links pointing where it came from. */
+function jobFor(deps: ClientRouteDeps, req: IncomingMessage, job: ShownJob): string {
   const text = renderJob(job);
   return deps.fileLinks ? deps.fileLinks.localize(text, req) : text;
 }
@@ -141,8 +141,10 @@ async function statusSync(deps: ClientRouteDeps, call: EndpointCall): Promise<vo
   const { endpointId, signal } = call;
   const jobId = call.params.job!;
   const wait = queryInteger('wait', call.query.get('wait'), DEFAULT_SYNC_WAIT_MS, 1_000, 300_000, true);
-  let job = await deps.jobs.waitTerminal(endpointId, jobId, 0, signal);
+  let job: ShownJob | undefined = await deps.jobs.waitTerminal(endpointId, jobId, 0, signal);
   if (job && !isTerminal(job.status)) job = await held(deps, call, () => deps.jobs.waitTerminal(endpointId, jobId, wait, signal));
+  // Still live after the wait: read again with its input, which a live job's answer shows.
+  if (job && !isTerminal(job.status)) job = await deps.jobs.status(endpointId, jobId, null);
   if (!job) throw jobNotFound(jobId);
   sendJsonText(call.res, 200, jobFor(deps, call.req, job));
 }

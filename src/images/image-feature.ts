@@ -7,7 +7,7 @@ import { formatImageDevice, ownMemoryLimitMb, ownMemoryLimitSetting, type ImageM
 import type { RouteTable } from '../http/route-table.js';
 import type { EndpointHooks, EndpointService } from '../jobs/endpoint-service.js';
 import type { WorkerSettings } from '../jobs/endpoint-settings.js';
-import type { EndpointRecord, FeatureCharge, JobRecord } from '../model/records.js';
+import type { EndpointRecord, FeatureCharge, JobWithInput } from '../model/records.js';
 import type { FileStore } from '../store/file-store.js';
 import { startFileSweeper, startStoredFileSweeper } from './file-sweeper.js';
 import { createFileUploadRoute } from './file-upload-route.js';
@@ -114,7 +114,7 @@ function imageEndpoint(id: string, kind: ImageModelKind, now: number): EndpointR
  * actual output resolution, and the worker applied its model's defaults), when they are sizes
  * the endpoint allows and agree with the request; else the request with the spec's defaults.
  */
-function billedSize(kind: ImageModelKind, job: JobRecord): { width: number; height: number } {
+function billedSize(kind: ImageModelKind, job: JobWithInput): { width: number; height: number } {
   const requested = validateImageInput(kind, JSON.parse(job.inputJson));
   const fallback = resolveImageInput(kind, requested, specDefaults(kind));
   let output: unknown = null;
@@ -137,7 +137,7 @@ function billedSize(kind: ImageModelKind, job: JobRecord): { width: number; heig
 export function imageHooks(kind: ImageModelKind): EndpointHooks {
   return {
     validateInput: (input) => void validateImageInput(kind, input),
-    chargeOf(job: JobRecord): FeatureCharge | null {
+    chargeOf(job: JobWithInput): FeatureCharge | null {
       if (job.status !== 'COMPLETED') return null;
       const { width, height } = billedSize(kind, job);
       return { pixels: width * height, costUnits: imageCostUnits(kind, width, height) };

@@ -1,6 +1,6 @@
 import type { Notifier } from '../model/events.js';
 import { invalidParameter } from '../model/errors.js';
-import type { EndpointRecord, FeatureCharge, JobRecord } from '../model/records.js';
+import type { EndpointRecord, FeatureCharge, JobWithInput } from '../model/records.js';
 import type { SecretBox } from '../security/secret-box.js';
 import type { EndpointStore, RegistryCredentialStore } from '../store/store.js';
 import { TtlCache } from '../util/ttl-cache.js';
@@ -21,8 +21,8 @@ export type EndpointChange = { ok: true; endpoint: EndpointRecord } | { ok: fals
 export interface EndpointHooks {
   /** Checks a submitted job's input; throws a 400 AppError naming the field. Runs before any job exists. */
   validateInput?(input: Record<string, unknown>): void;
-  /** What a COMPLETED job costs beyond its execution time (job-meters.ts), or null for nothing. */
-  chargeOf?(job: JobRecord): FeatureCharge | null;
+  /** What a COMPLETED job costs beyond its execution time (job-meters.ts), or null for nothing. Given the job's input. */
+  chargeOf?(job: JobWithInput): FeatureCharge | null;
 }
 
 /** Endpoints: their settings (cached for reads), changes through the admin API, and feature hooks. */

@@ -1,4 +1,5 @@
 import type { FeatureCharge, JobMeter, JobRecord } from '../model/records.js';
+import type { JobStore } from '../store/store.js';
 import { executionCostUnits } from '../model/money.js';
 import type { EndpointService } from './endpoint-service.js';
 
@@ -13,12 +14,23 @@ import type { EndpointService } from './endpoint-service.js';
  */
 export type MeterOf = (job: JobRecord) => Promise<JobMeter | null>;
 
-/** @example const meterOf = createMeterOf({ endpoints }); await meterOf(finishedJob); // { jobId, executionMs: 1234, costUnits: 3_085_000n, ... } */
-export function createMeterOf(deps: { endpoints: Pick<EndpointService, 'get' | 'hooksOf'> }): MeterOf {
+/**
+ * `store.getJobInput` is read only for a COMPLETED job of an endpoint whose feature charges
+ * (its hook reads the input): a finished job comes without its input.
+ *
+ * @example const meterOf = createMeterOf({ endpoints, store }); await meterOf(finishedJob); // { jobId, executionMs: 1234, costUnits: 3_085_000n, ... }
+ */
+export function createMeterOf(deps: { endpoints: Pick<EndpointService, 'get' | 'hooksOf'>; store: Pick<JobStore, 'getJobInput'> }): MeterOf {
+  const chargeOf = async (job: JobRecord): Promise<FeatureCharge | null> => {
+    const hook = job.status === 'COMPLETED' ? deps.endpoints.hooksOf(job.endpointId)?.chargeOf : undefined;
+    if (hook === undefined) return null;
+    const inputJson = await deps.store.getJobInput(job.id);
+    return inputJson === undefined ? null : hook({ ...job, inputJson });
+  };
   return async (job) => {
     if (job.startedAt === null || job.finishedAt === null) return null;
     const executionMs = Math.max(0, job.finishedAt - job.startedAt);
-    const charge: FeatureCharge | null = job.status === 'COMPLETED' ? (deps.endpoints.hooksOf(job.endpointId)?.chargeOf?.(job) ?? null) : null;
+    const charge = await chargeOf(job);
     const price = (await deps.endpoints.get(job.endpointId))?.priceUnitsPerSecond ?? null;
     const perSecond = price === null ? 0n : executionCostUnits(price, executionMs);
     return {

@@ -47,9 +47,9 @@ export interface SubmitSpan {
  */
 export function observeTransitions(inner: JobTransitions, observer: JobObserver): JobTransitions {
   return {
-    submit: (job) => inner.submit(job).then(() => observer.submitted(job)),
-    submitOnce: (job, key) =>
-      inner.submitOnce(job, key).then((outcome) => {
+    submit: (job, inputJson) => inner.submit(job, inputJson).then(() => observer.submitted(job)),
+    submitOnce: (job, inputJson, key) =>
+      inner.submitOnce(job, inputJson, key).then((outcome) => {
         if (outcome.created) observer.submitted(job);
         return outcome;
       }),

@@ -1,7 +1,8 @@
 import type { GantryConfig } from '../config/config.js';
 import type { JobWaiters } from '../dispatch/job-waiters.js';
 import { isRetryable, isTerminal, type JobStatus } from '../model/job-states.js';
-import type { EndpointRecord, JobCounts, JobRecord } from '../model/records.js';
+import type { EndpointRecord, JobCounts, JobRecord, JobWithInput } from '../model/records.js';
+import type { ShownJob } from './job-view.js';
 import type { PoolView } from './pool-view.js';
 import { checkOutboundUrl, type OutboundPolicy } from '../security/outbound.js';
 import { openIfSealed, type SecretBox } from '../security/secret-box.js';
@@ -50,7 +51,7 @@ export interface IdempotentSubmit {
 
 /** A job with what the console's job page shows beside it (read only: nothing is drained). */
 export interface JobInspection {
-  job: JobRecord;
+  job: JobWithInput;
   /** The first buffered stream chunks (JSON text), oldest first, still there for the client to read. */
   chunks: string[];
   /** How many chunks are buffered in all. */
@@ -81,8 +82,8 @@ export interface JobService {
   submitOnce(endpoint: EndpointRecord, request: SubmitRequest, opts: SubmitOptions & { key: IdempotencyKey }): Promise<IdempotentSubmit>;
   /** The job if it exists on this endpoint. */
   getJob(endpointId: string, id: string): Promise<JobRecord | undefined>;
-  /** Status read; `ttlMs` (status?ttl=) shortens the job's retention. */
-  status(endpointId: string, id: string, ttlMs: number | null): Promise<JobRecord | undefined>;
+  /** Status read, with the job's input while it is live (shown then: job-view.ts); `ttlMs` (status?ttl=) shortens the job's retention. */
+  status(endpointId: string, id: string, ttlMs: number | null): Promise<ShownJob | undefined>;
   /** Waits until the job is terminal or `waitMs` passes; returns its latest state. */
   waitTerminal(endpointId: string, id: string, waitMs: number, signal?: AbortSignal): Promise<JobRecord | undefined>;
   cancel(endpointId: string, id: string): Promise<CancelResult>;
@@ -117,7 +118,7 @@ export interface JobService {
 
 /** What the job service uses. */
 export interface JobServiceDeps {
-  store: Pick<JobStore, 'getJob' | 'findIdempotentJob' | 'readStream' | 'deleteStream' | 'peekStream' | 'listWebhookAttempts' | 'countJobs' | 'queueStats' | 'listJobs'> &
+  store: Pick<JobStore, 'getJob' | 'getJobInput' | 'findIdempotentJob' | 'readStream' | 'deleteStream' | 'peekStream' | 'listWebhookAttempts' | 'countJobs' | 'queueStats' | 'listJobs'> &
     Pick<WorkerStore, 'listWorkers'>;
   transitions: JobTransitions;
   endpoints: Pick<EndpointService, 'hooksOf'>;
@@ -155,23 +156,24 @@ class Jobs implements JobService {
   }
 
   async submit(endpoint: EndpointRecord, request: SubmitRequest, opts: SubmitOptions): Promise<JobRecord> {
-    const inputBytes = Buffer.byteLength(request.inputJson);
+    const inputBytes = request.inputBytes ?? Buffer.byteLength(request.inputJson);
     const checking = this.admit(endpoint, request, inputBytes, opts.keyId);
     if (checking) await checking;
     const quota = this.deps.quotas?.admit(opts.keyId);
     if (quota) await quota;
+    // The record holds no input: what the caller keeps of it (runsync, for its whole wait) is small.
     const job = this.newJob(endpoint, request, opts, inputBytes);
     // Tracing off: no tracer, nothing made or called (docs/observability.md).
-    if (this.deps.tracer === undefined) await this.deps.transitions.submit(job);
-    else await this.submitTraced(this.deps.tracer, job, opts.traceparent);
+    if (this.deps.tracer === undefined) await this.deps.transitions.submit(job, request.inputJson);
+    else await this.submitTraced(this.deps.tracer, job, request.inputJson, opts.traceparent);
     return job;
   }
 
   /** submit's write inside the job's submit span. */
-  private async submitTraced(tracer: SubmitTracer, job: JobRecord, parent: string | undefined): Promise<void> {
+  private async submitTraced(tracer: SubmitTracer, job: JobRecord, inputJson: string, parent: string | undefined): Promise<void> {
     const span = tracer.begin(job, parent);
     try {
-      await this.deps.transitions.submit(job);
+      await this.deps.transitions.submit(job, inputJson);
     } catch (error) {
       span.end({ error });
       throw error;
@@ -182,14 +184,14 @@ class Jobs implements JobService {
   async submitOnce(endpoint: EndpointRecord, request: SubmitRequest, opts: SubmitOptions & { key: IdempotencyKey }): Promise<IdempotentSubmit> {
     const held = await this.deps.store.findIdempotentJob(opts.key.keyDigest);
     if (held) return replayOf(held, opts.key);
-    const inputBytes = Buffer.byteLength(request.inputJson);
+    const inputBytes = request.inputBytes ?? Buffer.byteLength(request.inputJson);
     await this.admit(endpoint, request, inputBytes, opts.keyId);
     await this.deps.quotas?.admit(opts.keyId);
     const job = this.newJob(endpoint, request, opts, inputBytes);
     const span = this.deps.tracer?.begin(job, opts.traceparent);
     let written: Awaited<ReturnType<JobTransitions['submitOnce']>>;
     try {
-      written = await this.deps.transitions.submitOnce(job, opts.key);
+      written = await this.deps.transitions.submitOnce(job, request.inputJson, opts.key);
     } catch (error) {
       span?.end({ error });
       throw error;
@@ -227,7 +229,6 @@ class Jobs implements JobService {
     return initialJob({
       id: opts.sync ? `sync-${uuidv7(t)}` : uuidv7(t),
       endpointId: endpoint.id,
-      inputJson: request.inputJson,
       // Sealed like s3Config: a webhook URL may carry a token (docs/security.md).
       webhook: request.webhook === null ? null : this.deps.secrets.seal(request.webhook),
       s3Config: request.s3Config ? this.deps.secrets.seal(JSON.stringify(request.s3Config)) : null,
@@ -248,12 +249,15 @@ class Jobs implements JobService {
     return job && job.endpointId === endpointId ? job : undefined;
   }
 
-  async status(endpointId: string, id: string, ttlMs: number | null): Promise<JobRecord | undefined> {
-    const job = await this.getJob(endpointId, id);
-    if (job && ttlMs !== null) {
+  async status(endpointId: string, id: string, ttlMs: number | null): Promise<ShownJob | undefined> {
+    const job: ShownJob | undefined = await this.getJob(endpointId, id);
+    if (!job) return undefined;
+    if (ttlMs !== null) {
       await this.deps.transitions.shortenRetention(id, ttlMs);
       job.retentionMs = Math.min(job.retentionMs, ttlMs);
     }
+    // Read apart, and only for a live job: a finished job's answer has no input (job-view.ts).
+    if (!isTerminal(job.status)) job.inputJson = await this.deps.store.getJobInput(id);
     return job;
   }
 
@@ -347,9 +351,16 @@ class Jobs implements JobService {
   }
 
   async inspect(endpointId: string, id: string, bounds: { limit: number; maxChars: number }): Promise<JobInspection | undefined> {
-    const job = await this.getJob(endpointId, id);
-    if (!job) return undefined;
-    const [stream, webhookAttempts] = await Promise.all([this.deps.store.peekStream({ id, ...bounds }), this.deps.store.listWebhookAttempts(id)]);
+    const found = await this.getJob(endpointId, id);
+    if (!found) return undefined;
+    const [stream, webhookAttempts, inputJson] = await Promise.all([
+      this.deps.store.peekStream({ id, ...bounds }),
+      this.deps.store.listWebhookAttempts(id),
+      this.deps.store.getJobInput(id),
+    ]);
+    // Deleted between the reads: as not found.
+    if (inputJson === undefined) return undefined;
+    const job: JobWithInput = { ...found, inputJson };
     // The page shows the webhook's origin: the URL is opened here, its path and query never leave.
     const shown = job.webhook === null ? job : { ...job, webhook: openIfSealed(this.deps.secrets, job.webhook) };
     return { job: shown, chunks: stream.chunks, totalChunks: stream.total, webhookAttempts };

@@ -1,5 +1,5 @@
 import { delayTimeOf, executionTimeOf } from '../model/job-times.js';
-import type { JobRecord } from '../model/records.js';
+import type { JobRecord, JobWithInput } from '../model/records.js';
 import { runTraceparent } from '../model/trace-context.js';
 
 /**
@@ -13,8 +13,12 @@ import { runTraceparent } from '../model/trace-context.js';
  * submit or the last /retry), preemptions (once a job was taken back from a worker stopped for
  * a higher-priority endpoint: not counted in attempts), input while queued or running, output when completed (or the
  * latest progress update while running), error when failed or timed out.
+ *
+ * The input is the caller's to read (store.getJobInput; JobService.status does for a live job):
+ * job reads leave it out, so a finished job, the only kind runsync, SSE and webhooks render,
+ * never carries its input through them.
  */
-export function renderJob(job: JobRecord): string {
+export function renderJob(job: ShownJob): string {
   let text = `{"id":${JSON.stringify(job.id)},"status":"${job.status}"`;
   const delay = delayTimeOf(job);
   if (delay !== null) {
@@ -26,11 +30,14 @@ export function renderJob(job: JobRecord): string {
   text += `,"retries":${job.retries},"attempts":${job.attempts}`;
   if (job.preemptions > 0) text += `,"preemptions":${job.preemptions}`;
   const live = job.status === 'IN_QUEUE' || job.status === 'IN_PROGRESS';
-  if (live) text += `,"input":${job.inputJson}`;
+  if (live && job.inputJson !== undefined) text += `,"input":${job.inputJson}`;
   if (job.outputJson !== null && (live || job.status === 'COMPLETED')) text += `,"output":${job.outputJson}`;
   if (job.error !== null) text += `,"error":${JSON.stringify(job.error)}`;
   return text + '}';
 }
+
+/** A job as renderJob shows it: with its input while live, where the caller read it. */
+export type ShownJob = JobRecord & { inputJson?: string | undefined };
 
 /** `{id, status}`: the answer of /run, and of runsync when the job is not finished in time. */
 export function renderJobRef(job: Pick<JobRecord, 'id' | 'status'>): string {
@@ -43,7 +50,7 @@ export function renderJobRef(job: Pick<JobRecord, 'id' | 'status'>): string {
  * trace context: the W3C context of this run's span, for the worker's own spans
  * (model/trace-context.ts, docs/worker-protocol.md).
  */
-export function renderTakenJob(job: JobRecord, s3ConfigJson: string | null, webhook: string | null): string {
+export function renderTakenJob(job: JobWithInput, s3ConfigJson: string | null, webhook: string | null): string {
   let text = `{"id":${JSON.stringify(job.id)},"input":${job.inputJson}`;
   if (webhook !== null) text += `,"webhook":${JSON.stringify(webhook)}`;
   text += `,"policy":{"executionTimeout":${job.executionTimeoutMs},"lowPriority":${job.lowPriority},"ttl":${job.ttlMs}}`;

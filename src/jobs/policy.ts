@@ -28,6 +28,8 @@ export interface SubmitRequest {
   input: Record<string, unknown> | undefined;
   /** `input`, re-serialised once: the stored text is always canonical JSON of an object. */
   inputJson: string;
+  /** Buffer.byteLength(inputJson), where the JSON thread measured it already (undefined: measure it). */
+  inputBytes?: number | undefined;
   webhook: string | null;
   s3Config: S3Config | null;
   executionTimeoutMs: number;
@@ -108,7 +110,7 @@ export function parseSubmitBody(body: unknown, endpointExecutionTimeoutMs: numbe
     s3Config = raw as unknown as S3Config;
   }
 
-  if (raw) return { input: undefined, inputJson: raw.text, webhook, s3Config, executionTimeoutMs, lowPriority, ttlMs };
+  if (raw) return { input: undefined, inputJson: raw.text, inputBytes: raw.bytes, webhook, s3Config, executionTimeoutMs, lowPriority, ttlMs };
   const input = body.input as Record<string, unknown>;
   return { input, inputJson: JSON.stringify(input), webhook, s3Config, executionTimeoutMs, lowPriority, ttlMs };
 }

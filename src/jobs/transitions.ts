@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Notifier } from '../model/events.js';
 import { withoutNul } from '../model/json.js';
-import type { JobRecord, Taker } from '../model/records.js';
+import type { JobRecord, JobWithInput, Taker } from '../model/records.js';
 import type { IdempotentJob, JobStore, UsageStore, WorkerStore } from '../store/store.js';
 import type { IdempotencyKey } from './idempotency.js';
 import type { MeterOf } from './job-meters.js';
@@ -13,12 +13,13 @@ const LOST_HAND_OUT_ERROR =
 /** What a new job is made from: the validated request, the endpoint's limits and the clock. */
 export type NewJobArgs = Pick<
   JobRecord,
-  'id' | 'endpointId' | 'inputJson' | 'webhook' | 's3Config' | 'executionTimeoutMs' | 'lowPriority' | 'ttlMs' | 'retentionMs' | 'maxAttempts' | 'sync' | 'keyId'
-> & { now: number; /** Buffer.byteLength(inputJson) when the caller measured it already. */ inputBytes?: number };
+  'id' | 'endpointId' | 'webhook' | 's3Config' | 'executionTimeoutMs' | 'lowPriority' | 'ttlMs' | 'retentionMs' | 'maxAttempts' | 'sync' | 'keyId' | 'inputBytes'
+> & { now: number };
 
 /**
  * A job's initial state, the one place it is written (docs/states.md): IN_QUEUE since `now`,
- * its queue deadline `now + ttlMs`, never taken, no output. The store writes it as given.
+ * its queue deadline `now + ttlMs`, never taken, no output. The store writes it as given, and
+ * its input (`inputBytes` of it, measured by the caller) beside it: the record holds no input.
  *
  * @example initialJob({ ...args, now: 1000, ttlMs: 60000 }).deadlineAt === 61000
  */
@@ -28,7 +29,6 @@ export function initialJob(a: NewJobArgs): JobRecord {
     id: a.id,
     endpointId: a.endpointId,
     status: 'IN_QUEUE',
-    inputJson: a.inputJson,
     outputJson: null,
     error: null,
     webhook: a.webhook,
@@ -51,7 +51,7 @@ export function initialJob(a: NewJobArgs): JobRecord {
     retries: 0,
     webhookAttempts: 0,
     webhookNextAt: null,
-    inputBytes: a.inputBytes ?? Buffer.byteLength(a.inputJson),
+    inputBytes: a.inputBytes,
     preemptions: 0,
     // Set by the tracing feature's SubmitTracer before the job is written (job-observer.ts).
     traceparent: null,
@@ -83,16 +83,16 @@ export interface WorkerWrite {
  * reaper and the worker pool change jobs only through here.
  */
 export interface JobTransitions {
-  /** A new job (see initialJob) → IN_QUEUE. */
-  submit(job: JobRecord): Promise<void>;
+  /** A new job (see initialJob) with its input (JSON text) → IN_QUEUE. */
+  submit(job: JobRecord, inputJson: string): Promise<void>;
   /** submit under an idempotency key, unless a job already holds it: then nothing changes and that job is returned. */
-  submitOnce(job: JobRecord, key: IdempotencyKey): Promise<{ created: true } | { created: false; existing: IdempotentJob }>;
+  submitOnce(job: JobRecord, inputJson: string, key: IdempotencyKey): Promise<{ created: true } | { created: false; existing: IdempotentJob }>;
   /**
    * Queued jobs of the endpoint → IN_PROGRESS for several waiting takers in one store call:
    * each taker gets up to its `limit`, in queue order, the first taker first. Returns each
-   * taker's jobs, by the takers' positions.
+   * taker's jobs (with their inputs), by the takers' positions.
    */
-  claim(endpointId: string, takers: readonly Taker[]): Promise<JobRecord[][]>;
+  claim(endpointId: string, takers: readonly Taker[]): Promise<JobWithInput[][]>;
   /**
    * Jobs claimed for a worker that never received them → back in the queue, the hand-out
    * uncounted (store.requeueJobs: delayTime still counts from the submit). Returns the ids requeued.
@@ -148,18 +148,18 @@ export function createJobTransitions(deps: TransitionDeps): JobTransitions {
 class Transitions implements JobTransitions {
   constructor(private readonly deps: TransitionDeps) {}
 
-  async submit(job: JobRecord): Promise<void> {
-    await this.deps.store.insertJob(job);
+  async submit(job: JobRecord, inputJson: string): Promise<void> {
+    await this.deps.store.insertJob({ job, inputJson });
     this.deps.notifier.publish({ type: 'jobs-available', endpointId: job.endpointId });
   }
 
-  async submitOnce(job: JobRecord, key: IdempotencyKey): Promise<{ created: true } | { created: false; existing: IdempotentJob }> {
-    const outcome = await this.deps.store.insertJobOnce({ job, ...key });
+  async submitOnce(job: JobRecord, inputJson: string, key: IdempotencyKey): Promise<{ created: true } | { created: false; existing: IdempotentJob }> {
+    const outcome = await this.deps.store.insertJobOnce({ job, inputJson, ...key });
     if (outcome.created) this.deps.notifier.publish({ type: 'jobs-available', endpointId: job.endpointId });
     return outcome;
   }
 
-  async claim(endpointId: string, takers: readonly Taker[]): Promise<JobRecord[][]> {
+  async claim(endpointId: string, takers: readonly Taker[]): Promise<JobWithInput[][]> {
     const claimed = await this.deps.store.claimJobsFor({ endpointId, takers, now: this.deps.now() });
     // The store hands out in taker order: the first takers[0].limit jobs are takers[0]'s, and so on.
     let at = 0;

@@ -7,7 +7,7 @@ import { AppError } from '../model/errors.js';
 import type { Notifier } from '../model/events.js';
 import { isTerminal } from '../model/job-states.js';
 import { isObject, jsonText } from '../model/json.js';
-import type { JobRecord } from '../model/records.js';
+import type { JobRecord, JobWithInput } from '../model/records.js';
 import { openIfSealed, type SecretBox } from '../security/secret-box.js';
 import type { JobStore, WorkerStore } from '../store/store.js';
 import { renderTakenJob } from './job-view.js';
@@ -51,9 +51,9 @@ export interface WorkerHealthReport {
  */
 export interface WorkerService {
   /** Long-poll for up to `limit` jobs; [] when none came within the take wait. */
-  take(endpointId: string, workerId: string, limit: number, signal: AbortSignal): Promise<JobRecord[]>;
+  take(endpointId: string, workerId: string, limit: number, signal: AbortSignal): Promise<JobWithInput[]>;
   /** The JSON a worker receives for a job, with s3Config decrypted (the only place it is). */
-  renderForWorker(job: JobRecord): string;
+  renderForWorker(job: JobWithInput): string;
   /** Long-poll for the ids of jobs the worker must stop. */
   stops(endpointId: string, workerId: string, signal: AbortSignal): Promise<string[]>;
   /** job-done: a result (COMPLETED / FAILED) or a progress update. */
@@ -183,12 +183,12 @@ class Workers implements WorkerService {
     for (const [id, last] of this.lastTouch) if (t - last.at >= TOUCH_EVERY_MS) this.lastTouch.delete(id);
   }
 
-  async take(endpointId: string, workerId: string, limit: number, signal: AbortSignal): Promise<JobRecord[]> {
+  async take(endpointId: string, workerId: string, limit: number, signal: AbortSignal): Promise<JobWithInput[]> {
     await this.touch(endpointId, workerId);
     return this.deps.takeQueue.take(endpointId, workerId, limit, this.deps.config.jobTakeWaitMs, signal);
   }
 
-  renderForWorker(job: JobRecord): string {
+  renderForWorker(job: JobWithInput): string {
     const webhook = job.webhook === null ? null : openIfSealed(this.deps.secrets, job.webhook);
     return renderTakenJob(job, job.s3Config === null ? null : this.deps.secrets.open(job.s3Config), webhook);
   }

@@ -60,6 +60,8 @@ export class RawJson {
     /** Canonical JSON text of the value (JSON.stringify of the parsed value). */
     readonly text: string,
     readonly kind: JsonKind,
+    /** Its UTF-8 length, where the thread that made the text measured it (measuring 19 MB took the event loop ~50 ms). */
+    readonly bytes?: number,
   ) {}
 }
 

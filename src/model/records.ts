@@ -36,6 +36,11 @@ export interface FeatureCharge {
   costUnits: bigint;
 }
 
+/** A job with its input (JSON text as submitted): what job-take hands a worker. */
+export interface JobWithInput extends JobRecord {
+  inputJson: string;
+}
+
 /** One pool worker process's life, start to stop (worker_meters). */
 export interface WorkerMeter {
   workerId: string;
@@ -52,12 +57,15 @@ export interface WorkerMeter {
 /** What an API key may do (docs/security.md). */
 export type Scope = 'admin' | 'run' | 'read' | 'worker';
 
-/** A job as stored: input, state, times, holder, retention and webhook bookkeeping. */
+/**
+ * A job as stored: state, times, holder, retention and webhook bookkeeping. Its input is kept
+ * apart (the store's job_inputs) and read only where it is shown (JobWithInput): a transition
+ * neither rewrites nor returns it, however large (docs/benchmarks.md, "Big bodies").
+ */
 export interface JobRecord {
   id: string;
   endpointId: string;
   status: JobStatus;
-  inputJson: string;
   /** Final output when COMPLETED; the latest progress update while IN_PROGRESS. */
   outputJson: string | null;
   error: string | null;

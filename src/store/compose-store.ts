@@ -36,8 +36,9 @@ export function composeStore(parts: StoreParts): Store {
     migrate: () => parts.migrate(),
     close: () => parts.close(),
 
-    insertJob: (job) => jobs.insertJob(job),
+    insertJob: (args) => jobs.insertJob(args),
     getJob: (id) => jobs.getJob(id),
+    getJobInput: (id) => jobs.getJobInput(id),
     findIdempotentJob: (keyDigest) => jobs.findIdempotentJob(keyDigest),
     insertJobOnce: (args) => jobs.insertJobOnce(args),
     claimJobs: (args) => jobs.claimJobs(args),

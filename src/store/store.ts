@@ -1,6 +1,6 @@
 import type { Notifier } from '../model/events.js';
 import type { JobStatus } from '../model/job-states.js';
-import type { EndpointRecord, JobCounts, JobRecord, KeyRecord, QueueByKey, QueueStats, JobMeter, RegistryCredentialRecord, Scope, Taker, WorkerMeter, WorkerRecord } from '../model/records.js';
+import type { EndpointRecord, JobCounts, JobRecord, JobWithInput, KeyRecord, QueueByKey, QueueStats, JobMeter, RegistryCredentialRecord, Scope, Taker, WorkerMeter, WorkerRecord } from '../model/records.js';
 import type { FileStore } from './file-store.js';
 import type { LogStore } from './log-store.js';
 import type { MinuteStore } from './minute-store.js';
@@ -40,9 +40,18 @@ export interface UpkeepStore {
 
 /** The jobs table (and each job's stream chunks): every job transition is one call here. */
 export interface JobStore {
-  /** Writes a new job exactly as given (its initial state is decided by the caller, src/jobs/transitions.ts). */
-  insertJob(job: JobRecord): Promise<void>;
+  /**
+   * Writes a new job exactly as given (its initial state is decided by the caller,
+   * src/jobs/transitions.ts), its input (JSON text) beside it in job_inputs. (One argument, as
+   * every store method: the wrappers in store-faults.ts and metrics/store-timing.ts pass one.) No other call
+   * writes the input, and only getJobInput and the claims read it back: every other job read
+   * and transition leaves it out, however large (docs/benchmarks.md, "Big bodies").
+   */
+  insertJob(args: { job: JobRecord; inputJson: string }): Promise<void>;
+  /** The job without its input (getJobInput). */
   getJob(id: string): Promise<JobRecord | undefined>;
+  /** The job's input as submitted (JSON text); undefined when the job does not exist. */
+  getJobInput(id: string): Promise<string | undefined>;
 
   /**
    * The job that holds an idempotency key (`keyDigest`: jobs/idempotency.ts), with the digest
@@ -55,23 +64,23 @@ export interface JobStore {
    * request's digest unless a job already holds the key; then nothing is written and that job
    * is returned. Calls with one key at once, from one gateway or several, write one job.
    */
-  insertJobOnce(args: { job: JobRecord; keyDigest: string; requestDigest: string }): Promise<{ created: true } | { created: false; existing: IdempotentJob }>;
+  insertJobOnce(args: { job: JobRecord; inputJson: string; keyDigest: string; requestDigest: string }): Promise<{ created: true } | { created: false; existing: IdempotentJob }>;
 
   /**
    * IN_QUEUE → IN_PROGRESS for up to `limit` jobs of the endpoint whose queue deadline has not
    * passed, oldest `queuedAt` first (insertion order breaks ties). Sets workerId, startedAt=now,
    * attempts+1, deadlineAt = now + executionTimeoutMs, clears output/error.
-   * Returns the claimed jobs in queue order.
+   * Returns the claimed jobs in queue order, each with its input (the worker's to run).
    */
-  claimJobs(args: { endpointId: string; workerId: string; limit: number; now: number }): Promise<JobRecord[]>;
+  claimJobs(args: { endpointId: string; workerId: string; limit: number; now: number }): Promise<JobWithInput[]>;
 
   /**
    * claimJobs for several waiting takers at once, in one store round trip: up to the sum of
    * their limits, the jobs in queue order, the first `takers[0].limit` for takers[0], the next
    * for takers[1], and so on (a short queue leaves the last takers with fewer or none). Returns
-   * the claimed jobs in queue order, each with its taker's workerId.
+   * the claimed jobs in queue order, each with its taker's workerId and its input.
    */
-  claimJobsFor(args: { endpointId: string; takers: readonly Taker[]; now: number }): Promise<JobRecord[]>;
+  claimJobsFor(args: { endpointId: string; takers: readonly Taker[]; now: number }): Promise<JobWithInput[]>;
 
   /**
    * IN_PROGRESS (held by `workerId`) → COMPLETED or FAILED. Sets outputJson / error,

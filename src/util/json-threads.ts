@@ -44,7 +44,8 @@ parentPort.on('message', ({ id, bytes, raw, maxDepth }) => {
   if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
     for (const name of raw) {
       if (!Object.prototype.hasOwnProperty.call(value, name)) continue;
-      texts.push([name, JSON.stringify(value[name]), jsonKind(value[name])]);
+      const text = JSON.stringify(value[name]);
+      texts.push([name, text, jsonKind(value[name]), Buffer.byteLength(text)]);
       delete value[name];
     }
   }
@@ -55,7 +56,7 @@ parentPort.on('message', ({ id, bytes, raw, maxDepth }) => {
 interface Reply {
   id: number;
   value?: unknown;
-  raw?: [string, string, JsonKind][];
+  raw?: [string, string, JsonKind, number][];
   refused?: 'invalid' | 'too-deep';
   message?: string;
 }
@@ -158,6 +159,6 @@ function resultOf(reply: Reply): JsonParse {
   if (reply.refused === 'too-deep') return { refused: 'too-deep' };
   if (reply.refused === 'invalid') return { refused: 'invalid', message: reply.message ?? 'not JSON' };
   const value = reply.value as Record<string, unknown>;
-  for (const [name, text, kind] of reply.raw ?? []) value[name] = new RawJson(text, kind);
+  for (const [name, text, kind, bytes] of reply.raw ?? []) value[name] = new RawJson(text, kind, bytes);
   return { value };
 }

@@ -34,7 +34,7 @@ function job(id: string, overrides: Partial<NewJobArgs> = {}): JobRecord {
   return initialJob({
     id,
     endpointId: 'ep',
-    inputJson: '{}',
+    inputBytes: 2,
     webhook: null,
     s3Config: null,
     executionTimeoutMs: 60_000,
@@ -121,18 +121,18 @@ describe('postgres store', () => {
   });
 
   it('groups the submissions of one turn; a failing one rejects only itself', async () => {
-    await store.insertJob(job('dup'));
-    const results = await Promise.allSettled([store.insertJob(job('a')), store.insertJob(job('dup')), store.insertJob(job('b'))]);
+    await store.insertJob({ job: job('dup'), inputJson: '{}' });
+    const results = await Promise.allSettled([store.insertJob({ job: job('a'), inputJson: '{}' }), store.insertJob({ job: job('dup'), inputJson: '{}' }), store.insertJob({ job: job('b'), inputJson: '{}' })]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     // Insertion order follows call order, so queue order does too.
-    const writes = Array.from({ length: 300 }, (_, i) => store.insertJob(job(`j${i}`, { endpointId: 'bulk' })));
+    const writes = Array.from({ length: 300 }, (_, i) => store.insertJob({ job: job(`j${i}`, { endpointId: 'bulk' }), inputJson: '{}' }));
     await Promise.all(writes);
     const claimed = await store.claimJobs({ endpointId: 'bulk', workerId: 'w', limit: 300, now: T0 + 1 });
     expect(claimed.map((j) => j.id)).toEqual(Array.from({ length: 300 }, (_, i) => `j${i}`));
   });
 
   it('groups the results of one turn; a second result for the same job is refused', async () => {
-    for (let i = 0; i < 50; i++) await store.insertJob(job(`r${i}`));
+    for (let i = 0; i < 50; i++) await store.insertJob({ job: job(`r${i}`), inputJson: '{}' });
     const claimed = await store.claimJobs({ endpointId: 'ep', workerId: 'w', limit: 50, now: T0 + 1 });
     const finish = (id: string) => store.finishJob({ id, workerId: 'w', status: 'COMPLETED', outputJson: `"${id}"`, error: null, now: T0 + 2 });
     const results = await Promise.all([...claimed.map((j) => finish(j.id)), finish('r0')]);
@@ -141,7 +141,7 @@ describe('postgres store', () => {
   });
 
   it('concurrent claims never hand one job to two workers', async () => {
-    await Promise.all(Array.from({ length: 200 }, (_, i) => store.insertJob(job(`c${i}`))));
+    await Promise.all(Array.from({ length: 200 }, (_, i) => store.insertJob({ job: job(`c${i}`), inputJson: '{}' })));
     const claims = await Promise.all(
       Array.from({ length: 20 }, (_, w) => store.claimJobs({ endpointId: 'ep', workerId: `w${w}`, limit: 15, now: T0 + 1 })),
     );
@@ -151,7 +151,7 @@ describe('postgres store', () => {
   });
 
   it('close sends the pending batch first', async () => {
-    const write = store.insertJob(job('late'));
+    const write = store.insertJob({ job: job('late'), inputJson: '{}' });
     await store.close();
     await write;
     expect((await raw.query('SELECT id FROM jobs')).rows).toEqual([{ id: 'late' }]);
@@ -160,7 +160,7 @@ describe('postgres store', () => {
   it('the hot table has its autovacuum settings and the claim query uses jobs_claim', async () => {
     const options = (await raw.query<{ reloptions: string[] }>(`SELECT reloptions FROM pg_class WHERE oid = 'jobs'::regclass`)).rows[0];
     expect(options?.reloptions).toEqual(expect.arrayContaining(['autovacuum_vacuum_scale_factor=0.02', 'fillfactor=80']));
-    await Promise.all(Array.from({ length: 2000 }, (_, i) => store.insertJob(job(`p${i}`, { endpointId: `ep${i % 20}` }))));
+    await Promise.all(Array.from({ length: 2000 }, (_, i) => store.insertJob({ job: job(`p${i}`, { endpointId: `ep${i % 20}` }), inputJson: '{}' })));
     await raw.query('ANALYZE jobs');
     const plan = (
       await raw.query<{ 'QUERY PLAN': string }>(

@@ -24,13 +24,21 @@ const T0 = 1_700_000_000_000;
 const MIN = 60_000;
 
 let serial = 0;
-/** A job with plain defaults: endpoint `ep`, queued at T0, ttl 1 day, retention 30 min, 3 attempts. */
-function newJob(overrides: Partial<NewJobArgs> = {}): JobRecord {
+/** The input each newJob was made with (the record holds none), by job id: what `put` writes beside it. */
+const inputs = new Map<string, string>();
+/** The input of a job made here: newJob's, or `{}` for a record written by hand. */
+const inputOf = (job: JobRecord): string => inputs.get(job.id) ?? '{}';
+
+/** A job with plain defaults: endpoint `ep`, queued at T0, ttl 1 day, retention 30 min, 3 attempts; input `{"n":serial}` unless given. */
+function newJob(overrides: Partial<NewJobArgs> & { inputJson?: string } = {}): JobRecord {
   serial += 1;
+  const { inputJson = `{"n":${serial}}`, ...rest } = overrides;
+  const id = rest.id ?? `job-${serial}`;
+  inputs.set(id, inputJson);
   return initialJob({
-    id: `job-${serial}`,
+    id,
     endpointId: 'ep',
-    inputJson: `{"n":${serial}}`,
+    inputBytes: Buffer.byteLength(inputJson),
     webhook: null,
     s3Config: null,
     executionTimeoutMs: 10 * MIN,
@@ -41,7 +49,7 @@ function newJob(overrides: Partial<NewJobArgs> = {}): JobRecord {
     sync: false,
     keyId: null,
     now: T0,
-    ...overrides,
+    ...rest,
   });
 }
 
@@ -93,10 +101,15 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
       await handle.cleanup();
     });
 
+    /** Writes a job with its input (inputOf). */
+    function put(job: JobRecord): Promise<void> {
+      return store.insertJob({ job, inputJson: inputOf(job) });
+    }
+
     /** Inserts a job and returns what the store holds for it. */
-    async function insert(overrides: Partial<NewJobArgs> = {}): Promise<JobRecord> {
+    async function insert(overrides: Partial<NewJobArgs> & { inputJson?: string } = {}): Promise<JobRecord> {
       const job = newJob(overrides);
-      await store.insertJob(job);
+      await put(job);
       const stored = await store.getJob(job.id);
       if (!stored) throw new Error(`inserted job ${job.id} not found`);
       return stored;
@@ -175,12 +188,11 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           keyId: 'key-1',
           inputJson: '{"prompt":"a \\"quoted\\" cat","n":[1,2]}',
         });
-        await store.insertJob(input);
+        await put(input);
         expect(await store.getJob(input.id)).toEqual({
           id: input.id,
           endpointId: 'ep',
           status: 'IN_QUEUE',
-          inputJson: input.inputJson,
           outputJson: null,
           error: null,
           webhook: 'https://hook.example/done',
@@ -203,7 +215,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           retries: 0,
           webhookAttempts: 0,
           webhookNextAt: null,
-          inputBytes: Buffer.byteLength(input.inputJson),
+          inputBytes: Buffer.byteLength(inputOf(input)),
           preemptions: 0,
           traceparent: null,
         } satisfies JobRecord);
@@ -217,7 +229,6 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           id,
           endpointId: `ep-${n}`,
           status: 'FAILED',
-          inputJson: `{"in":${n}}`,
           outputJson: `{"partial":${n}}`,
           error: `boom ${n}`,
           webhook: `https://hook.example/${n}`,
@@ -245,19 +256,19 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           traceparent: `00-${'4bf92f3577b34da6a3ce929d0e0e4736'}-${(n + 1).toString(16).padStart(16, '0')}-01`,
         });
         const alone = unusual('alone', 0);
-        await store.insertJob(alone);
+        await put(alone);
         expect(await store.getJob(alone.id)).toEqual(alone);
         // Several in one turn (a batched insert on backends that group them).
         const many = [1, 2, 3].map((n) => unusual(`many-${n}`, n));
-        await Promise.all(many.map((job) => store.insertJob(job)));
+        await Promise.all(many.map((job) => put(job)));
         for (const job of many) expect(await store.getJob(job.id)).toEqual(job);
         expect(await store.listJobs({ endpointId: 'ep-2', limit: 5 })).toEqual([many[1]]);
 
         // A live job written as given: the store claims by its queuedAt and deadlineAt, not by createdAt + ttl.
         const queued: JobRecord = { ...newJob({ now: T0, keyId: 'k1' }), queuedAt: T0 + 500, deadlineAt: T0 + 600 };
         const older = newJob({ now: T0 + 100, keyId: 'k2' });
-        await store.insertJob(queued);
-        await store.insertJob(older);
+        await put(queued);
+        await put(older);
         expect(await store.getJob(queued.id)).toEqual(queued);
         expect((await store.claimJobs({ endpointId: 'ep', workerId: 'w1', limit: 1, now: T0 + 200 })).map((j) => j.id)).toEqual([older.id]);
         expect((await store.expireQueued({ now: T0 + 600, limit: 10 })).map((j) => j.id)).toEqual([queued.id]);
@@ -265,6 +276,59 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
 
       it('returns undefined for an unknown id', async () => {
         expect(await store.getJob('nope')).toBeUndefined();
+      });
+    });
+
+    describe('job inputs (getJobInput)', () => {
+      it('keeps the input as written, hands it out with a claim only, and deletes it with its job', async () => {
+        const text = '{"prompt":"a \\"quoted\\" cat","big":"' + 'x'.repeat(300_000) + '","é":[1,2]}';
+        const job = await insert({ inputJson: text, now: T0 });
+        const other = await insert({ now: T0 + 1 });
+        expect(await store.getJobInput(job.id)).toBe(text);
+        expect(await store.getJobInput('nope')).toBeUndefined();
+        // Reads and transitions come without it; the claim hands it to the worker.
+        expect(await get(job.id)).not.toHaveProperty('inputJson');
+        const claimed = await store.claimJobs({ endpointId: 'ep', workerId: 'w1', limit: 2, now: T0 + 10 });
+        expect(claimed.map((j) => [j.id, j.inputJson])).toEqual([[job.id, text], [other.id, inputOf(other)]]);
+        const finished = await store.finishJob({ id: job.id, workerId: 'w1', status: 'FAILED', outputJson: null, error: 'x', now: T0 + 20 });
+        expect(finished).toBeDefined();
+        expect(finished).not.toHaveProperty('inputJson');
+        // A retry queues the same input again.
+        const retried = await store.retryJob({ id: job.id, now: T0 + 30 });
+        expect(retried).not.toHaveProperty('inputJson');
+        expect((await store.claimJobs({ endpointId: 'ep', workerId: 'w2', limit: 1, now: T0 + 40 }))[0]?.inputJson).toBe(text);
+        const cancelled = await store.cancelJob({ id: job.id, now: T0 + 50 });
+        expect(cancelled).not.toHaveProperty('inputJson');
+        expect(await store.getJobInput(job.id)).toBe(text);
+        // Expiry deletes the input with the job; the other job's stays.
+        expect(await store.deleteExpired({ now: T0 + 50 + 31 * MIN, limit: 10 })).toBe(1);
+        expect(await store.getJobInput(job.id)).toBeUndefined();
+        expect(await store.getJobInput(other.id)).toBe(inputOf(other));
+      });
+
+      it('writes the inputs of a burst of submissions (one batch where a backend groups them) each beside its job', async () => {
+        const burst = Array.from({ length: 12 }, (_, i) => newJob({ inputJson: `{"i":${i},"pad":"${'p'.repeat(i * 1000)}"}` }));
+        await Promise.all(burst.map((job) => put(job)));
+        for (const job of burst) expect(await store.getJobInput(job.id)).toBe(inputOf(job));
+        const claimed = await store.claimJobs({ endpointId: 'ep', workerId: 'w1', limit: 20, now: T0 + 10 });
+        expect(claimed.map((j) => j.inputJson)).toEqual(burst.map(inputOf));
+      });
+
+      it('writes nothing when the input cannot be written: no job without its input', async () => {
+        const job = newJob();
+        await expect(store.insertJob({ job, inputJson: null as unknown as string })).rejects.toThrow();
+        expect(await store.getJob(job.id)).toBeUndefined();
+        expect(await store.getJobInput(job.id)).toBeUndefined();
+        // The id is free again, and the queue hands out the job written next.
+        await put(job);
+        expect((await store.claimJobs({ endpointId: 'ep', workerId: 'w1', limit: 5, now: T0 + 10 })).map((j) => [j.id, j.inputJson])).toEqual([[job.id, inputOf(job)]]);
+      });
+
+      it('writes the input of an insertJobOnce only when it makes the job', async () => {
+        const job = newJob();
+        expect(await store.insertJobOnce({ job, inputJson: '{"first":1}', keyDigest: 'kin', requestDigest: 'r' })).toMatchObject({ created: true });
+        expect(await store.insertJobOnce({ job: newJob(), inputJson: '{"second":2}', keyDigest: 'kin', requestDigest: 'r' })).toMatchObject({ created: false });
+        expect(await store.getJobInput(job.id)).toBe('{"first":1}');
       });
     });
 
@@ -288,7 +352,10 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
             outputJson: null,
             error: null,
           });
-          expect(await store.getJob(job.id)).toEqual(job);
+          // The claim hands out the input; the job's record alone holds none.
+          const { inputJson, ...record } = job;
+          expect(inputJson).toBe(inputOf(job));
+          expect(await store.getJob(job.id)).toEqual(record);
         }
         const second = await store.claimJobs({ endpointId: 'ep', workerId: 'w2', limit: 10, now });
         expect(second.map((j) => j.id)).toEqual([late.id]);
@@ -300,7 +367,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         const ids: string[] = [];
         // Sixty in one turn (one batch where a backend groups them), then sixty one by one.
         const batch = Array.from({ length: 60 }, () => newJob({ now: T0 }));
-        await Promise.all(batch.flatMap((job) => [store.insertJob(job), store.insertJob(newJob({ endpointId: 'other', now: T0 }))]));
+        await Promise.all(batch.flatMap((job) => [put(job), put(newJob({ endpointId: 'other', now: T0 }))]));
         ids.push(...batch.map((job) => job.id));
         for (let i = 0; i < 60; i++) ids.push((await insert({ now: T0 })).id);
         const last = await insert({ now: T0 - 1 }); // queued earlier, inserted last: a key's jobs keep insertion order
@@ -316,7 +383,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         // Key A queues 50 (half in one turn, half one by one), then B queues 3 and C 1, later.
         const a: string[] = [];
         const burst = Array.from({ length: 25 }, (_, i) => newJob({ keyId: 'A', now: T0 + i }));
-        await Promise.all(burst.map((job) => store.insertJob(job)));
+        await Promise.all(burst.map((job) => put(job)));
         a.push(...burst.map((job) => job.id));
         for (let i = 25; i < 50; i++) a.push((await insert({ keyId: 'A', now: T0 + i })).id);
         const b: string[] = [];
@@ -360,7 +427,10 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         ]);
         for (const job of claimed) {
           expect(job).toMatchObject({ status: 'IN_PROGRESS', startedAt: now, attempts: 1, deadlineAt: now + job.executionTimeoutMs });
-          expect(await store.getJob(job.id)).toEqual(job);
+          // The claim hands out the input; the job's record alone holds none.
+          const { inputJson, ...record } = job;
+          expect(inputJson).toBe(inputOf(job));
+          expect(await store.getJob(job.id)).toEqual(record);
         }
         expect(await store.claimJobsFor({ endpointId: 'ep', takers, now })).toEqual([]);
         expect(await store.claimJobsFor({ endpointId: 'ep', takers: [], now })).toEqual([]);
@@ -703,8 +773,8 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
       });
 
       it('un-claims only the named jobs of that worker; uncounted, the hand-out is taken back', async () => {
-        await store.insertJob(newJob());
-        await store.insertJob(newJob());
+        await put(newJob());
+        await put(newJob());
         const [a, b] = await store.claimJobs({ endpointId: 'ep', workerId: 'w1', limit: 2, now: T0 + 10 });
         const untaken = (workerId: string) => store.requeueJobs({ workerIds: [workerId], ids: [a!.id, 'missing'], counted: false, error: '', now: T0 + 15 });
         expect(await untaken('w2')).toEqual({ requeued: [], failed: [] });
@@ -737,7 +807,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
       });
 
       it('keeps the hand-out counted when asked (a job its worker lost)', async () => {
-        await store.insertJob(newJob());
+        await put(newJob());
         const [a] = await store.claimJobs({ endpointId: 'ep', workerId: 'w1', limit: 1, now: T0 + 10 });
         expect((await lost(['w1'], T0 + 20, [a!.id])).requeued.map((j) => j.id)).toEqual([a!.id]);
         expect(await store.getJob(a!.id)).toMatchObject({ status: 'IN_QUEUE', attempts: 1, workerId: null, queuedAt: T0 });
@@ -801,21 +871,21 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
     describe('insertJobOnce / findIdempotentJob', () => {
       it('writes one job per key: a second call returns the first with its digest; plain jobs hold no key', async () => {
         const first = newJob();
-        expect(await store.insertJobOnce({ job: first, keyDigest: 'k1', requestDigest: 'r1' })).toEqual({ created: true });
+        expect(await store.insertJobOnce({ job: first, inputJson: '{}', keyDigest: 'k1', requestDigest: 'r1' })).toEqual({ created: true });
         expect(await store.getJob(first.id)).toEqual(first);
         const second = newJob();
-        expect(await store.insertJobOnce({ job: second, keyDigest: 'k1', requestDigest: 'r2' })).toEqual({ created: false, existing: { job: first, requestDigest: 'r1' } });
+        expect(await store.insertJobOnce({ job: second, inputJson: '{}', keyDigest: 'k1', requestDigest: 'r2' })).toEqual({ created: false, existing: { job: first, requestDigest: 'r1' } });
         expect(await store.getJob(second.id)).toBeUndefined();
         expect(await store.findIdempotentJob('k1')).toEqual({ job: first, requestDigest: 'r1' });
         expect(await store.findIdempotentJob('k2')).toBeUndefined();
-        expect(await store.insertJobOnce({ job: newJob(), keyDigest: 'k2', requestDigest: 'r1' })).toEqual({ created: true });
-        await store.insertJob(newJob());
-        await store.insertJob(newJob());
+        expect(await store.insertJobOnce({ job: newJob(), inputJson: '{}', keyDigest: 'k2', requestDigest: 'r1' })).toEqual({ created: true });
+        await put(newJob());
+        await put(newJob());
         expect(await store.listJobs({ endpointId: 'ep', limit: 10 })).toHaveLength(4);
       });
 
       it('writes one job for calls with one key at once', async () => {
-        const results = await Promise.all(Array.from({ length: 8 }, () => store.insertJobOnce({ job: newJob(), keyDigest: 'race', requestDigest: 'r' })));
+        const results = await Promise.all(Array.from({ length: 8 }, () => store.insertJobOnce({ job: newJob(), inputJson: '{}', keyDigest: 'race', requestDigest: 'r' })));
         expect(results.filter((r) => r.created)).toHaveLength(1);
         const holder = await store.findIdempotentJob('race');
         expect(results.flatMap((r) => (r.created ? [] : [r.existing.job.id]))).toEqual(Array(7).fill(holder?.job.id));
@@ -824,14 +894,14 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
 
       it('keeps the key across a reopen, and frees it when its job is deleted at the end of its retention', async () => {
         const job = newJob({ retentionMs: 1000 });
-        await store.insertJobOnce({ job, keyDigest: 'k', requestDigest: 'r' });
+        await store.insertJobOnce({ job, inputJson: '{}', keyDigest: 'k', requestDigest: 'r' });
         await store.close();
         const again = await handle.reopen();
         expect(await again.findIdempotentJob('k')).toEqual({ job, requestDigest: 'r' });
         await again.cancelJob({ id: job.id, now: T0 + 1 });
         expect(await again.deleteExpired({ now: T0 + 1001, limit: 10 })).toBe(1);
         expect(await again.findIdempotentJob('k')).toBeUndefined();
-        expect(await again.insertJobOnce({ job: newJob(), keyDigest: 'k', requestDigest: 'r2' })).toEqual({ created: true });
+        expect(await again.insertJobOnce({ job: newJob(), inputJson: '{}', keyDigest: 'k', requestDigest: 'r2' })).toEqual({ created: true });
       });
     });
 
@@ -1206,7 +1276,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           webhookNextAt: T0,
           expiresAt: T0 + 100,
         };
-        await store.insertJob(job);
+        await put(job);
         return job;
       }
       const terminal: JobStatus[] = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'];
@@ -1360,7 +1430,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect(await store.deleteEndpoint('gone')).toBe(true);
         expect(await store.listWebhookAttempts(ofEndpoint.id)).toEqual([]);
         // A job later given the same id starts with no records.
-        await store.insertJob({ ...ofEndpoint, status: 'IN_QUEUE' });
+        await put({ ...ofEndpoint, status: 'IN_QUEUE' });
         expect(await store.listWebhookAttempts(ofEndpoint.id)).toEqual([]);
       });
     });

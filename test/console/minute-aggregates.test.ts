@@ -91,8 +91,8 @@ describe.each(['sqlite', 'postgres'] as const)('job_minutes on %s', (backend) =>
   it('the recorder writes no minute for an idle endpoint, nor one for an endpoint deleted before the write', async () => {
     const at = T0 + 500 * MIN;
     const job = (id: string, endpointId: string) =>
-      initialJob({ id, endpointId, inputJson: '{}', webhook: null, s3Config: null, executionTimeoutMs: MIN, lowPriority: false, ttlMs: 60 * MIN, retentionMs: MIN, maxAttempts: 1, sync: false, keyId: null, now: at });
-    await store.insertJob(job('queued-1', 'queued'));
+      initialJob({ id, endpointId, inputBytes: 2, webhook: null, s3Config: null, executionTimeoutMs: MIN, lowPriority: false, ttlMs: 60 * MIN, retentionMs: MIN, maxAttempts: 1, sync: false, keyId: null, now: at });
+    await store.insertJob({ job: job('queued-1', 'queued'), inputJson: '{}' });
     const recorder = createMinuteRecorder(() => at);
     const endpoints = [{ id: 'idle' }, { id: 'busy' }, { id: 'queued' }];
     recorder.start({ store, endpoints: { list: async () => endpoints }, logger: pino({ level: 'silent' }), intervalMs: 3_600_000 });
@@ -110,7 +110,7 @@ describe.each(['sqlite', 'postgres'] as const)('job_minutes on %s', (backend) =>
   it('the recorder keeps the deepest queue between samples: a burst taken before the next sample still shows', async () => {
     const at = T0 + 700 * MIN;
     const job = (id: string) =>
-      initialJob({ id, endpointId: 'burst', inputJson: '{}', webhook: null, s3Config: null, executionTimeoutMs: MIN, lowPriority: false, ttlMs: 60 * MIN, retentionMs: MIN, maxAttempts: 1, sync: false, keyId: null, now: at });
+      initialJob({ id, endpointId: 'burst', inputBytes: 2, webhook: null, s3Config: null, executionTimeoutMs: MIN, lowPriority: false, ttlMs: 60 * MIN, retentionMs: MIN, maxAttempts: 1, sync: false, keyId: null, now: at });
     const recorder = createMinuteRecorder(() => at);
     recorder.start({ store, endpoints: { list: async () => [{ id: 'burst' }] }, logger: pino({ level: 'silent' }), intervalMs: 3_600_000 });
     const burst = [1, 2, 3, 4, 5, 6].map((i) => job(`burst-${i}`));

@@ -185,8 +185,8 @@ describe('the follow loop', () => {
     const outcomes: boolean[] = [];
     const waiters: JobWaiters = { ...real, wait: async (...args) => { const woken = await real.wait(...args); outcomes.push(woken); return woken; } };
     notifier.subscribe((event) => event.type === 'job-updated' && waiters.wake(event.jobId));
-    const job = initialJob({ id: uniqueId('job'), endpointId: 'ep', inputJson: '{}', webhook: null, s3Config: null, executionTimeoutMs: 60_000, lowPriority: false, ttlMs: 60_000, retentionMs: 60_000, maxAttempts: 1, sync: false, keyId: null, now: Date.now() });
-    await transitions.submit(job);
+    const job = initialJob({ id: uniqueId('job'), endpointId: 'ep', inputBytes: 2, webhook: null, s3Config: null, executionTimeoutMs: 60_000, lowPriority: false, ttlMs: 60_000, retentionMs: 60_000, maxAttempts: 1, sync: false, keyId: null, now: Date.now() });
+    await transitions.submit(job, '{}');
     await transitions.claim('ep', [{ workerId: 'w1', limit: 1 }]);
     // The worker's chunk lands while the follower's first read is in flight.
     let first = true;

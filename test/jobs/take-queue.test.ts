@@ -1,16 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { createTakeQueue } from '../../src/dispatch/take-queue.js';
 import { createWorkerLiveness, MAX_PINGING } from '../../src/dispatch/worker-liveness.js';
-import type { JobRecord, Taker } from '../../src/model/records.js';
+import type { JobWithInput, Taker } from '../../src/model/records.js';
 
-function job(id: string): JobRecord {
-  return { id } as JobRecord;
+function job(id: string): JobWithInput {
+  return { id, inputJson: '{}' } as JobWithInput;
 }
 
 /** A claim that settles only when the test says so (with each taker's jobs, by position). */
 function controlledClaims() {
-  const pending: { takers: readonly Taker[]; resolve: (jobs: JobRecord[][]) => void }[] = [];
-  const claim = (_endpointId: string, takers: readonly Taker[]) => new Promise<JobRecord[][]>((resolve) => pending.push({ takers, resolve }));
+  const pending: { takers: readonly Taker[]; resolve: (jobs: JobWithInput[][]) => void }[] = [];
+  const claim = (_endpointId: string, takers: readonly Taker[]) => new Promise<JobWithInput[][]>((resolve) => pending.push({ takers, resolve }));
   return { pending, claim };
 }
 

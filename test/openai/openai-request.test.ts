@@ -18,7 +18,7 @@ function caught(fn: () => unknown): AppError {
 }
 
 function ended(status: JobRecord['status'], error: string | null): JobRecord {
-  const job = initialJob({ id: 'sync-1', endpointId: 'ep', inputJson: '{}', webhook: null, s3Config: null, executionTimeoutMs: 1, lowPriority: false, ttlMs: 1, retentionMs: 1, maxAttempts: 1, sync: true, keyId: null, now: 0 });
+  const job = initialJob({ id: 'sync-1', endpointId: 'ep', inputBytes: 2, webhook: null, s3Config: null, executionTimeoutMs: 1, lowPriority: false, ttlMs: 1, retentionMs: 1, maxAttempts: 1, sync: true, keyId: null, now: 0 });
   return { ...job, status, error };
 }
 

@@ -167,10 +167,10 @@ describe.each<TestBackend>(['sqlite', 'postgres'])('webhooks under the outbound 
     closers.push(hook.close);
     const store = t.gantry.gateway.http.usage as unknown as JobStore;
     const job = initialJob({
-      id: uniqueId('job'), endpointId: echo, inputJson: '{}', webhook: `${hook.url}/hook`, s3Config: null, executionTimeoutMs: 60_000,
+      id: uniqueId('job'), endpointId: echo, inputBytes: 2, webhook: `${hook.url}/hook`, s3Config: null, executionTimeoutMs: 60_000,
       lowPriority: false, ttlMs: 60_000, retentionMs: 600_000, maxAttempts: 1, sync: false, keyId: null, now: Date.now(),
     });
-    await store.insertJob(job);
+    await store.insertJob({ job: job, inputJson: '{}' });
     await t.gantry.gateway.transitions.cancel(job.id);
     const final = await eventually(async () => {
       const [row] = await store.jobStates([job.id]);

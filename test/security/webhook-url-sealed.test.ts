@@ -72,10 +72,10 @@ describe.each(['sqlite', 'postgres'] as const)('webhook URLs are stored sealed (
     await t.createEndpoint(ep);
     const webhook = `${hook.url}?token=old-row`;
     const job = initialJob({
-      id: uniqueId('job'), endpointId: ep, inputJson: '{"n":2}', webhook, s3Config: null, executionTimeoutMs: 60_000,
+      id: uniqueId('job'), endpointId: ep, inputBytes: 7, webhook, s3Config: null, executionTimeoutMs: 60_000,
       lowPriority: false, ttlMs: 60_000, retentionMs: 600_000, maxAttempts: 1, sync: false, keyId: null, now: Date.now(),
     });
-    await store.insertJob(job);
+    await store.insertJob({ job: job, inputJson: '{"n":2}' });
     const w = workerFor(t, ep, workerKey);
     expect(await w.takeJob()).toMatchObject({ id: job.id, webhook });
     expect((await w.done(job.id, { output: 'old' })).status).toBe(200);

@@ -8,13 +8,19 @@ import type { PgConnection } from './connection.js';
 /** The arguments of one finishJob call. */
 export type FinishArgs = Parameters<JobStore['finishJob']>[0];
 
+/** One submission: the job's record and its input (JSON text), written to job_inputs. */
+export interface NewJob {
+  job: JobRecord;
+  inputJson: string;
+}
+
 /**
  * The job statements that the calls of one event-loop turn share (batch.ts): a round trip and
  * a commit for many jobs. `flush` sends what is pending and waits for what is in flight.
  */
 export interface JobBatches {
   reads: Batcher<string, JobRecord | undefined>;
-  inserts: Batcher<JobRecord, void>;
+  inserts: Batcher<NewJob, void>;
   finishes: Batcher<FinishArgs, JobRecord | undefined>;
   flush(): Promise<void>;
 }
@@ -23,17 +29,20 @@ const GET_JOB_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = $1`;
 const GET_JOBS_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ANY($1::text[])`;
 
 /**
- * Every column of a batch of jobs, as given, one array a column. WITH ORDINALITY … ORDER BY
+ * Every column of a batch of jobs, as given, one array a column, and their inputs last (into
+ * job_inputs, one statement: the foreign key is checked at its end). WITH ORDINALITY … ORDER BY
  * keeps the call order as the insertion order (seq), so queue order follows call order. The
  * queue place (fair_at, fairPlace) is read before the batch's rows exist: the n-th job of one
  * key and endpoint in the batch goes n - 1 places past it.
  */
-const INSERT_JOBS_SQL = `INSERT INTO jobs (${JOB_COLUMNS}, fair_at)
-  SELECT ${JOB_COLUMNS}, ${fairPlace('postgres', 'v.endpoint_id', 'v.key_id', 'v.queued_at')}
-      + row_number() OVER (PARTITION BY v.endpoint_id, COALESCE(v.key_id, '') ORDER BY ord) - 1
-  FROM unnest(${JOB_COLUMN_PG_TYPES.map((type, i) => `$${i + 1}::${type}[]`).join(', ')})
-    WITH ORDINALITY AS v(${JOB_COLUMNS}, ord)
-  ORDER BY ord`;
+const INSERT_JOBS_SQL = `WITH v AS (
+    SELECT * FROM unnest(${JOB_COLUMN_PG_TYPES.map((type, i) => `$${i + 1}::${type}[]`).join(', ')}, $${JOB_COLUMN_COUNT + 1}::text[])
+      WITH ORDINALITY AS v(${JOB_COLUMNS}, input_json, ord)),
+  j AS (INSERT INTO jobs (${JOB_COLUMNS}, fair_at)
+    SELECT ${JOB_COLUMNS}, ${fairPlace('postgres', 'v.endpoint_id', 'v.key_id', 'v.queued_at')}
+        + row_number() OVER (PARTITION BY v.endpoint_id, COALESCE(v.key_id, '') ORDER BY ord) - 1
+    FROM v ORDER BY ord)
+  INSERT INTO job_inputs (job_id, input_json) SELECT id, input_json FROM v`;
 
 /** finishJob for many jobs; `v` has no retention_ms or webhook, so those of finishedColumns are the job's. */
 const FINISH_JOBS_SQL = `UPDATE jobs j SET status = v.status, output_json = v.output_json, error = v.error, ${finishedColumns('v.now')}
@@ -53,7 +62,6 @@ export function jobColumnArrays(list: JobRecord[]): unknown[][] {
   c[COL.id] = list.map((j) => j.id);
   c[COL.endpointId] = list.map((j) => j.endpointId);
   c[COL.status] = list.map((j) => j.status);
-  c[COL.inputJson] = list.map((j) => j.inputJson);
   c[COL.outputJson] = list.map((j) => j.outputJson);
   c[COL.error] = list.map((j) => j.error);
   c[COL.webhook] = list.map((j) => j.webhook);
@@ -108,8 +116,8 @@ function inOrder(ids: string[], jobs: JobRecord[]): (JobRecord | undefined)[] {
  */
 export function createJobBatches(db: PgConnection): JobBatches {
   const jobs = async (sql: string, params: unknown[]): Promise<JobRecord[]> => (await db.queryArrays(sql, params)).map(toJob);
-  const insertMany = async (list: JobRecord[]): Promise<void> => {
-    await db.query(INSERT_JOBS_SQL, jobColumnArrays(list));
+  const insertMany = async (list: NewJob[]): Promise<void> => {
+    await db.query(INSERT_JOBS_SQL, [...jobColumnArrays(list.map((n) => n.job)), list.map((n) => n.inputJson)]);
   };
   const finishMany = async (list: FinishArgs[]): Promise<(JobRecord | undefined)[]> =>
     inOrder(
@@ -123,9 +131,9 @@ export function createJobBatches(db: PgConnection): JobBatches {
     one: async (id) => (await jobs(GET_JOB_SQL, [id]))[0],
     many: async (ids) => inOrder(ids, await jobs(GET_JOBS_SQL, [ids])),
   });
-  const inserts = createBatcher<JobRecord, void>({
-    key: (job) => job.id,
-    one: (job) => insertMany([job]),
+  const inserts = createBatcher<NewJob, void>({
+    key: (n) => n.job.id,
+    one: (n) => insertMany([n]),
     many: async (list) => {
       await insertMany(list);
       return list.map(() => undefined);

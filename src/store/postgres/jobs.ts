@@ -1,5 +1,5 @@
 import type { JobStatus } from '../../model/job-states.js';
-import type { JobCounts, JobRecord, QueueByKey, QueueStats } from '../../model/records.js';
+import type { JobCounts, JobRecord, JobWithInput, QueueByKey, QueueStats } from '../../model/records.js';
 import { COL, IDEMPOTENCY_COLUMNS, JOB_COLUMN_COUNT, JOB_COLUMNS, jobColumnList, toJob } from '../job-columns.js';
 import { tallyJobCounts, toQueueByKey, toQueueStats, type CountRow, type HeldRow, type KeyQueuedRow, type QueuedRow } from '../job-counts.js';
 import { fairPlace, finishedColumns, LIVE_STATUS_LIST, requeuedColumns, RETRYABLE_STATUS_LIST, TERMINAL_STATUS_LIST } from '../job-sql.js';
@@ -12,6 +12,8 @@ type Args<M extends keyof JobStore> = Parameters<JobStore[M]>[0];
 /** Where claimJobs' RETURNING puts seq and the queue place (fair_at), after the job columns. */
 const SEQ = JOB_COLUMN_COUNT;
 const FAIR_AT = JOB_COLUMN_COUNT + 1;
+/** Where claimJobs' rows carry the job's input, after seq and fair_at. */
+const INPUT = JOB_COLUMN_COUNT + 2;
 /** Where requeueJobs' rows carry their requeued flag, after the job columns. */
 const REQUEUED = JOB_COLUMN_COUNT;
 
@@ -19,20 +21,24 @@ const REQUEUED = JOB_COLUMN_COUNT;
 // $2 holds a worker id per job to claim, in taker order ($4 of them): the n-th job in queue
 // order (fair_at, then seq: fairPlace) goes to $2[n]. Window functions cannot sit beside FOR UPDATE, so rows are numbered
 // after they are locked.
+// The claimed rows' inputs are read from job_inputs (migration 0020), never rewritten.
 const CLAIM_JOBS_SQL = `WITH next AS (
      SELECT id, fair_at, seq FROM jobs WHERE endpoint_id = $1 AND status = 'IN_QUEUE' AND deadline_at > $3
      ORDER BY fair_at, seq LIMIT $4 FOR UPDATE SKIP LOCKED),
-   numbered AS (SELECT id, row_number() OVER (ORDER BY fair_at, seq) AS n FROM next)
-   UPDATE jobs j SET status = 'IN_PROGRESS', worker_id = ($2::text[])[numbered.n], started_at = $3, attempts = attempts + 1,
+   numbered AS (SELECT id, row_number() OVER (ORDER BY fair_at, seq) AS n FROM next),
+   claimed AS (UPDATE jobs j SET status = 'IN_PROGRESS', worker_id = ($2::text[])[numbered.n], started_at = $3, attempts = attempts + 1,
      deadline_at = $3 + execution_timeout_ms, output_json = NULL, error = NULL
-   FROM numbered WHERE j.id = numbered.id RETURNING ${jobColumnList('j')}, j.seq, j.fair_at`;
+     FROM numbered WHERE j.id = numbered.id RETURNING ${jobColumnList('j')}, j.seq, j.fair_at)
+   SELECT ${jobColumnList('c')}, c.seq, c.fair_at, i.input_json FROM claimed c JOIN job_inputs i ON i.job_id = c.id`;
 const FIND_IDEMPOTENT_SQL = `SELECT ${JOB_COLUMNS}, request_digest FROM jobs WHERE idempotency_key = $1`;
 // The unique index on idempotency_key decides between gateways: a second insert of one key
 // waits for the first's commit, then does nothing.
-const INSERT_JOB_ONCE_SQL = `INSERT INTO jobs (${JOB_COLUMNS}, ${IDEMPOTENCY_COLUMNS.join(', ')}, fair_at)
+const INSERT_JOB_ONCE_SQL = `WITH ins AS (INSERT INTO jobs (${JOB_COLUMNS}, ${IDEMPOTENCY_COLUMNS.join(', ')}, fair_at)
    VALUES (${Array.from({ length: JOB_COLUMN_COUNT + 2 }, (_, i) => `$${i + 1}`).join(', ')},
      ${fairPlace('postgres', `$${COL.endpointId + 1}::text`, `$${COL.keyId + 1}::text`, `$${COL.queuedAt + 1}::bigint`)})
-   ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING 1`;
+   ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING id)
+   INSERT INTO job_inputs (job_id, input_json) SELECT id, $${JOB_COLUMN_COUNT + 3}::text FROM ins RETURNING 1`;
+const GET_INPUT_SQL = 'SELECT input_json FROM job_inputs WHERE job_id = $1';
 /** How often insertJobOnce tries again when the key's holder was deleted between its two statements. */
 const INSERT_ONCE_TRIES = 3;
 const SET_PROGRESS_SQL = `UPDATE jobs SET output_json = $4 WHERE id = $1 AND status = 'IN_PROGRESS' AND worker_id = $2
@@ -133,6 +139,13 @@ const RECORD_ATTEMPT_SQL = `WITH job AS (
 const LIST_ATTEMPTS_SQL = `SELECT retries, attempt, at, http_status AS "httpStatus", error FROM webhook_attempts
    WHERE job_id = $1 ORDER BY seq`;
 
+/** A claimed row → the job with its input (INPUT). */
+function withInput(row: unknown[]): JobWithInput {
+  const job = toJob(row) as JobWithInput;
+  job.inputJson = row[INPUT] as string;
+  return job;
+}
+
 /** Restores queue order (fair_at, then seq) among claimed rows: RETURNING has no set order. */
 function byQueueOrder(a: unknown[], b: unknown[]): number {
   return Number(a[FAIR_AT]) - Number(b[FAIR_AT]) || Number(a[SEQ]) - Number(b[SEQ]);
@@ -165,12 +178,16 @@ export class PgJobStore implements JobStore {
     return (await this.db.query<{ id: string }>(sql, params)).map((row) => row.id);
   }
 
-  insertJob(job: JobRecord): Promise<void> {
-    return this.batches.inserts.run(job);
+  insertJob(args: Args<'insertJob'>): Promise<void> {
+    return this.batches.inserts.run(args);
   }
 
   getJob(id: string): Promise<JobRecord | undefined> {
     return this.batches.reads.run(id);
+  }
+
+  async getJobInput(id: string): Promise<string | undefined> {
+    return (await this.db.query<{ input_json: string }>(GET_INPUT_SQL, [id]))[0]?.input_json;
   }
 
   async findIdempotentJob(keyDigest: string): Promise<IdempotentJob | undefined> {
@@ -179,10 +196,10 @@ export class PgJobStore implements JobStore {
   }
 
   /** Not batched: a submission with a key is rare, and its conflict must be seen alone. */
-  async insertJobOnce({ job, keyDigest, requestDigest }: Args<'insertJobOnce'>): Promise<{ created: true } | { created: false; existing: IdempotentJob }> {
+  async insertJobOnce({ job, inputJson, keyDigest, requestDigest }: Args<'insertJobOnce'>): Promise<{ created: true } | { created: false; existing: IdempotentJob }> {
     const values = jobColumnArrays([job]).map((column) => column[0]);
     for (let i = 0; i < INSERT_ONCE_TRIES; i++) {
-      if ((await this.db.query(INSERT_JOB_ONCE_SQL, [...values, keyDigest, requestDigest])).length === 1) return { created: true };
+      if ((await this.db.query(INSERT_JOB_ONCE_SQL, [...values, keyDigest, requestDigest, inputJson])).length === 1) return { created: true };
       // A new statement sees the holder's commit (READ COMMITTED), unless it was deleted meanwhile.
       const existing = await this.findIdempotentJob(keyDigest);
       if (existing) return { created: false, existing };
@@ -190,15 +207,15 @@ export class PgJobStore implements JobStore {
     throw new Error(`idempotency key of job ${job.id}: its holder kept disappearing between insert and read`);
   }
 
-  claimJobs({ endpointId, workerId, limit, now }: Args<'claimJobs'>): Promise<JobRecord[]> {
+  claimJobs({ endpointId, workerId, limit, now }: Args<'claimJobs'>): Promise<JobWithInput[]> {
     return this.claimJobsFor({ endpointId, takers: [{ workerId, limit }], now });
   }
 
-  async claimJobsFor({ endpointId, takers, now }: Args<'claimJobsFor'>): Promise<JobRecord[]> {
+  async claimJobsFor({ endpointId, takers, now }: Args<'claimJobsFor'>): Promise<JobWithInput[]> {
     const owners: string[] = [];
     for (const t of takers) for (let i = 0; i < t.limit; i++) owners.push(t.workerId);
     if (owners.length === 0) return [];
-    return (await this.db.queryArrays(CLAIM_JOBS_SQL, [endpointId, owners, now, owners.length])).sort(byQueueOrder).map(toJob);
+    return (await this.db.queryArrays(CLAIM_JOBS_SQL, [endpointId, owners, now, owners.length])).sort(byQueueOrder).map(withInput);
   }
 
   finishJob(args: FinishArgs): Promise<JobRecord | undefined> {
