@@ -10,6 +10,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient } from '../../src/sdk/client.js';
 import { createManualClock } from '../helpers/clock.js';
 import { eventually, startTestGantry, type TestGantry } from '../helpers/gantry.js';
 import { spawnOwned } from '../helpers/processes.js';
@@ -217,6 +218,35 @@ describe.each([
       expect(result.attributes).toMatchObject({ 'gantry.job.status': 'CANCELLED', 'gantry.job.purged': true });
     }
     expect(spans.find((s) => s.name === 'job.submit' && s.attributes['gantry.job.id'] === ids[0])).toMatchObject({ traceId: clientTrace, parentSpanId: clientSpan });
+  });
+
+  it("the client SDK's traceparent (per client and per call) and the OpenAI routes' header are continued like /run's", async () => {
+    const ep = uniqueId('tr');
+    await t.createEndpoint(ep);
+    const runKey = await t.createKey(['run']);
+    const ctx = () => ({ trace: randomBytes(16).toString('hex'), span: randomBytes(8).toString('hex') });
+    const [fromHook, fromCall, fromOpenAi] = [ctx(), ctx(), ctx()];
+    const client = createClient({ url: t.url, apiKey: runKey, traceparent: () => `00-${fromHook.trace}-${fromHook.span}-01` });
+    const hooked = (await client.run(ep, { input: { n: 1 } })).id;
+    const given = (await client.run(ep, { input: { n: 2 } }, { traceparent: `00-${fromCall.trace}-${fromCall.span}-01` })).id;
+
+    // The OpenAI route waits for its job: a worker answers with the run context it was handed.
+    sdkWorker(ep, 'w-openai');
+    const chat = await call(t.url, 'POST', `/v2/${ep}/openai/v1/chat/completions`, { key: runKey, body: { model: 'm', messages: [{ role: 'user', content: 'hi' }] }, headers: { traceparent: `00-${fromOpenAi.trace}-${fromOpenAi.span}-01` } });
+    expect(chat.status).toBe(200);
+    const chatJob = chat.headers.get('x-request-id')!;
+
+    const submits = await eventually(async () => {
+      const found = receiver.spans.filter((s) => s.name === 'job.submit' && [hooked, given, chatJob].includes(String(s.attributes['gantry.job.id'])));
+      return found.length === 3 ? found : undefined;
+    }, 20_000, 'the three submit spans');
+    const submitOf = (id: string) => submits.find((s) => s.attributes['gantry.job.id'] === id)!;
+    expect(submitOf(hooked)).toMatchObject({ traceId: fromHook.trace, parentSpanId: fromHook.span });
+    expect(submitOf(given)).toMatchObject({ traceId: fromCall.trace, parentSpanId: fromCall.span });
+    expect(submitOf(chatJob)).toMatchObject({ traceId: fromOpenAi.trace, parentSpanId: fromOpenAi.span });
+    // The OpenAI job's worker was handed its run span in the client's trace.
+    const run = await eventually(async () => receiver.spans.find((s) => s.name === 'job.run' && s.attributes['gantry.job.id'] === chatJob), 20_000, 'the run span of the OpenAI job');
+    expect(chat.json.traceparent).toBe(`00-${fromOpenAi.trace}-${run.spanId}-01`);
   });
 
   it('a job submitted without a traceparent starts a trace of its own, and an invalid one is ignored', async () => {
