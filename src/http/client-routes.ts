@@ -178,18 +178,25 @@ function renderStreamPage(page: StreamRead): string {
   return text + (page.truncated ? '],"truncated":true}' : ']}');
 }
 
-async function cancel(deps: ClientRouteDeps, { res, endpointId, params }: EndpointCall): Promise<void> {
-  const jobId = params.job!;
-  const result = await deps.jobs.cancel(endpointId, jobId);
+async function cancel(deps: ClientRouteDeps, call: EndpointCall): Promise<void> {
+  const jobId = call.params.job!;
+  const result = await deps.jobs.cancel(call.endpointId, jobId);
   if (!result.ok) throw refusal(jobId, result, 'cancel');
-  sendJsonText(res, 200, renderJobRef(result.job));
+  await noteJobChange(deps, call, 'job.cancel', jobId);
+  sendJsonText(call.res, 200, renderJobRef(result.job));
 }
 
-async function retry(deps: ClientRouteDeps, { res, endpointId, params }: EndpointCall): Promise<void> {
-  const jobId = params.job!;
-  const result = await deps.jobs.retry(endpointId, jobId);
+async function retry(deps: ClientRouteDeps, call: EndpointCall): Promise<void> {
+  const jobId = call.params.job!;
+  const result = await deps.jobs.retry(call.endpointId, jobId);
   if (!result.ok) throw refusal(jobId, result, 'retry');
-  sendJsonText(res, 200, renderJobRef(result.job));
+  await noteJobChange(deps, call, 'job.retry', jobId);
+  sendJsonText(call.res, 200, renderJobRef(result.job));
+}
+
+/** A cancel or retry by an admin key (the console's buttons included) is an admin change, audited as a purge is; a run key's is its own client's business. */
+async function noteJobChange(deps: ClientRouteDeps, call: EndpointCall, action: 'job.cancel' | 'job.retry', jobId: string): Promise<void> {
+  if (call.principal.scopes.includes('admin')) await noteChange(deps, call, action, { kind: 'job', id: jobId }, { endpoint: call.endpointId });
 }
 
 async function purgeQueue(deps: ClientRouteDeps, call: EndpointCall): Promise<void> {

@@ -129,6 +129,11 @@ describe.each([
     expect(waits[1]!.endMs - waits[1]!.startMs).toBe(2_000);
 
     expect(one('job.result').attributes).toMatchObject({ 'gantry.job.status': 'COMPLETED', 'gantry.job.attempts': 2 });
+    // The console's job page names the trace, to look it up in the tracing backend.
+    const session = await fetch(`${t.url}/console/api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ key: t.adminKey }) });
+    const cookie = (session.headers.get('set-cookie') ?? '').split(';')[0]!;
+    const page = (await (await fetch(`${t.url}/console/api/jobs/${ep}/${id}`, { headers: { cookie } })).json()) as Json;
+    expect(page.trace).toEqual({ traceId: clientTrace, sampled: true });
     // The webhook's receiver was handed the delivery span's own context.
     const webhook = one('job.webhook');
     expect(webhook).toMatchObject({ kind: KIND.client, attributes: { 'http.response.status_code': 200 } });

@@ -11,6 +11,7 @@ const ACTIONS = [
   ['endpoint.', 'Endpoints'],
   ['registry-credential.', 'Registry credentials'],
   ['queue.purge', 'Purge queue'],
+  ['job.', 'Job cancels and retries'],
   ['console.', 'Console sign-ins'],
 ];
 const OUTCOME_CLASS = { ok: 's-completed', failed: 's-failed', limited: 's-failed' };
