@@ -47,29 +47,13 @@ const POLL_ALONE_MS = 250;
 /** @example const feed = createLogFeed({ store, clock, logger, notifier }); const stop = feed.follow({ endpointId: 'e' }, 0, (lines) => send(lines)); */
 export function createLogFeed(deps: LogFeedDeps): LogFeed {
   const everyMs = deps.everyMs ?? (deps.notifier ? POLL_WITH_NOTIFIER_MS : POLL_ALONE_MS);
-  const followers = new Set<{ filter: LogFilter; after: number; deliver: (lines: StoredLogLine[]) => void }>();
+  const followers = new Set<Follower>();
   let cancel: (() => void) | null = null;
   let unsubscribe: (() => void) | null = null;
   let reading = false;
   /** Lines were stored while a read was under way: read again once it ends. */
   let again = false;
   let failing = false;
-
-  /** Reads what is new since the lowest point any follower waits after, and hands it out. */
-  const poll = async (): Promise<void> => {
-    let from = Math.min(...[...followers].map((f) => f.after));
-    for (let page = 0; page < POLL_PAGES && followers.size > 0; page++) {
-      const lines = await deps.store.readLogs({ after: from, limit: PAGE });
-      if (lines.length === 0) break;
-      for (const f of followers) {
-        const mine = lines.filter((l) => l.id > f.after && matches(f.filter, l));
-        f.after = Math.max(f.after, lines[lines.length - 1]!.id);
-        if (mine.length > 0) f.deliver(mine);
-      }
-      from = lines[lines.length - 1]!.id;
-      if (lines.length < PAGE) break;
-    }
-  };
 
   /** One read now (or right after the one under way), then the poll's timer from its end. */
   const read = (): void => {
@@ -81,7 +65,7 @@ export function createLogFeed(deps: LogFeedDeps): LogFeed {
       return;
     }
     reading = true;
-    poll()
+    readNew(deps.store, followers)
       .then(() => (failing = false))
       .catch((err: unknown) => {
         if (!failing) deps.logger.warn({ err }, 'following worker logs: reading the store failed; trying again');
@@ -118,6 +102,29 @@ export function createLogFeed(deps: LogFeedDeps): LogFeed {
       return followers.size;
     },
   };
+}
+
+/** One follow: its filters, the last line id it was handed, where its lines go. */
+interface Follower {
+  filter: LogFilter;
+  after: number;
+  deliver: (lines: StoredLogLine[]) => void;
+}
+
+/** Reads what is new since the lowest point any follower waits after, and hands it out. */
+async function readNew(store: Pick<LogStore, 'readLogs'>, followers: ReadonlySet<Follower>): Promise<void> {
+  let from = Math.min(...[...followers].map((f) => f.after));
+  for (let page = 0; page < POLL_PAGES && followers.size > 0; page++) {
+    const lines = await store.readLogs({ after: from, limit: PAGE });
+    if (lines.length === 0) break;
+    for (const f of followers) {
+      const mine = lines.filter((l) => l.id > f.after && matches(f.filter, l));
+      f.after = Math.max(f.after, lines[lines.length - 1]!.id);
+      if (mine.length > 0) f.deliver(mine);
+    }
+    from = lines[lines.length - 1]!.id;
+    if (lines.length < PAGE) break;
+  }
 }
 
 /** Whether a line passes a follower's filters (the text as the stores match it: ASCII letters in any case). */
