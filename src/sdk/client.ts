@@ -97,6 +97,7 @@ export interface ClientOptions {
    * called once per submit, so it can read the caller's current span. The job's trace then
    * continues the caller's (docs/observability.md); undefined sends none. With OpenTelemetry:
    * `() => { const c = {}; propagation.inject(context.active(), c); return c.traceparent; }`.
+   * A hook that throws sends none.
    */
   traceparent?: () => string | undefined;
 }
@@ -202,11 +203,7 @@ export function createClient(options: ClientOptions): GantryClient {
   const serverWait = (deadline: number): number => Math.min(longPollMs, Math.max(MIN_SERVER_WAIT_MS, deadline - Date.now()));
   const path = (endpointId: string, operation: string, jobId?: string) =>
     `/v2/${encodeURIComponent(endpointId)}/${operation}${jobId === undefined ? '' : `/${encodeURIComponent(jobId)}`}`;
-  /** The trace header of one submit: the call's own, else the client's hook's, else none. */
-  const traceHeader = (o: SubmitOptions | undefined): Record<string, string> | undefined => {
-    const traceparent = o?.traceparent ?? options.traceparent?.();
-    return traceparent === undefined ? undefined : { traceparent };
-  };
+  const traceHeader = (o: SubmitOptions | undefined): Record<string, string> | undefined => traceHeaderOf(options, o);
   const client: GantryClient = {
     run: (endpointId, request, o) => send<JobRef>('POST', path(endpointId, 'run'), { body: request, signal: o?.signal, headers: traceHeader(o) }),
     async runSync<O, I>(endpointId: string, request: RunRequest<I>, o?: WaitOptions & SubmitOptions): Promise<Job<O>> {
@@ -256,6 +253,19 @@ export function createClient(options: ClientOptions): GantryClient {
   }
 
   return client;
+}
+
+/** The trace header of one submit: the call's own, else the client's hook's, else none (a hook that throws sends none: tracing never fails a submit). */
+function traceHeaderOf(options: ClientOptions, o: SubmitOptions | undefined): Record<string, string> | undefined {
+  let traceparent = o?.traceparent;
+  if (traceparent === undefined) {
+    try {
+      traceparent = options.traceparent?.();
+    } catch {
+      traceparent = undefined;
+    }
+  }
+  return traceparent === undefined ? undefined : { traceparent };
 }
 
 /** One request as the client methods describe it. */
