@@ -122,7 +122,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const plainTransitions = createJobTransitions({ store, notifier, logger, now, meterOf: createMeterOf({ endpoints, store }) });
   // Worker logs (docs/logs.md): which job each pool worker holds, and the batched writer of their lines.
   const holders = createJobHolders(now);
-  const logs = createLogWriter({ store, clock, logger, limits: { linesPerSecond: config.logLinesPerSecond, burstLines: config.logBurstLines } });
+  const logs = createLogWriter({ store, clock, logger, notifier, limits: { linesPerSecond: config.logLinesPerSecond, burstLines: config.logBurstLines } });
   const transitions = observeTransitions(plainTransitions, joinJobObservers(holders.observer, options.observers?.jobs));
   // Which workers may still be handed jobs: not those the pool is stopping, nor silent ones (docs/worker-protocol.md).
   const liveness = createWorkerLiveness({ now, defaultPingIntervalMs: workerPingIntervalMs(config) });
@@ -146,7 +146,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const reaper = createReaper({ transitions, workers, store, config, logger, clock });
   const webhooks = createWebhookSender({ store, endpoints, secrets, notifier, config, logger, clock, outbound, ...(options.observers?.webhookFetch ? { fetch: options.observers.webhookFetch } : {}) });
   const unsubscribe = subscribeDispatch(notifier, { takeQueue, waiters, stopSignals, endpoints, liveness, workers });
-  const http: HttpServices = { jobs, workers, endpoints, keys, quotas, registry, rateLimiter, pool, workerRows: store, usage: store, logs: store, logFeed: createLogFeed({ store, clock, logger }), config, logger, now, clientAddress: createClientAddress(config.trustedProxies), audit, ...(options.fileLinks ? { fileLinks: options.fileLinks } : {}) };
+  const http: HttpServices = { jobs, workers, endpoints, keys, quotas, registry, rateLimiter, pool, workerRows: store, usage: store, logs: store, logFeed: createLogFeed({ store, clock, logger, notifier }), config, logger, now, clientAddress: createClientAddress(config.trustedProxies), audit, ...(options.fileLinks ? { fileLinks: options.fileLinks } : {}) };
   const routes = coreRoutes(http);
   return {
     keys,

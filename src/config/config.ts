@@ -47,6 +47,8 @@ export interface GantryConfig {
   logKeepDays: number;
   /** Lines of worker logs kept per endpoint, the oldest deleted first (GANTRY_LOG_MAX_LINES_PER_ENDPOINT). */
   logMaxLinesPerEndpoint: number;
+  /** Bytes of worker log lines kept per endpoint (their UTF-8 text), the oldest deleted first (GANTRY_LOG_MAX_BYTES_PER_ENDPOINT). */
+  logMaxBytesPerEndpoint: number;
   /** Lines a second each pool worker may print into the store over time; more are counted and dropped (GANTRY_LOG_LINES_PER_SECOND). */
   logLinesPerSecond: number;
   /** The burst of lines a worker may print at once beyond that rate (GANTRY_LOG_BURST_LINES). */
@@ -116,6 +118,7 @@ export const DEFAULTS: GantryConfig = {
   minutesKeepDays: 7,
   logKeepDays: 7,
   logMaxLinesPerEndpoint: 200_000,
+  logMaxBytesPerEndpoint: 100_000_000,
   logLinesPerSecond: 100,
   logBurstLines: 1_000,
   auditKeepDays: 90,
@@ -154,6 +157,7 @@ const INT_VARS: [keyof GantryConfig, string, number, number][] = [
   ['minutesKeepDays', 'GANTRY_MINUTES_KEEP_DAYS', 1, 3_650],
   ['logKeepDays', 'GANTRY_LOG_KEEP_DAYS', 1, 3_650],
   ['logMaxLinesPerEndpoint', 'GANTRY_LOG_MAX_LINES_PER_ENDPOINT', 1_000, 1e9],
+  ['logMaxBytesPerEndpoint', 'GANTRY_LOG_MAX_BYTES_PER_ENDPOINT', 1_000_000, 1e13],
   ['logLinesPerSecond', 'GANTRY_LOG_LINES_PER_SECOND', 1, 100_000],
   ['logBurstLines', 'GANTRY_LOG_BURST_LINES', 1, 1_000_000],
   ['auditKeepDays', 'GANTRY_AUDIT_KEEP_DAYS', 1, 3_650],

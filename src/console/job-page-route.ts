@@ -10,6 +10,7 @@ import type { JobRecord } from '../model/records.js';
 import type { KeyService } from '../security/keys.js';
 import type { UsageStore, WebhookAttempt } from '../store/store.js';
 import { formatUsd } from '../model/money.js';
+import { parseTraceparent } from '../model/trace-context.js';
 
 /** What the job page route uses: the job service's read-only inspection, endpoints, the session's key check. */
 export interface JobPageDeps {
@@ -105,6 +106,15 @@ function timesOf(job: JobRecord): { createdAt: string; queuedAt: string; started
   return { createdAt: new Date(job.createdAt).toISOString(), queuedAt: new Date(job.queuedAt).toISOString(), startedAt: isoOrNull(job.startedAt), finishedAt: isoOrNull(job.finishedAt) };
 }
 
+/**
+ * The job's trace (docs/observability.md), when it has one: its trace id, to look it up in the
+ * tracing backend, and whether it was sampled (exported); `""` when it has none, left out.
+ */
+function traceOf(job: JobRecord): string {
+  const context = parseTraceparent(job.traceparent ?? undefined);
+  return context ? `"trace":{"traceId":"${context.traceId}","sampled":${(context.flags & 1) === 1}},` : '';
+}
+
 /** What the job's runs cost: each metered run (status, execution seconds, USD) and the sum; no run: costUsd "0". */
 async function costOf(deps: JobPageDeps, jobId: string): Promise<{ costUsd: string; runs: { run: number; status: string; executionSeconds: number; costUsd: string }[] }> {
   const meters = await deps.usage.listJobMeters(jobId);
@@ -120,8 +130,9 @@ async function costOf(deps: JobPageDeps, jobId: string): Promise<{ costUsd: stri
  * (a client reading the stream still gets every one), at most N (1-500, default 100) and
  * about 1 MB, with `total`, how many are buffered; `times` (createdAt, queuedAt, startedAt,
  * finishedAt) and `workerId`, the worker that holds or last held it; and its webhook delivery: the receiver's origin, the outcome,
- * the next attempt's time and the recorded attempts (status or error class, never a body); and
- * `cost`: what each metered run of the job cost and the sum (`costUsd`).
+ * the next attempt's time and the recorded attempts (status or error class, never a body);
+ * `cost`: what each metered run of the job cost and the sum (`costUsd`); and `trace`
+ * (`traceId`, `sampled`) for a job submitted while tracing was on.
  */
 export async function sendJobPage(deps: JobPageDeps, req: IncomingMessage, res: ServerResponse, endpointId: string, jobId: string, query: URLSearchParams): Promise<void> {
   const limit = queryInteger('chunks', query.get('chunks'), JOB_PAGE_CHUNKS.fallback, 1, JOB_PAGE_CHUNKS.max);
@@ -134,7 +145,7 @@ export async function sendJobPage(deps: JobPageDeps, req: IncomingMessage, res: 
   // The input too is JSON text in the store (written at submit): concatenated, never parsed here.
   const input = job.inputJson.length <= JOB_PAGE_INPUT_MAX_CHARS ? `"input":${job.inputJson},` : '';
   const text =
-    `{"id":${JSON.stringify(job.id)},"status":"${job.status}",${input}"inputChars":${job.inputJson.length},"times":${JSON.stringify(timesOf(job))},"workerId":${JSON.stringify(job.workerId)},` +
+    `{"id":${JSON.stringify(job.id)},"status":"${job.status}",${input}"inputChars":${job.inputJson.length},"times":${JSON.stringify(timesOf(job))},"workerId":${JSON.stringify(job.workerId)},${traceOf(job)}` +
     `"stream":{"chunks":[${chunks.join(',')}],"total":${totalChunks}},` +
     `"webhook":${JSON.stringify(webhookSummary(job, webhookAttempts))},"cost":${JSON.stringify(await costOf(deps, job.id))}}`;
   sendJsonText(res, 200, text);

@@ -158,7 +158,7 @@ function minuteObserver(delta: (endpointId: string, at: number) => MinuteDelta, 
       else d.failed++;
       if (job.startedAt !== null && job.finishedAt !== null) d.execution[bucketOf(job.finishedAt - job.startedAt)]!++;
     },
-    purged: (endpointId, count) => depths.moved(endpointId, now(), -count),
+    purged: (endpointId, jobs) => depths.moved(endpointId, now(), -jobs.length),
     requeued: (jobs) => {
       for (const job of jobs) depths.moved(job.endpointId, job.queuedAt, 1);
     },
@@ -214,7 +214,7 @@ export function joinObservers(first: JobObserver, second: JobObserver | undefine
     submitted: (job) => (first.submitted(job), second.submitted(job)),
     started: (jobs) => (first.started(jobs), second.started(jobs)),
     ended: (job) => (first.ended(job), second.ended(job)),
-    purged: (endpointId, count) => (first.purged(endpointId, count), second.purged(endpointId, count)),
+    purged: (endpointId, jobs) => (first.purged(endpointId, jobs), second.purged(endpointId, jobs)),
     requeued: (jobs, why) => (first.requeued(jobs, why), second.requeued(jobs, why)),
     preempted: (jobs) => (first.preempted?.(jobs), second.preempted?.(jobs)),
   };

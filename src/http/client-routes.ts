@@ -7,6 +7,7 @@ import { AppError, jobNotFound } from '../model/errors.js';
 import { isTerminal } from '../model/job-states.js';
 import { delayTimeOf, executionTimeOf } from '../model/job-times.js';
 import type { JobRecord } from '../model/records.js';
+import { traceparentHeader } from '../model/trace-context.js';
 import { MB } from './body.js';
 import type { FileLinks } from './file-links.js';
 import { readIdempotencyKey, REPLAYED, submitWithKey, type KeyedSubmission } from './idempotency.js';
@@ -81,18 +82,12 @@ async function run(deps: ClientRouteDeps, { req, res, endpoint, principal, body 
   // With an Idempotency-Key (docs/api.md): the job an earlier try made, or a new one. Without: nothing more is read.
   const key = readIdempotencyKey(req);
   if (key !== undefined) {
-    const { job, replayed } = await submitWithKey(deps.jobs, endpoint, request, { key, keyId: principal.keyId, sync: false, operation: 'run', traceparent: traceparentOf(req) });
+    const { job, replayed } = await submitWithKey(deps.jobs, endpoint, request, { key, keyId: principal.keyId, sync: false, operation: 'run', traceparent: traceparentHeader(req.headers) });
     sendJsonText(res, 200, renderJobRef(job), replayed ? REPLAYED : undefined);
     return;
   }
-  const job = await deps.jobs.submit(endpoint, request, { sync: false, keyId: principal.keyId, traceparent: traceparentOf(req) });
+  const job = await deps.jobs.submit(endpoint, request, { sync: false, keyId: principal.keyId, traceparent: traceparentHeader(req.headers) });
   sendJsonText(res, 200, renderJobRef(job));
-}
-
-/** The client's W3C `traceparent` header, continued by the job's trace while tracing is on (docs/observability.md); parsed there, not here. */
-function traceparentOf(req: IncomingMessage): string | undefined {
-  const header = req.headers.traceparent;
-  return typeof header === 'string' ? header : undefined;
 }
 
 async function runsync(deps: ClientRouteDeps, call: EndpointCall): Promise<void> {
@@ -110,7 +105,7 @@ async function submitSync(deps: ClientRouteDeps, call: EndpointCall): Promise<Ke
   call.body = undefined;
   const keyId = call.principal.keyId;
   const key = readIdempotencyKey(call.req);
-  const traceparent = traceparentOf(call.req);
+  const traceparent = traceparentHeader(call.req.headers);
   if (key !== undefined) return submitWithKey(deps.jobs, call.endpoint, request, { key, keyId, sync: true, operation: 'runsync', traceparent });
   return { job: await deps.jobs.submit(call.endpoint, request, { sync: true, keyId, traceparent }), replayed: false };
 }
@@ -185,18 +180,25 @@ function renderStreamPage(page: StreamRead): string {
   return text + (page.truncated ? '],"truncated":true}' : ']}');
 }
 
-async function cancel(deps: ClientRouteDeps, { res, endpointId, params }: EndpointCall): Promise<void> {
-  const jobId = params.job!;
-  const result = await deps.jobs.cancel(endpointId, jobId);
+async function cancel(deps: ClientRouteDeps, call: EndpointCall): Promise<void> {
+  const jobId = call.params.job!;
+  const result = await deps.jobs.cancel(call.endpointId, jobId);
   if (!result.ok) throw refusal(jobId, result, 'cancel');
-  sendJsonText(res, 200, renderJobRef(result.job));
+  await noteJobChange(deps, call, 'job.cancel', jobId);
+  sendJsonText(call.res, 200, renderJobRef(result.job));
 }
 
-async function retry(deps: ClientRouteDeps, { res, endpointId, params }: EndpointCall): Promise<void> {
-  const jobId = params.job!;
-  const result = await deps.jobs.retry(endpointId, jobId);
+async function retry(deps: ClientRouteDeps, call: EndpointCall): Promise<void> {
+  const jobId = call.params.job!;
+  const result = await deps.jobs.retry(call.endpointId, jobId);
   if (!result.ok) throw refusal(jobId, result, 'retry');
-  sendJsonText(res, 200, renderJobRef(result.job));
+  await noteJobChange(deps, call, 'job.retry', jobId);
+  sendJsonText(call.res, 200, renderJobRef(result.job));
+}
+
+/** A cancel or retry by an admin key (the console's buttons included) is an admin change, audited as a purge is; a run key's is its own client's business. */
+async function noteJobChange(deps: ClientRouteDeps, call: EndpointCall, action: 'job.cancel' | 'job.retry', jobId: string): Promise<void> {
+  if (call.principal.scopes.includes('admin')) await noteChange(deps, call, action, { kind: 'job', id: jobId }, { endpoint: call.endpointId });
 }
 
 async function purgeQueue(deps: ClientRouteDeps, call: EndpointCall): Promise<void> {

@@ -1,4 +1,4 @@
-import type { JobRecord } from '../model/records.js';
+import type { JobRecord, PurgedJob } from '../model/records.js';
 import type { JobTransitions, WorkerWrite } from './transitions.js';
 
 /**
@@ -15,8 +15,8 @@ export interface JobObserver {
   started(jobs: readonly JobRecord[]): void;
   /** A job reached a terminal state (COMPLETED, FAILED, CANCELLED, TIMED_OUT). */
   ended(job: JobRecord): void;
-  /** `count` queued jobs of an endpoint were cancelled by purge-queue. */
-  purged(endpointId: string, count: number): void;
+  /** Queued jobs of an endpoint cancelled by purge-queue: one call a batch (the store's, at most PURGE_BATCH jobs). */
+  purged(endpointId: string, jobs: readonly PurgedJob[]): void;
   /** Jobs back in the queue: a client's retry, or their worker was lost. */
   requeued(jobs: readonly JobRecord[], why: 'retry' | 'worker-lost'): void;
   /** Jobs taken back from a worker the allocator stopped for a higher priority (requeued, no attempt counted). */
@@ -75,10 +75,10 @@ export function observeTransitions(inner: JobTransitions, observer: JobObserver)
         if (job) observer.requeued([job], 'retry');
         return job;
       }),
-    purge: (endpointId) =>
-      inner.purge(endpointId).then((ids) => {
-        if (ids.length > 0) observer.purged(endpointId, ids.length);
-        return ids;
+    purge: (endpointId, onBatch) =>
+      inner.purge(endpointId, (jobs) => {
+        observer.purged(endpointId, jobs);
+        onBatch?.(jobs);
       }),
     timeOutRunning: (limit) => inner.timeOutRunning(limit).then((jobs) => endedAll(observer, jobs)),
     expireQueued: (limit) => inner.expireQueued(limit).then((jobs) => endedAll(observer, jobs)),
@@ -120,7 +120,7 @@ export function joinJobObservers(first: JobObserver, second: JobObserver | undef
     submitted: (job) => (first.submitted(job), second.submitted(job)),
     started: (jobs) => (first.started(jobs), second.started(jobs)),
     ended: (job) => (first.ended(job), second.ended(job)),
-    purged: (endpointId, count) => (first.purged(endpointId, count), second.purged(endpointId, count)),
+    purged: (endpointId, jobs) => (first.purged(endpointId, jobs), second.purged(endpointId, jobs)),
     requeued: (jobs, why) => (first.requeued(jobs, why), second.requeued(jobs, why)),
     preempted: (jobs) => (first.preempted?.(jobs), second.preempted?.(jobs)),
   };

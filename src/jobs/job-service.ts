@@ -303,7 +303,7 @@ class Jobs implements JobService {
   }
 
   async purgeQueue(endpointId: string): Promise<number> {
-    return (await this.deps.transitions.purge(endpointId)).length;
+    return this.deps.transitions.purge(endpointId);
   }
 
   readStream(endpointId: string, id: string, waitMs: number, signal?: AbortSignal): Promise<StreamRead | undefined> {

@@ -1,11 +1,13 @@
 import type { Logger } from 'pino';
 import type { Notifier } from '../model/events.js';
 import { withoutNul } from '../model/json.js';
-import type { JobRecord, JobWithInput, Taker } from '../model/records.js';
+import type { JobRecord, JobWithInput, PurgedJob, Taker } from '../model/records.js';
 import type { IdempotentJob, JobStore, UsageStore, WorkerStore } from '../store/store.js';
 import type { IdempotencyKey } from './idempotency.js';
 import type { MeterOf } from './job-meters.js';
 
+/** Jobs a purge cancels per store call: the most it holds in memory (ids and trace contexts), and one statement's size. */
+const PURGE_BATCH = 1_000;
 /** The error of a job that ran out of hand-outs because its worker never had it or forgot it. */
 const LOST_HAND_OUT_ERROR =
   'job was handed to a worker {attempts} time(s) (its maxAttempts) and never finished: the worker lost it or its result was refused';
@@ -118,8 +120,12 @@ export interface JobTransitions {
   cancel(id: string): Promise<JobRecord | undefined>;
   /** FAILED or TIMED_OUT, not expired → IN_QUEUE again with the same id; undefined otherwise. */
   retry(id: string): Promise<JobRecord | undefined>;
-  /** Every queued job of the endpoint → CANCELLED; returns their ids. */
-  purge(endpointId: string): Promise<string[]>;
+  /**
+   * Every job queued when the purge began → CANCELLED, in batches of at most PURGE_BATCH (the
+   * memory it holds is one batch, however long the queue); `onBatch` is handed each batch once
+   * committed. Returns how many were cancelled.
+   */
+  purge(endpointId: string, onBatch?: (jobs: readonly PurgedJob[]) => void): Promise<number>;
   /** Running jobs past their execution timeout → TIMED_OUT (their workers are told to stop). */
   timeOutRunning(limit: number): Promise<JobRecord[]>;
   /** Queued jobs past their ttl → TIMED_OUT. */
@@ -216,11 +222,18 @@ class Transitions implements JobTransitions {
     return retried;
   }
 
-  async purge(endpointId: string): Promise<string[]> {
-    const ids = await this.deps.store.purgeQueue({ endpointId, now: this.deps.now() });
-    for (const jobId of ids) this.deps.notifier.publish({ type: 'job-updated', jobId });
-    if (ids.length > 0) this.deps.notifier.publish({ type: 'webhook-due' });
-    return ids;
+  async purge(endpointId: string, onBatch?: (jobs: readonly PurgedJob[]) => void): Promise<number> {
+    const now = this.deps.now();
+    let count = 0;
+    for (;;) {
+      const jobs = await this.deps.store.purgeQueue({ endpointId, now, limit: PURGE_BATCH });
+      if (jobs.length === 0) break;
+      count += jobs.length;
+      for (const job of jobs) this.deps.notifier.publish({ type: 'job-updated', jobId: job.id });
+      onBatch?.(jobs);
+    }
+    if (count > 0) this.deps.notifier.publish({ type: 'webhook-due' });
+    return count;
   }
 
   async timeOutRunning(limit: number): Promise<JobRecord[]> {

@@ -2,7 +2,7 @@ import { Counter, type Registry } from 'prom-client';
 import type { JobObserver } from '../jobs/job-observer.js';
 import type { JobStatus } from '../model/job-states.js';
 import { delayTimeOf, executionTimeOf } from '../model/job-times.js';
-import type { JobRecord } from '../model/records.js';
+import type { JobRecord, PurgedJob } from '../model/records.js';
 import { histogramMetric, newBuckets, observe, type Buckets } from './histogram.js';
 
 /** Queue delay bounds in seconds: from a direct hand-off (sub-millisecond) to an hour in the queue. */
@@ -53,8 +53,8 @@ export class JobMetrics implements JobObserver {
     if (execution !== null) observe(counts.execution, EXECUTION_BOUNDS, execution / 1000);
   }
 
-  purged(endpointId: string, count: number): void {
-    this.of(endpointId).finished[FINAL.indexOf('CANCELLED')]! += count;
+  purged(endpointId: string, jobs: readonly PurgedJob[]): void {
+    this.of(endpointId).finished[FINAL.indexOf('CANCELLED')]! += jobs.length;
   }
 
   requeued(jobs: readonly JobRecord[], why: 'retry' | 'worker-lost'): void {

@@ -18,7 +18,9 @@ export type GantryEvent =
   /** An endpoint was created, changed or deleted (caches drop it; the autoscaler re-reads it). */
   | { type: 'endpoint-changed'; endpointId: string }
   /** A terminal job has a webhook to deliver. */
-  | { type: 'webhook-due' };
+  | { type: 'webhook-due' }
+  /** Worker log lines were stored (the leader's log writer, a batch at most every 250 ms): log follows read the store now. */
+  | { type: 'logs-stored' };
 
 /**
  * Carries events to every part of this gateway that subscribed (synchronously, in publish

@@ -109,6 +109,12 @@ export interface JobRecord {
   traceparent: string | null;
 }
 
+/**
+ * A job purge-queue cancelled, as the store returns it: enough for its last spans (a wait and
+ * its result, docs/observability.md) and to wake its readers, without the input.
+ */
+export type PurgedJob = Pick<JobRecord, 'id' | 'traceparent' | 'queuedAt' | 'attempts' | 'preemptions' | 'retries'>;
+
 /** Retained jobs of an endpoint by state (/health). */
 export interface JobCounts {
   inQueue: number;

@@ -36,6 +36,17 @@ export function parseTraceparent(header: string | undefined): TraceContext | und
   return { traceId, spanId, flags: parseInt(flags, 16) };
 }
 
+/**
+ * A request's `traceparent` header as sent (one value; a repeated header is none), for the
+ * submit to continue while tracing is on: parsed there (parseTraceparent), not here.
+ *
+ * @example traceparentHeader(req.headers) // '00-…-…-01' or undefined
+ */
+export function traceparentHeader(headers: Readonly<Record<string, string | string[] | undefined>>): string | undefined {
+  const header = headers.traceparent;
+  return typeof header === 'string' ? header : undefined;
+}
+
 /** @example formatTraceparent({ traceId, spanId, flags: 1 }) // '00-…-…-01' */
 export function formatTraceparent(context: TraceContext): string {
   return `00-${context.traceId}-${context.spanId}-${(context.flags & 0xff).toString(16).padStart(2, '0')}`;

@@ -6,6 +6,7 @@ import { isTerminal } from '../model/job-states.js';
 import type { SubmitRequest } from '../jobs/policy.js';
 import { AppError, routeNotFound } from '../model/errors.js';
 import type { JobRecord } from '../model/records.js';
+import { traceparentHeader } from '../model/trace-context.js';
 import { sendOpenAiJson } from './openai-answer.js';
 import { GATEWAY_CLOSING, NO_RETRY, sendOpenAiError } from './openai-errors.js';
 import { MODELS_ROUTE, OPENAI_BODY_LIMIT, openAiJob, openAiRoute } from './openai-request.js';
@@ -141,10 +142,12 @@ async function submitOpenAi(deps: OpenAiRouteDeps, call: EndpointCall, request: 
   const { endpoint } = call;
   const keyId = call.principal.keyId;
   const key = readIdempotencyKey(call.req);
+  // A client's W3C `traceparent` is continued by the job's trace, as on /run (docs/observability.md).
+  const traceparent = traceparentHeader(call.req.headers);
   const submitted =
     key === undefined
-      ? { job: await deps.jobs.submit(endpoint, request, { sync: true, keyId }), replayed: false }
-      : await submitWithKey(deps.jobs, endpoint, request, { key, keyId, sync: true, operation: 'openai' });
+      ? { job: await deps.jobs.submit(endpoint, request, { sync: true, keyId, traceparent }), replayed: false }
+      : await submitWithKey(deps.jobs, endpoint, request, { key, keyId, sync: true, operation: 'openai', traceparent });
   served.jobId = submitted.job.id;
   served.keyed = key !== undefined;
   return submitted;

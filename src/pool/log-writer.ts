@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { Notifier } from '../model/events.js';
 import type { LogRecord, LogSource, LogStore } from '../store/log-store.js';
 import type { Clock } from '../util/clock.js';
 import { parseLogLine } from './log-line.js';
@@ -83,6 +84,8 @@ const NOTE_EVERY_MS = 1_000;
 /** What the writer uses. */
 export interface LogWriterDeps {
   store: Pick<LogStore, 'appendLogs'>;
+  /** Told of each batch stored ('logs-stored'), so that follows on every gateway read it at once (docs/logs.md). */
+  notifier?: Pick<Notifier, 'publish'>;
   clock: Clock;
   logger: Pick<Logger, 'warn'>;
   limits?: Partial<LogWriterLimits>;
@@ -227,6 +230,7 @@ class Writer implements LogWriter {
     try {
       await this.deps.store.appendLogs(batch);
       this.written += batch.length;
+      this.deps.notifier?.publish({ type: 'logs-stored' });
       this.failing = false;
     } catch (err) {
       // Not retried: the buffer stays bounded while the store is down; the loss is counted and logged once per episode.

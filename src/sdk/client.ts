@@ -92,11 +92,25 @@ export interface ClientOptions {
   longPollMs?: number;
   /** Defaults to the global fetch. */
   fetch?: typeof fetch;
+  /**
+   * The W3C `traceparent` to send with each submit (run, runSync) that gives none of its own:
+   * called once per submit, so it can read the caller's current span. The job's trace then
+   * continues the caller's (docs/observability.md); undefined sends none. With OpenTelemetry:
+   * `() => { const c = {}; propagation.inject(context.active(), c); return c.traceparent; }`.
+   * A hook that throws sends none.
+   */
+  traceparent?: () => string | undefined;
 }
 
 /** Options of one call: an AbortSignal that cancels it (and its retries). */
 export interface CallOptions {
   signal?: AbortSignal;
+}
+
+/** Options of a submit (run, runSync). */
+export interface SubmitOptions {
+  /** A W3C `traceparent` (`00-<trace id>-<span id>-<flags>`) the job's trace continues; overrides ClientOptions.traceparent. */
+  traceparent?: string;
 }
 
 /** Options of stream(). */
@@ -137,9 +151,9 @@ export class GantryApiError extends Error {
 /** The job API of one gateway. */
 export interface GantryClient {
   /** Queues a job; answers at once with its id. */
-  run<I = unknown>(endpointId: string, request: RunRequest<I>, options?: CallOptions): Promise<JobRef>;
+  run<I = unknown>(endpointId: string, request: RunRequest<I>, options?: CallOptions & SubmitOptions): Promise<JobRef>;
   /** Submits and waits for the end (server-side up to 300 s a call, then status-sync) until `timeoutMs`. */
-  runSync<O = unknown, I = unknown>(endpointId: string, request: RunRequest<I>, options?: WaitOptions): Promise<Job<O>>;
+  runSync<O = unknown, I = unknown>(endpointId: string, request: RunRequest<I>, options?: WaitOptions & SubmitOptions): Promise<Job<O>>;
   status<O = unknown>(endpointId: string, jobId: string, options?: CallOptions): Promise<Job<O>>;
   /** Waits (status-sync long-polls) until the job ends or `timeoutMs` passes. */
   wait<O = unknown>(endpointId: string, jobId: string, options?: WaitOptions): Promise<Job<O>>;
@@ -189,12 +203,13 @@ export function createClient(options: ClientOptions): GantryClient {
   const serverWait = (deadline: number): number => Math.min(longPollMs, Math.max(MIN_SERVER_WAIT_MS, deadline - Date.now()));
   const path = (endpointId: string, operation: string, jobId?: string) =>
     `/v2/${encodeURIComponent(endpointId)}/${operation}${jobId === undefined ? '' : `/${encodeURIComponent(jobId)}`}`;
+  const traceHeader = (o: SubmitOptions | undefined): Record<string, string> | undefined => traceHeaderOf(options, o);
   const client: GantryClient = {
-    run: (endpointId, request, o) => send<JobRef>('POST', path(endpointId, 'run'), { body: request, signal: o?.signal }),
-    async runSync<O, I>(endpointId: string, request: RunRequest<I>, o?: WaitOptions): Promise<Job<O>> {
+    run: (endpointId, request, o) => send<JobRef>('POST', path(endpointId, 'run'), { body: request, signal: o?.signal, headers: traceHeader(o) }),
+    async runSync<O, I>(endpointId: string, request: RunRequest<I>, o?: WaitOptions & SubmitOptions): Promise<Job<O>> {
       const deadline = Date.now() + (o?.timeoutMs ?? DEFAULT_WAIT_MS);
       const wait = serverWait(deadline);
-      const first = await send<Job<O>>('POST', `${path(endpointId, 'runsync')}?wait=${wait}`, { body: request, signal: o?.signal, waitMs: wait });
+      const first = await send<Job<O>>('POST', `${path(endpointId, 'runsync')}?wait=${wait}`, { body: request, signal: o?.signal, waitMs: wait, headers: traceHeader(o) });
       return isTerminal(first.status) ? first : waitUntil<O>(endpointId, first.id, deadline, o?.signal);
     },
     status: (endpointId, jobId, o) => send('GET', path(endpointId, 'status', jobId), { signal: o?.signal }),
@@ -240,12 +255,27 @@ export function createClient(options: ClientOptions): GantryClient {
   return client;
 }
 
+/** The trace header of one submit: the call's own, else the client's hook's, else none (a hook that throws sends none: tracing never fails a submit). */
+function traceHeaderOf(options: ClientOptions, o: SubmitOptions | undefined): Record<string, string> | undefined {
+  let traceparent = o?.traceparent;
+  if (traceparent === undefined) {
+    try {
+      traceparent = options.traceparent?.();
+    } catch {
+      traceparent = undefined;
+    }
+  }
+  return traceparent === undefined ? undefined : { traceparent };
+}
+
 /** One request as the client methods describe it. */
 interface SendOptions {
   body?: unknown;
   signal?: AbortSignal | undefined;
   /** How long the server may hold it (long-polls): added to the time limit. */
   waitMs?: number;
+  /** Sent besides the key and content headers (a submit's traceparent). */
+  headers?: Record<string, string> | undefined;
 }
 
 type Send = <T>(method: string, path: string, options?: SendOptions) => Promise<T>;
@@ -264,7 +294,8 @@ function createSender(options: ClientOptions): Send {
       const signal = o.signal ? AbortSignal.any([o.signal, AbortSignal.timeout(timeoutMs + (o.waitMs ?? 0))]) : AbortSignal.timeout(timeoutMs + (o.waitMs ?? 0));
       let response: Response;
       try {
-        response = await doFetch(`${base}${path}`, { method, headers: body === undefined ? headers : { ...headers, 'content-type': 'application/json' }, body, signal });
+        const sent = body === undefined ? headers : { ...headers, 'content-type': 'application/json' };
+        response = await doFetch(`${base}${path}`, { method, headers: o.headers ? { ...sent, ...o.headers } : sent, body, signal });
       } catch (err) {
         if (o.signal?.aborted) throw o.signal.reason;
         throw new GantryApiError(`cannot reach gantry at ${base}: ${describeFetchError(err)}`, 0, 'UNREACHABLE');

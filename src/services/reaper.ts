@@ -17,7 +17,7 @@ const MAX_BATCHES = 20;
 const DAY_MS = 86_400_000;
 /** Worker log lines deleted per store call: lines come in thousands, so larger batches than jobs. */
 const LOG_BATCH = 5_000;
-/** Each endpoint's log is trimmed to GANTRY_LOG_MAX_LINES_PER_ENDPOINT at most this often (finding its edge reads that many index entries). */
+/** Each endpoint's log is trimmed to GANTRY_LOG_MAX_LINES_PER_ENDPOINT and GANTRY_LOG_MAX_BYTES_PER_ENDPOINT at most this often (finding its edges reads that many index entries). */
 const LOG_TRIM_EVERY_MS = 60_000;
 
 /** What one reaper pass did. */
@@ -29,7 +29,7 @@ export interface ReaperPass {
   deleted: number;
   /** Per-minute chart aggregates deleted, older than minutesKeepDays. */
   minutes: number;
-  /** Worker log lines deleted: older than logKeepDays, or past an endpoint's logMaxLinesPerEndpoint. */
+  /** Worker log lines deleted: older than logKeepDays, or past an endpoint's logMaxLinesPerEndpoint or logMaxBytesPerEndpoint. */
   logs: number;
   /** Audit log entries deleted, older than auditKeepDays. */
   audit: number;
@@ -40,7 +40,7 @@ export interface ReaperPass {
  * job-stop); queue ttl → TIMED_OUT; workers not heard from for `workerLostMs` lose their jobs
  * (requeued up to maxAttempts, then FAILED); expired jobs are deleted with input, output and
  * stream; the console charts' minutes older than `minutesKeepDays` are deleted, worker log
- * lines older than `logKeepDays` or past an endpoint's `logMaxLinesPerEndpoint`, and audit
+ * lines older than `logKeepDays` or past an endpoint's `logMaxLinesPerEndpoint` or `logMaxBytesPerEndpoint`, and audit
  * entries older than `auditKeepDays`. A singleton on
  * the leader. `start` runs a pass every `reaperIntervalMs`; `stop` may be called twice.
  */
@@ -56,7 +56,7 @@ export interface ReaperDeps {
   transitions: Pick<JobTransitions, 'timeOutRunning' | 'expireQueued' | 'releaseWorkers' | 'deleteExpired'>;
   workers: Pick<WorkerService, 'touchWaiting'>;
   store: Pick<WorkerStore, 'findStaleWorkers'> & Pick<MinuteStore, 'deleteMinutesBefore'> & Pick<LogStore, 'deleteLogsBefore' | 'trimEndpointLogs'> & Pick<EndpointStore, 'listEndpoints'> & Pick<AuditStore, 'deleteAuditBefore'>;
-  config: Pick<GantryConfig, 'reaperIntervalMs' | 'workerLostMs' | 'minutesKeepDays' | 'logKeepDays' | 'logMaxLinesPerEndpoint' | 'auditKeepDays'>;
+  config: Pick<GantryConfig, 'reaperIntervalMs' | 'workerLostMs' | 'minutesKeepDays' | 'logKeepDays' | 'logMaxLinesPerEndpoint' | 'logMaxBytesPerEndpoint' | 'auditKeepDays'>;
   logger: Logger;
   clock: Clock;
 }
@@ -118,7 +118,7 @@ class Reaping implements Reaper {
     return { timedOut, expired, requeued, failed, deleted, minutes, logs, audit };
   }
 
-  /** Worker log lines past GANTRY_LOG_KEEP_DAYS, then (once a minute) each endpoint's past GANTRY_LOG_MAX_LINES_PER_ENDPOINT. */
+  /** Worker log lines past GANTRY_LOG_KEEP_DAYS, then (once a minute) each endpoint's past GANTRY_LOG_MAX_LINES_PER_ENDPOINT and GANTRY_LOG_MAX_BYTES_PER_ENDPOINT. */
   private async pruneLogs(): Promise<number> {
     const { store, config, clock } = this.deps;
     const before = clock.now() - config.logKeepDays * DAY_MS;
@@ -126,7 +126,8 @@ class Reaping implements Reaper {
     if (clock.now() - this.trimmedAt < LOG_TRIM_EVERY_MS) return deleted;
     this.trimmedAt = clock.now();
     for (const endpoint of await store.listEndpoints()) {
-      deleted += await repeat(() => store.trimEndpointLogs({ endpointId: endpoint.id, keep: config.logMaxLinesPerEndpoint, limit: LOG_BATCH }), LOG_BATCH);
+      const bounds = { keep: config.logMaxLinesPerEndpoint, keepBytes: config.logMaxBytesPerEndpoint };
+      deleted += await repeat(() => store.trimEndpointLogs({ endpointId: endpoint.id, ...bounds, limit: LOG_BATCH }), LOG_BATCH);
     }
     return deleted;
   }

@@ -1,4 +1,4 @@
-import type { JobRecord } from '../model/records.js';
+import type { JobRecord, PurgedJob } from '../model/records.js';
 
 /** A job column's PostgreSQL type: the element type of its array in the batched insert (unnest). */
 export type JobColumnPgType = 'text' | 'int' | 'bigint' | 'boolean';
@@ -124,4 +124,22 @@ export function toJob(r: unknown[]): JobRecord {
     preemptions: r[COL.preemptions] as JobRecord['preemptions'],
     traceparent: r[COL.traceparent] as JobRecord['traceparent'],
   };
+}
+
+/** The columns a purge returns (PurgedJob): the id and what the job's last spans are made from, never the input. */
+export const PURGED_COLUMNS = 'id, traceparent, queued_at, attempts, preemptions, retries';
+
+/** A row of PURGED_COLUMNS, as both drivers return it (BIGINT as a number). */
+export interface PurgedRow {
+  id: string;
+  traceparent: string | null;
+  queued_at: number;
+  attempts: number;
+  preemptions: number;
+  retries: number;
+}
+
+/** @example toPurgedJob({ id: 'j1', traceparent: null, queued_at: 5, attempts: 0, preemptions: 0, retries: 0 }).queuedAt // 5 */
+export function toPurgedJob(r: PurgedRow): PurgedJob {
+  return { id: r.id, traceparent: r.traceparent, queuedAt: r.queued_at, attempts: r.attempts, preemptions: r.preemptions, retries: r.retries };
 }

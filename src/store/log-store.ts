@@ -2,9 +2,10 @@
  * The worker_logs table (docs/logs.md): every line a pool worker printed, and Gantry's own
  * notes about it, with when, which worker of which endpoint, and the job when one is known.
  * Written in batches by the leader's log writer (src/pool/log-writer.ts), read by any gateway
- * (GET /admin/v1/logs). Kept GANTRY_LOG_KEEP_DAYS and at most GANTRY_LOG_MAX_LINES_PER_ENDPOINT
- * lines per endpoint, pruned by the reaper. `id` is the order lines were stored in: the cursor
- * of paged reads and of follows.
+ * (GET /admin/v1/logs). Kept GANTRY_LOG_KEEP_DAYS, and per endpoint at most
+ * GANTRY_LOG_MAX_LINES_PER_ENDPOINT lines and GANTRY_LOG_MAX_BYTES_PER_ENDPOINT bytes (each
+ * line's UTF-8 size, stored with it), pruned by the reaper. `id` is the order lines were stored
+ * in: the cursor of paged reads and of follows.
  */
 export interface LogStore {
   /** Stores the lines in their order (ids ascending as given); resolves once committed. */
@@ -20,10 +21,11 @@ export interface LogStore {
   /** Deletes up to `limit` lines with at < `before`, oldest first (GANTRY_LOG_KEEP_DAYS). Returns how many. */
   deleteLogsBefore(args: { before: number; limit: number }): Promise<number>;
   /**
-   * Deletes up to `limit` of an endpoint's oldest lines beyond its newest `keep`
-   * (GANTRY_LOG_MAX_LINES_PER_ENDPOINT). Returns how many.
+   * Deletes up to `limit` of an endpoint's oldest lines beyond the newest ones kept: at most
+   * `keep` lines (GANTRY_LOG_MAX_LINES_PER_ENDPOINT) whose bytes sum to at most `keepBytes`
+   * (GANTRY_LOG_MAX_BYTES_PER_ENDPOINT), whichever keeps fewer. Returns how many.
    */
-  trimEndpointLogs(args: { endpointId: string; keep: number; limit: number }): Promise<number>;
+  trimEndpointLogs(args: { endpointId: string; keep: number; keepBytes: number; limit: number }): Promise<number>;
 }
 
 /** Where a line came from: the worker's stdout or stderr, or Gantry's own notes about the worker. */

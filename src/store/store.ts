@@ -1,6 +1,6 @@
 import type { Notifier } from '../model/events.js';
 import type { JobStatus } from '../model/job-states.js';
-import type { EndpointRecord, JobCounts, JobRecord, JobWithInput, KeyRecord, QueueByKey, QueueStats, JobMeter, RegistryCredentialRecord, Scope, Taker, WorkerMeter, WorkerRecord } from '../model/records.js';
+import type { EndpointRecord, JobCounts, JobRecord, JobWithInput, KeyRecord, QueueByKey, QueueStats, JobMeter, PurgedJob, RegistryCredentialRecord, Scope, Taker, WorkerMeter, WorkerRecord } from '../model/records.js';
 import type { FileStore } from './file-store.js';
 import type { LogStore } from './log-store.js';
 import type { MinuteStore } from './minute-store.js';
@@ -108,8 +108,14 @@ export interface JobStore {
    */
   cancelJob(args: { id: string; now: number }): Promise<JobRecord | undefined>;
 
-  /** Every IN_QUEUE job of the endpoint → CANCELLED. Running jobs are untouched. Returns the ids. */
-  purgeQueue(args: { endpointId: string; now: number }): Promise<string[]>;
+  /**
+   * Up to `limit` IN_QUEUE jobs of the endpoint that entered the queue at or before `now`
+   * (queuedAt ≤ now) → CANCELLED, oldest first (finishedAt, expiresAt, webhook as cancelJob).
+   * Running jobs are untouched. Returns them (ids and trace contexts, no inputs); [] when
+   * none is left. A backend may return fewer than `limit` while more wait (SQLite stops a
+   * batch at 8 MB of input): the caller calls again until [].
+   */
+  purgeQueue(args: { endpointId: string; now: number; limit: number }): Promise<PurgedJob[]>;
 
   /**
    * FAILED or TIMED_OUT, not yet expired (expiresAt > now) → IN_QUEUE with the same id and input:

@@ -1,7 +1,7 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import { ATTR_ERROR_TYPE, ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_RESPONSE_STATUS_CODE } from '@opentelemetry/semantic-conventions';
 import type { JobObserver, SubmitSpan, SubmitTracer } from '../jobs/job-observer.js';
-import type { JobRecord } from '../model/records.js';
+import type { JobRecord, PurgedJob } from '../model/records.js';
 import { formatTraceparent, parseTraceparent, runNumber, runSpanId, type TraceContext } from '../model/trace-context.js';
 import type { PresetSpanIds } from './span-ids.js';
 
@@ -82,8 +82,34 @@ export class JobSpans implements JobObserver, SubmitTracer {
     result.end(Math.max(end, this.now()));
   }
 
-  purged(): void {
-    // purge-queue reports a count, not the jobs: purged jobs' traces end with their last wait unwritten (docs/observability.md).
+  purged(endpointId: string, jobs: readonly PurgedJob[]): void {
+    const end = this.now();
+    for (const job of jobs) {
+      const context = traced(job);
+      const open = this.open.get(job.id);
+      this.open.delete(job.id);
+      if (!context) continue;
+      // Purged while waiting: like a cancel in the queue, its last wait, then its result.
+      const attributes = { 'gantry.job.id': job.id, 'gantry.endpoint.id': endpointId };
+      const since = open?.waitingSince ?? job.queuedAt;
+      this.tracer.startSpan('job.queued', { startTime: since, attributes: { ...attributes, 'gantry.job.run': runNumber(job) + 1, 'gantry.job.outcome': 'cancelled', 'gantry.job.purged': true } }, context).end(Math.max(end, since));
+      this.tracer.startSpan('job.result', { startTime: end, attributes: { ...attributes, 'gantry.job.status': 'CANCELLED', 'gantry.job.attempts': job.attempts, 'gantry.job.retries': job.retries, 'gantry.job.purged': true } }, context).end(end);
+    }
+  }
+
+  preempted(jobs: readonly JobRecord[]): void {
+    const t = this.now();
+    for (const job of jobs) {
+      const context = traced(job);
+      if (!context) continue;
+      const open = this.open.get(job.id);
+      // A preemption takes its hand-out back from `attempts` and adds one to `preemptions`: the run
+      // number is unchanged (the preempted run's), and the run was attempt `attempts + 1`, which
+      // the next run repeats. Not an error: the job did nothing wrong and runs again.
+      const run = open?.run ?? { number: runNumber(job), workerId: '', startedAt: t };
+      this.runSpan(job, context, run, t, 'preempted', { attempt: job.attempts + 1, startUnknown: open?.run === undefined });
+      this.remember(job.id, { waitingSince: t });
+    }
   }
 
   requeued(jobs: readonly JobRecord[], why: 'retry' | 'worker-lost'): void {
@@ -95,7 +121,7 @@ export class JobSpans implements JobObserver, SubmitTracer {
       if (why === 'worker-lost') {
         // The record no longer names the lost run's worker or start: this gateway remembers them when it handed the job out.
         const run = open?.run ?? { number: runNumber(job), workerId: '', startedAt: t };
-        this.runSpan(job, context, run, t, 'worker-lost', open?.run === undefined);
+        this.runSpan(job, context, run, t, 'worker-lost', { startUnknown: open?.run === undefined });
       }
       this.remember(job.id, { waitingSince: why === 'retry' ? job.queuedAt : t });
     }
@@ -131,9 +157,9 @@ export class JobSpans implements JobObserver, SubmitTracer {
   }
 
   /** One run's span, with the id derived from the job and run number (the parent its worker was handed). */
-  private runSpan(job: JobRecord, context: Context, run: NonNullable<OpenJob['run']>, end: number, outcome: string, startUnknown = false): void {
-    const attributes: Attributes = { ...jobAttributes(job), 'gantry.worker.id': run.workerId, 'gantry.job.run': run.number, 'gantry.job.attempt': job.attempts, 'gantry.job.outcome': outcome };
-    if (startUnknown) attributes['gantry.job.run_start_unknown'] = true;
+  private runSpan(job: JobRecord, context: Context, run: NonNullable<OpenJob['run']>, end: number, outcome: string, options: { attempt?: number; startUnknown?: boolean } = {}): void {
+    const attributes: Attributes = { ...jobAttributes(job), 'gantry.worker.id': run.workerId, 'gantry.job.run': run.number, 'gantry.job.attempt': options.attempt ?? job.attempts, 'gantry.job.outcome': outcome };
+    if (options.startUnknown === true) attributes['gantry.job.run_start_unknown'] = true;
     this.ids.next = runSpanId(job.id, job.retries, run.number);
     const span = this.tracer.startSpan('job.run', { kind: SpanKind.CONSUMER, startTime: run.startedAt, attributes }, context);
     this.ids.next = undefined;
@@ -153,7 +179,7 @@ export class JobSpans implements JobObserver, SubmitTracer {
 }
 
 /** The job's stored context as the parent of its later spans; undefined for a job without one. */
-function traced(job: JobRecord): Context | undefined {
+function traced(job: Pick<JobRecord, 'traceparent'>): Context | undefined {
   if (job.traceparent === null) return undefined;
   const context = parseTraceparent(job.traceparent);
   return context ? contextOf(context) : undefined;

@@ -120,11 +120,27 @@ for (const [name, open] of Object.entries(backends)) {
 
     it("trims an endpoint to its newest lines, leaving the other endpoints' alone", async () => {
       await store.appendLogs([...Array.from({ length: 8 }, (_, i) => line(i)), line(8, { endpointId: 'other' })]);
-      expect(await store.trimEndpointLogs({ endpointId: 'ep', keep: 3, limit: 2 })).toBe(2);
-      expect(await store.trimEndpointLogs({ endpointId: 'ep', keep: 3, limit: 100 })).toBe(3);
-      expect(await store.trimEndpointLogs({ endpointId: 'ep', keep: 3, limit: 100 })).toBe(0);
+      expect(await store.trimEndpointLogs({ endpointId: 'ep', keep: 3, keepBytes: 1e9, limit: 2 })).toBe(2);
+      expect(await store.trimEndpointLogs({ endpointId: 'ep', keep: 3, keepBytes: 1e9, limit: 100 })).toBe(3);
+      expect(await store.trimEndpointLogs({ endpointId: 'ep', keep: 3, keepBytes: 1e9, limit: 100 })).toBe(0);
       expect((await store.readLogs({ endpointId: 'ep', limit: 100 })).map((l) => l.line).reverse()).toEqual(['line 5', 'line 6', 'line 7']);
       expect(await store.readLogs({ endpointId: 'other', limit: 100 })).toHaveLength(1);
+    });
+
+    it('trims an endpoint to the newest lines whose UTF-8 bytes fit its byte bound, whichever bound keeps fewer', async () => {
+      // 10 lines of 100 bytes each, every one 'é' (2 bytes) × 50: 50 characters, 100 bytes.
+      const wide = (n: number, endpointId = 'ep'): LogRecord => ({ ...line(n, { endpointId }), line: 'é'.repeat(50) });
+      await store.appendLogs([...Array.from({ length: 10 }, (_, i) => wide(i)), wide(10, 'other')]);
+      const at = async (endpointId: string) => (await store.readLogs({ endpointId, limit: 100 })).map((l) => l.at - T0).reverse();
+      // 350 bytes hold the newest three lines (300 bytes), not four.
+      expect(await store.trimEndpointLogs({ endpointId: 'ep', keep: 1_000, keepBytes: 350, limit: 100 })).toBe(7);
+      expect(await at('ep')).toEqual([7, 8, 9]);
+      expect(await store.trimEndpointLogs({ endpointId: 'ep', keep: 1_000, keepBytes: 350, limit: 100 })).toBe(0);
+      // Exactly at the bound: kept. The line bound, when it keeps fewer, wins.
+      expect(await store.trimEndpointLogs({ endpointId: 'ep', keep: 1_000, keepBytes: 300, limit: 100 })).toBe(0);
+      expect(await store.trimEndpointLogs({ endpointId: 'ep', keep: 1, keepBytes: 300, limit: 100 })).toBe(2);
+      expect(await at('ep')).toEqual([9]);
+      expect(await at('other')).toEqual([10]);
     });
 
     it('keeps the lines across a reopen', async () => {

@@ -582,13 +582,32 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         const b = await insert({ webhook: 'https://hook.example/' });
         const other = await insert({ endpointId: 'other' });
         const now = T0 + 5000;
-        const ids = await store.purgeQueue({ endpointId: 'ep', now });
-        expect([...ids].sort()).toEqual([a.id, b.id].sort());
+        const purged = await store.purgeQueue({ endpointId: 'ep', now, limit: 100 });
+        expect(purged.map((j) => j.id).sort()).toEqual([a.id, b.id].sort());
         expect(await get(a.id)).toEqual({ ...a, status: 'CANCELLED', finishedAt: now, expiresAt: now + a.retentionMs, deadlineAt: null, webhookNextAt: null });
         expect((await get(b.id)).webhookNextAt).toBe(now);
         expect(await store.getJob(run.id)).toEqual(run);
         expect(await store.getJob(other.id)).toEqual(other);
-        expect(await store.purgeQueue({ endpointId: 'ep', now })).toEqual([]);
+        expect(await store.purgeQueue({ endpointId: 'ep', now, limit: 100 })).toEqual([]);
+      });
+
+      it('goes in batches of at most `limit`, oldest first, returning each job\'s trace context; jobs queued after `now` stay', async () => {
+        const traceparent = `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01`;
+        const old = await insert({ now: T0 - 10 });
+        const traced = { ...newJob({ now: T0 - 5 }), traceparent, retries: 2 };
+        await put(traced);
+        const third = await insert({ now: T0 });
+        const later = await insert({ now: T0 + 10 });
+        const first = await store.purgeQueue({ endpointId: 'ep', now: T0, limit: 2 });
+        expect(first).toEqual([
+          { id: old.id, traceparent: null, queuedAt: T0 - 10, attempts: 0, preemptions: 0, retries: 0 },
+          { id: traced.id, traceparent, queuedAt: T0 - 5, attempts: 0, preemptions: 0, retries: 2 },
+        ]);
+        expect((await get(third.id)).status).toBe('IN_QUEUE');
+        expect(await store.purgeQueue({ endpointId: 'ep', now: T0, limit: 2 })).toEqual([{ id: third.id, traceparent: null, queuedAt: T0, attempts: 0, preemptions: 0, retries: 0 }]);
+        expect(await store.purgeQueue({ endpointId: 'ep', now: T0, limit: 2 })).toEqual([]);
+        expect((await get(later.id)).status).toBe('IN_QUEUE');
+        expect((await get(traced.id)).status).toBe('CANCELLED');
       });
     });
 

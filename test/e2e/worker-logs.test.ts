@@ -185,7 +185,7 @@ describe.each(['sqlite', 'postgres'] as const)('worker logs in the store (%s)', 
       const { id } = await client(a).run('followed', { input: { marker: 'followed' } });
       const line = await eventually(async () => events.find((e) => e.line === 'plain line of followed'), 30_000, 'the followed line');
       expect(line).toMatchObject({ jobId: id, endpointId: 'followed' });
-      // Delivered in well under the generous bound once stored (the poll is every 250 ms, the writer's flush 250 ms).
+      // Delivered in well under the generous bound once stored (the writer flushes every 250 ms and its notification wakes the follow).
       expect(Date.now() - Date.parse(line.at)).toBeLessThan(20_000);
     } finally {
       controller.abort();

@@ -8,6 +8,7 @@ import { createGateway, type Gateway } from '../../src/gateway.js';
 import { DEFAULTS } from '../../src/config/config.js';
 import { parseEndpointSettings } from '../../src/jobs/endpoint-settings.js';
 import { parseSubmitBody } from '../../src/jobs/policy.js';
+import { initialJob } from '../../src/jobs/transitions.js';
 import { createSecretBox, type SecretBox } from '../../src/security/secret-box.js';
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../../src/store/store.js';
@@ -196,6 +197,26 @@ describe('job service state machine', () => {
     expect(await app.jobs.purgeQueue('ep')).toBe(2);
     expect((await app.jobs.getJob('ep', running.id))?.status).toBe('IN_PROGRESS');
     expect((await app.jobs.health('ep')).jobs).toMatchObject({ inQueue: 0, inProgress: 1, cancelled: 2 });
+  });
+
+  it('purges a long queue in batches of at most 1,000 jobs, each handed on once committed; a job queued after the purge began stays', async () => {
+    const base = { endpointId: 'ep', inputBytes: 2, webhook: null, s3Config: null, executionTimeoutMs: 60_000, lowPriority: false, ttlMs: 3_600_000, retentionMs: 3_600_000, maxAttempts: 2, sync: false, keyId: null, now: clock };
+    await Promise.all(Array.from({ length: 2_345 }, (_, i) => store.insertJob({ job: initialJob({ ...base, id: `bulk-${String(i).padStart(5, '0')}` }), inputJson: '{}' })));
+    const batches: number[] = [];
+    const seen = new Set<string>();
+    const count = await app.transitions.purge('ep', (jobs) => {
+      batches.push(jobs.length);
+      for (const job of jobs) seen.add(job.id);
+    });
+    expect(count).toBe(2_345);
+    expect(batches).toEqual([1_000, 1_000, 345]);
+    expect(seen.size).toBe(2_345);
+    expect((await app.jobs.health('ep')).jobs).toMatchObject({ inQueue: 0, cancelled: 2_345 });
+    clock += 1;
+    await submit();
+    clock -= 1;
+    expect(await app.transitions.purge('ep')).toBe(0);
+    expect((await app.jobs.health('ep')).jobs).toMatchObject({ inQueue: 1 });
   });
 
   it('hands a job submitted during a long-poll to the waiting worker', async () => {

@@ -71,6 +71,25 @@ describe('gantry/client', () => {
     expect(new Set(calls.slice(1))).toEqual(new Set(['status-sync']));
   });
 
+  it('sends a traceparent with each submit only (the call\'s own first, then the hook\'s), and none when the hook throws', async () => {
+    const sent: [string, string | null][] = [];
+    const watched: typeof fetch = (input, init) => {
+      sent.push([new URL(String(input)).pathname.split('/')[3] ?? '', new Headers(init?.headers).get('traceparent')]);
+      return fetch(input, init);
+    };
+    const hooked = `00-${'1'.repeat(32)}-${'2'.repeat(16)}-01`;
+    const own = `00-${'3'.repeat(32)}-${'4'.repeat(16)}-01`;
+    const traced = createClient({ url: t.url, apiKey: runKey, fetch: watched, traceparent: () => hooked });
+    const ref = await traced.run(echo, { input: { n: 7 } });
+    await traced.status(echo, ref.id);
+    await traced.runSync(echo, { input: { n: 8 } }, { timeoutMs: 20_000, traceparent: own });
+    expect(sent).toEqual([['run', hooked], ['status', null], ['runsync', own]]);
+    const failing = createClient({ url: t.url, apiKey: runKey, fetch: watched, traceparent: () => { throw new Error('no active span'); } });
+    sent.length = 0;
+    expect((await failing.run(echo, { input: { n: 9 } })).status).toBe('IN_QUEUE');
+    expect(sent).toEqual([['run', null]]);
+  });
+
   it('stream yields each chunk as the worker streams it, and ends with the job', async () => {
     const ref = await client.run(words, { input: { text: 'one two three four', delayMs: 50 } });
     const chunks: string[] = [];

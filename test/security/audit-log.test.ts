@@ -17,6 +17,7 @@ import type { AuditEntry } from '../../src/sdk/admin-client.js';
 import { createAuditLog, MAX_DETAIL_CHARS } from '../../src/security/audit-log.js';
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { createManualClock } from '../helpers/clock.js';
+import { workerFor } from '../http/http-helpers.js';
 
 const PASSWORD = 'console password for the audit test';
 const ENV_SECRET = 'env-value-SECRET-1f4e';
@@ -159,8 +160,25 @@ describe.each<TestBackend>(['sqlite', 'postgres'])('the audit log (%s)', (backen
     const made = await call(t, 'POST', '/console/api/admin/endpoints', { id: 'from-console' }, { ...from, cookie, 'x-csrf-token': csrf });
     expect(made.status).toBe(200);
     expect(await latest(t, 'endpoint.create')).toMatchObject({ target: { id: 'from-console' }, actor: { kind: 'console', session, keyName: 'admin (console password)' }, address: '198.51.100.4' });
+    // A job cancelled with the console's button is the session's change; a run key's cancel is not recorded.
+    const queued = (await call(t, 'POST', '/v2/from-console/run', { input: {} }, admin(t))).json.id as string;
+    expect((await call(t, 'POST', `/console/api/v2/from-console/cancel/${queued}`, {}, { ...from, cookie, 'x-csrf-token': csrf })).status).toBe(200);
+    expect(await latest(t, 'job.cancel')).toMatchObject({ target: { kind: 'job', id: queued }, actor: { kind: 'console', session }, address: '198.51.100.4', detail: { endpoint: 'from-console' } });
+    const runKey = await t.createKey(['run']);
+    secrets.push(runKey);
+    const own = (await call(t, 'POST', '/v2/from-console/run', { input: {} }, { authorization: `Bearer ${runKey}` })).json.id as string;
+    expect((await call(t, 'POST', `/v2/from-console/cancel/${own}`, {}, { authorization: `Bearer ${runKey}` })).status).toBe(200);
+    // A retry by an admin key (a failed job's, the worker speaking the protocol over HTTP) is recorded too.
+    const failing = (await call(t, 'POST', '/v2/from-console/run', { input: {} }, admin(t))).json.id as string;
+    const worker = workerFor(t, 'from-console', await t.createKey(['worker']));
+    expect((await worker.takeJob()).id).toBe(failing);
+    expect((await worker.done(failing, { error: 'boom' })).status).toBe(200);
+    expect((await call(t, 'POST', `/v2/from-console/retry/${failing}`, {}, admin(t))).status).toBe(200);
+    expect(await latest(t, 'job.retry')).toMatchObject({ target: { kind: 'job', id: failing }, actor: { kind: 'key', keyName: ADMIN_NAME }, detail: { endpoint: 'from-console' } });
+    expect((await call(t, 'POST', `/v2/from-console/cancel/${failing}`, {}, admin(t))).status).toBe(200);
+    expect((await auditLog(t, '?action=job.')).entries.map((e) => [e.action, e.target?.id])).toEqual([['job.cancel', failing], ['job.retry', failing], ['job.cancel', queued]]);
     // The session's own entries are found by its reference.
-    expect((await auditLog(t, `?actor=${session}`)).entries.map((e) => e.action)).toEqual(['endpoint.create', 'console.sign-in']);
+    expect((await auditLog(t, `?actor=${session}`)).entries.map((e) => e.action)).toEqual(['job.cancel', 'endpoint.create', 'console.sign-in']);
 
     expect((await call(t, 'DELETE', '/console/api/session', undefined, { cookie, 'x-csrf-token': csrf })).status).toBe(200);
     expect(await latest(t, 'console.sign-out')).toMatchObject({ actor: { kind: 'console', session } });

@@ -10,6 +10,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient } from '../../src/sdk/client.js';
 import { createManualClock } from '../helpers/clock.js';
 import { eventually, startTestGantry, type TestGantry } from '../helpers/gantry.js';
 import { spawnOwned } from '../helpers/processes.js';
@@ -128,10 +129,129 @@ describe.each([
     expect(waits[1]!.endMs - waits[1]!.startMs).toBe(2_000);
 
     expect(one('job.result').attributes).toMatchObject({ 'gantry.job.status': 'COMPLETED', 'gantry.job.attempts': 2 });
+    // The console's job page names the trace, to look it up in the tracing backend.
+    const session = await fetch(`${t.url}/console/api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ key: t.adminKey }) });
+    const cookie = (session.headers.get('set-cookie') ?? '').split(';')[0]!;
+    const page = (await (await fetch(`${t.url}/console/api/jobs/${ep}/${id}`, { headers: { cookie } })).json()) as Json;
+    expect(page.trace).toEqual({ traceId: clientTrace, sampled: true });
     // The webhook's receiver was handed the delivery span's own context.
     const webhook = one('job.webhook');
     expect(webhook).toMatchObject({ kind: KIND.client, attributes: { 'http.response.status_code': 200 } });
     expect(delivered[0]!.traceparent).toBe(`00-${clientTrace}-${webhook.spanId}-01`);
+  });
+
+  it('a preempted run gets a job.run span of its own (outcome preempted, not an error), and the wait after it starts at the preemption', async () => {
+    const ep = uniqueId('tr');
+    await t.createEndpoint(ep);
+    const runKey = await t.createKey(['run']);
+    const clientTrace = randomBytes(16).toString('hex');
+    const submitted = await call(t.url, 'POST', `/v2/${ep}/run`, { key: runKey, body: { input: { seconds: 600 } }, headers: { traceparent: `00-${clientTrace}-${randomBytes(8).toString('hex')}-01` } });
+    const id = submitted.json.id as string;
+    const status = async (): Promise<Json> => (await call(t.url, 'GET', `/v2/${ep}/status/${id}`, { key: runKey })).json;
+
+    // The first worker takes it; 5 s later the allocator's transition takes it back (the autoscaler's
+    // call, here made directly: which worker the allocator picks is not what this test is about).
+    const first = new PyWorker(t.workerEnv(ep, 'w-pre'), ['--handler', 'sleep']);
+    stops.push(() => first.kill());
+    await first.waitFor('taken', id);
+    clock.advance(5_000);
+    const preempted = await t.gantry.gateway.transitions.preempt('w-pre');
+    expect(preempted.map((j) => j.id)).toEqual([id]);
+    await first.kill();
+    expect(await status()).toMatchObject({ status: 'IN_QUEUE', preemptions: 1 });
+    clock.advance(3_000);
+
+    sdkWorker(ep, 'w-after');
+    const done = await eventually(async () => {
+      const job = await status();
+      return job.status === 'COMPLETED' ? job : undefined;
+    }, 30_000, 'the second worker to complete the preempted job');
+    expect(done).toMatchObject({ attempts: 1, workerId: 'w-after' });
+
+    const names = ['job.submit', 'job.queued', 'job.queued', 'job.run', 'job.run', 'job.result'];
+    const spans = await eventually(async () => {
+      const mine = receiver.spans.filter((s) => s.attributes['gantry.job.id'] === id);
+      return mine.length >= names.length ? mine : undefined;
+    }, 20_000, 'the spans of the preempted job');
+    expect(spans.map((s) => s.name).sort()).toEqual([...names].sort());
+    const submit = spans.find((s) => s.name === 'job.submit')!;
+    for (const span of spans) expect(span.traceId).toBe(clientTrace);
+    for (const span of spans.filter((s) => s !== submit)) expect(span.parentSpanId).toBe(submit.spanId);
+    const runs = spans.filter((s) => s.name === 'job.run').sort((a, b) => Number(a.attributes['gantry.job.run']) - Number(b.attributes['gantry.job.run']));
+    expect(runs.map((r) => [r.attributes['gantry.worker.id'], r.attributes['gantry.job.run'], r.attributes['gantry.job.attempt'], r.attributes['gantry.job.outcome']])).toEqual([
+      ['w-pre', 1, 1, 'preempted'],
+      ['w-after', 2, 1, 'completed'],
+    ]);
+    expect(runs[0]!.statusCode).not.toBe(ERROR);
+    expect(runs[0]!.attributes['gantry.job.run_start_unknown']).toBeUndefined();
+    expect(runs[0]!.endMs - runs[0]!.startMs).toBe(5_000);
+    expect(runs[0]!.spanId).not.toBe(runs[1]!.spanId);
+    expect((done.output as Json).traceparent).toBe(`00-${clientTrace}-${runs[1]!.spanId}-01`);
+    // The trace has no hole: the second wait runs from the preemption to the second run.
+    const waits = spans.filter((s) => s.name === 'job.queued').sort((a, b) => a.startMs - b.startMs);
+    expect(waits.map((w) => w.endMs)).toEqual(runs.map((r) => r.startMs));
+    expect(waits[1]!.startMs).toBe(runs[0]!.endMs);
+    expect(waits[1]!.endMs - waits[1]!.startMs).toBe(3_000);
+  });
+
+  it('jobs cancelled by purge-queue end with their last wait and their result', async () => {
+    const ep = uniqueId('tr');
+    await t.createEndpoint(ep);
+    const runKey = await t.createKey(['run']);
+    const clientTrace = randomBytes(16).toString('hex');
+    const clientSpan = randomBytes(8).toString('hex');
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const headers = i === 0 ? { traceparent: `00-${clientTrace}-${clientSpan}-01` } : undefined;
+      ids.push((await call(t.url, 'POST', `/v2/${ep}/run`, { key: runKey, body: { input: { i } }, ...(headers ? { headers } : {}) })).json.id as string);
+    }
+    clock.advance(4_000);
+    expect((await call(t.url, 'POST', `/v2/${ep}/purge-queue`, { key: runKey })).json).toMatchObject({ removed: 3 });
+    const spans = await eventually(async () => {
+      const mine = receiver.spans.filter((s) => ids.includes(String(s.attributes['gantry.job.id'])));
+      return mine.length >= 9 ? mine : undefined;
+    }, 20_000, 'the submit, wait and result spans of the three purged jobs');
+    for (const id of ids) {
+      const own = spans.filter((s) => s.attributes['gantry.job.id'] === id);
+      expect(own.map((s) => s.name).sort()).toEqual(['job.queued', 'job.result', 'job.submit']);
+      const submit = own.find((s) => s.name === 'job.submit')!;
+      const wait = own.find((s) => s.name === 'job.queued')!;
+      const result = own.find((s) => s.name === 'job.result')!;
+      for (const span of [wait, result]) expect(span).toMatchObject({ traceId: submit.traceId, parentSpanId: submit.spanId });
+      expect(wait.attributes).toMatchObject({ 'gantry.job.outcome': 'cancelled', 'gantry.job.purged': true, 'gantry.job.run': 1, 'gantry.endpoint.id': ep });
+      expect(wait.endMs - wait.startMs).toBe(4_000);
+      expect(result.attributes).toMatchObject({ 'gantry.job.status': 'CANCELLED', 'gantry.job.purged': true });
+    }
+    expect(spans.find((s) => s.name === 'job.submit' && s.attributes['gantry.job.id'] === ids[0])).toMatchObject({ traceId: clientTrace, parentSpanId: clientSpan });
+  });
+
+  it("the client SDK's traceparent (per client and per call) and the OpenAI routes' header are continued like /run's", async () => {
+    const ep = uniqueId('tr');
+    await t.createEndpoint(ep);
+    const runKey = await t.createKey(['run']);
+    const ctx = () => ({ trace: randomBytes(16).toString('hex'), span: randomBytes(8).toString('hex') });
+    const [fromHook, fromCall, fromOpenAi] = [ctx(), ctx(), ctx()];
+    const client = createClient({ url: t.url, apiKey: runKey, traceparent: () => `00-${fromHook.trace}-${fromHook.span}-01` });
+    const hooked = (await client.run(ep, { input: { n: 1 } })).id;
+    const given = (await client.run(ep, { input: { n: 2 } }, { traceparent: `00-${fromCall.trace}-${fromCall.span}-01` })).id;
+
+    // The OpenAI route waits for its job: a worker answers with the run context it was handed.
+    sdkWorker(ep, 'w-openai');
+    const chat = await call(t.url, 'POST', `/v2/${ep}/openai/v1/chat/completions`, { key: runKey, body: { model: 'm', messages: [{ role: 'user', content: 'hi' }] }, headers: { traceparent: `00-${fromOpenAi.trace}-${fromOpenAi.span}-01` } });
+    expect(chat.status).toBe(200);
+    const chatJob = chat.headers.get('x-request-id')!;
+
+    const submits = await eventually(async () => {
+      const found = receiver.spans.filter((s) => s.name === 'job.submit' && [hooked, given, chatJob].includes(String(s.attributes['gantry.job.id'])));
+      return found.length === 3 ? found : undefined;
+    }, 20_000, 'the three submit spans');
+    const submitOf = (id: string) => submits.find((s) => s.attributes['gantry.job.id'] === id)!;
+    expect(submitOf(hooked)).toMatchObject({ traceId: fromHook.trace, parentSpanId: fromHook.span });
+    expect(submitOf(given)).toMatchObject({ traceId: fromCall.trace, parentSpanId: fromCall.span });
+    expect(submitOf(chatJob)).toMatchObject({ traceId: fromOpenAi.trace, parentSpanId: fromOpenAi.span });
+    // The OpenAI job's worker was handed its run span in the client's trace.
+    const run = await eventually(async () => receiver.spans.find((s) => s.name === 'job.run' && s.attributes['gantry.job.id'] === chatJob), 20_000, 'the run span of the OpenAI job');
+    expect(chat.json.traceparent).toBe(`00-${fromOpenAi.trace}-${run.spanId}-01`);
   });
 
   it('a job submitted without a traceparent starts a trace of its own, and an invalid one is ignored', async () => {

@@ -11,6 +11,7 @@ const ACTIONS = [
   ['endpoint.', 'Endpoints'],
   ['registry-credential.', 'Registry credentials'],
   ['queue.purge', 'Purge queue'],
+  ['job.', 'Job cancels and retries'],
   ['console.', 'Console sign-ins'],
 ];
 const OUTCOME_CLASS = { ok: 's-completed', failed: 's-failed', limited: 's-failed' };
@@ -35,6 +36,7 @@ function Detail({ entry }) {
   for (const [field, change] of Object.entries(changes)) parts.push(`${field} ${JSON.stringify(change.from)} → ${JSON.stringify(change.to)}`);
   for (const kind of ['added', 'removed', 'changed']) if (d.env && d.env[kind] && d.env[kind].length) parts.push(`env ${kind}: ${d.env[kind].join(', ')}`);
   if (typeof d.removed === 'number') parts.push(`${d.removed} jobs removed`);
+  if (entry.action.startsWith('job.') && d.endpoint) parts.push(`endpoint ${d.endpoint}`);
   if (d.retryAfterS) parts.push(`retry after ${d.retryAfterS} s`);
   if (d.notRecordedBefore) parts.push(`${d.notRecordedBefore} earlier refusals not recorded`);
   return html`<span>${parts.join('; ') || '—'}</span>`;

@@ -106,6 +106,7 @@ export function JobPage({ endpointId, jobId }) {
         <button class="secondary" onClick=${() => act('retry')} disabled=${job.status !== 'FAILED' && job.status !== 'TIMED_OUT'}>Retry job</button>
         <button class="secondary" disabled=${input === undefined} onClick=${() => openInEditor(endpointId, { input })}>Open in test editor</button></div>
       ${extras && extras.times ? html`<${JobTimes} times=${extras.times} />` : ''}
+      ${extras && extras.trace ? html`<${JobTrace} trace=${extras.trace} />` : ''}
       <${JobDetails} job=${withInput(job, extras)} />
       ${extras && extras.input === undefined && job.input === undefined ? html`<p class="muted">Input of ${extras.inputChars.toLocaleString()} characters: too long to show here.</p>` : ''}` : html`<p>Loading…</p>`}
     ${extras && extras.cost ? html`<${JobCost} cost=${extras.cost} />` : ''}
@@ -122,6 +123,12 @@ function JobTimes({ times }) {
     ${times.queuedAt !== times.createdAt ? html`<dt>Queued again</dt><dd><time datetime=${times.queuedAt}>${when(times.queuedAt)}</time></dd>` : ''}
     <dt>Started</dt><dd>${times.startedAt ? html`<time datetime=${times.startedAt}>${when(times.startedAt)}</time>${gap(times.queuedAt, times.startedAt)}` : 'not yet'}</dd>
     <dt>Finished</dt><dd>${times.finishedAt ? html`<time datetime=${times.finishedAt}>${when(times.finishedAt)}</time>${gap(times.startedAt || times.queuedAt, times.finishedAt)}` : 'not yet'}</dd></dl>`;
+}
+
+/** The job's trace id (a job submitted while tracing was on), to look its spans up in the tracing backend. */
+function JobTrace({ trace }) {
+  return html`<h2 id="h-trace">Trace</h2><dl class="facts" aria-labelledby="h-trace">
+    <dt>Trace id</dt><dd><code data-trace-id>${trace.traceId}</code>${trace.sampled ? '' : html` <span class="muted">(not sampled: its spans were not exported)</span>`}</dd></dl>`;
 }
 
 /** What the job cost: each metered run (a retry is a new run) and the sum; nothing until a run ends. */

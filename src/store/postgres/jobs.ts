@@ -1,6 +1,6 @@
 import type { JobStatus } from '../../model/job-states.js';
-import type { JobCounts, JobRecord, JobWithInput, QueueByKey, QueueStats } from '../../model/records.js';
-import { COL, IDEMPOTENCY_COLUMNS, JOB_COLUMN_COUNT, JOB_COLUMNS, jobColumnList, toJob } from '../job-columns.js';
+import type { JobCounts, JobRecord, JobWithInput, PurgedJob, QueueByKey, QueueStats } from '../../model/records.js';
+import { COL, IDEMPOTENCY_COLUMNS, JOB_COLUMN_COUNT, JOB_COLUMNS, jobColumnList, PURGED_COLUMNS, toJob, toPurgedJob, type PurgedRow } from '../job-columns.js';
 import { tallyJobCounts, toQueueByKey, toQueueStats, type CountRow, type HeldRow, type KeyQueuedRow, type QueuedRow } from '../job-counts.js';
 import { fairPlace, finishedColumns, LIVE_STATUS_LIST, requeuedColumns, RETRYABLE_STATUS_LIST, TERMINAL_STATUS_LIST } from '../job-sql.js';
 import { WEBHOOK_ATTEMPTS_KEPT, type IdempotentJob, type JobStore, type StreamChunk, type WebhookAttempt } from '../store.js';
@@ -45,8 +45,13 @@ const SET_PROGRESS_SQL = `UPDATE jobs SET output_json = $4 WHERE id = $1 AND sta
      AND ($3::text IS NULL OR endpoint_id = $3) RETURNING 1`;
 const CANCEL_JOB_SQL = `UPDATE jobs SET status = 'CANCELLED', ${finishedColumns('$2')}
    WHERE id = $1 AND status IN ${LIVE_STATUS_LIST} RETURNING ${JOB_COLUMNS}`;
-const PURGE_QUEUE_SQL = `UPDATE jobs SET status = 'CANCELLED', ${finishedColumns('$2')}
-   WHERE endpoint_id = $1 AND status = 'IN_QUEUE' RETURNING id`;
+// In batches of $3, oldest first, each its own statement: a purge of a million jobs holds no
+// million-row transaction and no million-entry answer. Jobs that entered the queue after the
+// purge began are left alone, so a steady stream of submissions cannot keep it going.
+const PURGE_QUEUE_SQL = `WITH due AS (SELECT id FROM jobs WHERE endpoint_id = $1 AND status = 'IN_QUEUE' AND queued_at <= $2
+     ORDER BY queued_at LIMIT $3 FOR UPDATE)
+   UPDATE jobs j SET status = 'CANCELLED', ${finishedColumns('$2')}
+   FROM due WHERE j.id = due.id AND j.status = 'IN_QUEUE' RETURNING ${PURGED_COLUMNS.split(', ').map((c) => `j.${c}`).join(', ')}`;
 const RETRY_JOB_SQL = `WITH j AS (
      UPDATE jobs SET status = 'IN_QUEUE', output_json = NULL, error = NULL, worker_id = NULL, started_at = NULL,
        finished_at = NULL, expires_at = NULL, webhook_attempts = 0, webhook_next_at = NULL, attempts = 0,
@@ -174,10 +179,6 @@ export class PgJobStore implements JobStore {
     return (await this.db.queryArrays(sql, params)).map(toJob);
   }
 
-  private async ids(sql: string, params: unknown[]): Promise<string[]> {
-    return (await this.db.query<{ id: string }>(sql, params)).map((row) => row.id);
-  }
-
   insertJob(args: Args<'insertJob'>): Promise<void> {
     return this.batches.inserts.run(args);
   }
@@ -230,8 +231,8 @@ export class PgJobStore implements JobStore {
     return (await this.jobs(CANCEL_JOB_SQL, [id, now]))[0];
   }
 
-  purgeQueue({ endpointId, now }: Args<'purgeQueue'>): Promise<string[]> {
-    return this.ids(PURGE_QUEUE_SQL, [endpointId, now]);
+  async purgeQueue({ endpointId, now, limit }: Args<'purgeQueue'>): Promise<PurgedJob[]> {
+    return (await this.db.query<PurgedRow>(PURGE_QUEUE_SQL, [endpointId, now, limit])).map(toPurgedJob);
   }
 
   async retryJob({ id, now }: Args<'retryJob'>): Promise<JobRecord | undefined> {

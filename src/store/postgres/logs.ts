@@ -2,8 +2,8 @@ import { logFilter, logLineOf, type LogQuery, type LogRecord, type LogRow, type 
 import type { PgConnection } from './connection.js';
 
 // One statement for the whole batch: the columns as arrays, unnested in order (ids follow it).
-const INSERT_SQL = `INSERT INTO worker_logs (at, endpoint_id, worker_id, job_id, stream, level, line)
-  SELECT at, e, w, j, s, l, line FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS t(at, e, w, j, s, l, line, n) ORDER BY n`;
+const INSERT_SQL = `INSERT INTO worker_logs (at, endpoint_id, worker_id, job_id, stream, level, line, bytes)
+  SELECT at, e, w, j, s, l, line, octet_length(line) FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS t(at, e, w, j, s, l, line, n) ORDER BY n`;
 
 /** The worker_logs table on PostgreSQL (src/store/log-store.ts). */
 export class PgLogStore implements LogStore {
@@ -38,11 +38,16 @@ export class PgLogStore implements LogStore {
     return rows.length;
   }
 
-  async trimEndpointLogs({ endpointId, keep, limit }: { endpointId: string; keep: number; limit: number }): Promise<number> {
+  async trimEndpointLogs({ endpointId, keep, keepBytes, limit }: { endpointId: string; keep: number; keepBytes: number; limit: number }): Promise<number> {
+    // The newer of the edges by count and by bytes (the running sum of the newest lines' sizes
+    // stops at the first line past it); GREATEST skips the one that is NULL (within its bound).
     const rows = await this.db.query(
-      `WITH edge AS (SELECT id FROM worker_logs WHERE endpoint_id = $1 ORDER BY id DESC LIMIT 1 OFFSET $2)
+      `WITH by_lines AS (SELECT id FROM worker_logs WHERE endpoint_id = $1 ORDER BY id DESC LIMIT 1 OFFSET $2),
+       by_bytes AS (SELECT id FROM (SELECT id, SUM(bytes) OVER (ORDER BY id DESC ROWS UNBOUNDED PRECEDING) AS total
+         FROM worker_logs WHERE endpoint_id = $1) t WHERE total > $4 LIMIT 1),
+       edge AS (SELECT GREATEST((SELECT id FROM by_lines), (SELECT id FROM by_bytes)) AS id)
        DELETE FROM worker_logs WHERE id IN (SELECT id FROM worker_logs WHERE endpoint_id = $1 AND id <= (SELECT id FROM edge) ORDER BY id LIMIT $3) RETURNING 1`,
-      [endpointId, keep, limit],
+      [endpointId, keep, limit, keepBytes],
     );
     return rows.length;
   }

@@ -10,7 +10,7 @@ import type { GantryEvent } from '../../model/events.js';
 export const MAX_PAYLOAD = 7_500;
 
 /** Compact wire form of one event. */
-export type Wire = ['a', string] | ['u', string] | ['s', string, string[]] | ['r', string, string] | ['x', string, string] | ['v', string, string] | ['c', string] | ['w'];
+export type Wire = ['a', string] | ['u', string] | ['s', string, string[]] | ['r', string, string] | ['x', string, string] | ['v', string, string] | ['c', string] | ['w'] | ['l'];
 
 /**
  * Coalesces a batch of events into wire events: duplicates dropped (one 'jobs-available' per
@@ -63,6 +63,9 @@ export function coalesce(events: GantryEvent[]): Wire[] {
       case 'webhook-due':
         once('w', ['w']);
         break;
+      case 'logs-stored':
+        once('l', ['l']);
+        break;
     }
   }
   for (const [workerId, ids] of stops) wire.push(['s', workerId, [...ids]]);
@@ -111,6 +114,8 @@ function toEvent(w: Wire): GantryEvent | undefined {
       return { type: 'endpoint-changed', endpointId: w[1] };
     case 'w':
       return { type: 'webhook-due' };
+    case 'l':
+      return { type: 'logs-stored' };
     default:
       return undefined;
   }

@@ -1,6 +1,6 @@
 import type { JobStatus } from '../../model/job-states.js';
-import type { JobCounts, JobRecord, JobWithInput, QueueByKey, QueueStats } from '../../model/records.js';
-import { COL, IDEMPOTENCY_COLUMNS, JOB_COLUMN_COUNT, JOB_COLUMNS, toJob } from '../job-columns.js';
+import type { JobCounts, JobRecord, JobWithInput, PurgedJob, QueueByKey, QueueStats } from '../../model/records.js';
+import { COL, IDEMPOTENCY_COLUMNS, JOB_COLUMN_COUNT, JOB_COLUMNS, PURGED_COLUMNS, toJob, toPurgedJob, type PurgedRow } from '../job-columns.js';
 import { tallyJobCounts, toQueueByKey, toQueueStats, type CountRow, type HeldRow, type KeyQueuedRow, type QueuedRow } from '../job-counts.js';
 import { fairPlace, finishedColumns, LIVE_STATUS_LIST, requeuedColumns, RETRYABLE_STATUS_LIST, TERMINAL_STATUS_LIST } from '../job-sql.js';
 import { WEBHOOK_ATTEMPTS_KEPT, type IdempotentJob, type JobStore, type StreamChunk, type WebhookAttempt } from '../store.js';
@@ -45,17 +45,14 @@ const SET_PROGRESS_SQL = `UPDATE jobs SET output_json = @outputJson
      AND (@endpointId IS NULL OR endpoint_id = @endpointId)`;
 const CANCEL_JOB_SQL = `UPDATE jobs SET status = 'CANCELLED', ${FINISH}
    WHERE id = @id AND status IN ${LIVE_STATUS_LIST} RETURNING ${JOB_COLUMNS}`;
-// SQLite rewrites a whole row, its input too, when any column changes: a purge of one statement
-// wrote every queued input to the WAL again in one transaction (27 MB for 105 inputs of 256 KB,
-// which a nearly full disk refused). So it goes in batches of at most PURGE_BATCH_BYTES of input
-// (at least one job), each its own commit followed by a checkpoint step; jobs inserted after the
-// purge began are left alone, so a steady stream of submissions cannot keep it going.
+// A purge goes in batches of @limit jobs, each its own commit followed by a checkpoint step, so a
+// queue of any length never makes one long transaction or one large WAL (the inputs, in
+// job_inputs, are not rewritten); jobs that entered the queue after the purge began are left
+// alone, so a steady stream of submissions cannot keep it going.
 const PURGE_QUEUE_SQL = `UPDATE jobs SET status = 'CANCELLED', ${FINISH}
-   WHERE id IN (SELECT id FROM (SELECT id, SUM(input_bytes) OVER (ORDER BY queued_at, rowid) - input_bytes AS before
-       FROM jobs WHERE endpoint_id = @endpointId AND status = 'IN_QUEUE' AND rowid <= @lastRowid) WHERE before < @maxBytes)
-   RETURNING id`;
-/** Input bytes rewritten per purge batch (see PURGE_QUEUE_SQL). */
-const PURGE_BATCH_BYTES = 8_000_000;
+   WHERE id IN (SELECT id FROM jobs WHERE endpoint_id = @endpointId AND status = 'IN_QUEUE' AND queued_at <= @now
+       ORDER BY queued_at, rowid LIMIT @limit)
+   RETURNING ${PURGED_COLUMNS}`;
 const RETRY_JOB_SQL = `UPDATE jobs SET status = 'IN_QUEUE', output_json = NULL, error = NULL, worker_id = NULL,
      started_at = NULL, finished_at = NULL, expires_at = NULL, webhook_attempts = 0,
      webhook_next_at = NULL, attempts = 0, retries = retries + 1, queued_at = @now, stream_bytes = 0, stream_cut = 0,
@@ -300,17 +297,12 @@ export class SqliteJobStore implements JobStore {
     return this.c.write(() => this.oneJob(CANCEL_JOB_SQL, { id, now }));
   }
 
-  async purgeQueue({ endpointId, now }: Args<'purgeQueue'>): Promise<string[]> {
-    const ids: string[] = [];
-    // Jobs inserted after the purge began (a larger rowid) are left alone.
-    const lastRowid = (this.c.q('SELECT COALESCE(MAX(rowid), 0) AS n FROM jobs').get() as { n: number }).n;
-    for (;;) {
-      const batch = await this.c.write(() => this.c.q(PURGE_QUEUE_SQL).all({ endpointId, now, maxBytes: PURGE_BATCH_BYTES, lastRowid }) as { id: string }[]);
-      if (batch.length === 0) return ids;
-      for (const row of batch) ids.push(row.id);
-      // The WAL starts over only once the checkpointer has copied it: one step before the next batch.
-      await this.c.checkpointNow();
-    }
+  async purgeQueue({ endpointId, now, limit }: Args<'purgeQueue'>): Promise<PurgedJob[]> {
+    const rows = await this.c.write(() => this.c.q(PURGE_QUEUE_SQL).all({ endpointId, now, limit }) as PurgedRow[]);
+    if (rows.length === 0) return [];
+    // The WAL starts over only once the checkpointer has copied it: one step before the next batch.
+    await this.c.checkpointNow();
+    return rows.map(toPurgedJob);
   }
 
   /** Passes the count of deleted rows through, telling the free-page reclaimer when rows went (a large input leaves many free pages). */
