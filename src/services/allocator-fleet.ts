@@ -1,7 +1,11 @@
 import { modelLabel, type HostLoad } from '../pool/docker/placement.js';
 import { describeBlock, fleetBlock, holderSummary, namesEachHost, type HeldGpus } from './allocator-reasons.js';
-import { BUSY, FREEING, IDLE, KINDS, mayTake, PAUSED, rankOf, STARTING, type Claimant, type WorkerKind } from './allocator-claims.js';
+import { BUSY, FREEING, IDLE, KINDS, mayTake, PAUSED, rankOf, STARTING, type Claimant } from './allocator-claims.js';
 import { FreeDevices } from './free-index.js';
+import { StringIndex } from '../util/string-index.js';
+
+/** The worker ids of the decision being made, to their index (reused: decisions run one at a time). */
+const WORKER_IDS = new StringIndex();
 
 /**
  * The fleet during one allocator decision (allocator.ts): its free devices (free-index.ts)
@@ -29,6 +33,8 @@ class Holders {
   readonly worker: string[];
   readonly devices: (readonly string[])[];
   readonly type: string[];
+  /** Its model as a number, the same for the same model in one decision (a key without a string made). */
+  readonly model: Int32Array;
   /** Its endpoint's index among the claimants; -1: none (being stopped). */
   readonly owner: Int32Array;
   readonly kind: Uint8Array;
@@ -40,6 +46,7 @@ class Holders {
     this.worker = new Array<string>(size);
     this.devices = new Array<readonly string[]>(size);
     this.type = new Array<string>(size);
+    this.model = new Int32Array(size);
     this.owner = new Int32Array(size);
     this.kind = new Uint8Array(size);
     this.host = new Int32Array(size);
@@ -70,6 +77,8 @@ export class Fleet {
   private since: Float64Array | null = null;
   /** Each claimant's index. */
   private readonly indexOf: Map<Claimant, number>;
+  /** How many models the holders have (Holders.model is below it). */
+  private readonly modelCount: number;
   /** GPUs per model on hosts that are up, and how many hosts are up (made when a large fleet's reason first needs them). */
   private totals: { byModel: Map<string, number>; up: number } | null = null;
 
@@ -82,24 +91,25 @@ export class Fleet {
     this.free = new FreeDevices(hosts);
     this.claimants = [...states];
     this.indexOf = new Map(this.claimants.map((c, i) => [c, i]));
-    // Worker id → its index among all endpoints' workers (a number: no record per worker).
-    const owners = new Map<string, number>();
+    // Worker id → its index among all endpoints' workers (a number: no record per worker, no map made per decision).
+    const ids = WORKER_IDS;
     let all = 0;
     for (const s of this.claimants) all += s.d.workers.length + (s.d.paused?.length ?? 0);
-    const workers = new Array<WorkerKind | undefined>(all);
+    ids.reset(all);
     const ownerOf = new Int32Array(all);
     const kindOf = new Uint8Array(all);
+    let sinceOf: Float64Array | null = null;
     let g = 0;
     for (let e = 0; e < this.claimants.length; e++) {
       const { d } = this.claimants[e]!;
       for (const w of d.workers) {
-        owners.set(w.id, g);
-        workers[g] = w;
+        ids.set(w.id, g);
         kindOf[g] = w.busy ? BUSY : w.starting ? STARTING : IDLE;
+        if (w.busySince !== undefined) (sinceOf ??= new Float64Array(all).fill(-Infinity))[g] = w.busySince;
         ownerOf[g++] = e;
       }
       for (const id of d.paused ?? []) {
-        owners.set(id, g);
+        ids.set(id, g);
         kindOf[g] = PAUSED;
         ownerOf[g++] = e;
       }
@@ -107,25 +117,30 @@ export class Fleet {
     let size = 0;
     for (const host of hosts) size += host.holders?.size ?? 0;
     const h = (this.h = new Holders(size));
+    const models = new Map<string, number>();
     for (let i = 0; i < hosts.length; i++) {
       const host = hosts[i]!;
       // forEach: no entry pair made per holder.
       host.holders?.forEach((devices, workerId) => {
         if (devices.length === 0) return;
-        const g = owners.get(workerId);
-        const w = g === undefined ? undefined : workers[g];
+        const g = ids.get(workerId);
         const k = h.n++;
         h.worker[k] = workerId;
         h.devices[k] = devices;
-        h.type[k] = host.gpuTypes?.[host.gpus.indexOf(devices[0] ?? '')] ?? '';
+        const type = (h.type[k] = host.gpuTypes?.[host.gpus.indexOf(devices[0] ?? '')] ?? '');
+        let model = models.get(type);
+        if (model === undefined) models.set(type, (model = models.size));
+        h.model[k] = model;
         h.host[k] = i;
-        h.owner[k] = g === undefined ? -1 : ownerOf[g]!;
-        h.kind[k] = g === undefined ? FREEING : kindOf[g]!;
-        if (w?.busySince !== undefined) (this.since ??= new Float64Array(size).fill(-Infinity))[k] = w.busySince;
+        h.owner[k] = g < 0 ? -1 : ownerOf[g]!;
+        h.kind[k] = g < 0 ? FREEING : kindOf[g]!;
+        if (g >= 0 && sinceOf && sinceOf[g] !== -Infinity) (this.since ??= new Float64Array(size).fill(-Infinity))[k] = sinceOf[g]!;
         // A paused worker's GPUs are not its endpoint's share: they are there for the taking.
-        if (g !== undefined && h.kind[k] !== PAUSED) this.claimants[ownerOf[g]!]!.held += devices.length;
+        if (g >= 0 && h.kind[k] !== PAUSED) this.claimants[ownerOf[g]!]!.held += devices.length;
       });
     }
+    ids.clear();
+    this.modelCount = Math.max(1, models.size);
     this.byKind = this.candidates();
   }
 
@@ -218,7 +233,8 @@ export class Fleet {
     const self = this.indexOf.get(s)!;
     const call = ++this.calls;
     // Made on the first host that needs more than one holder (most requests take the first they meet).
-    let buckets: Map<string, Picked> | null = null;
+    let buckets: Map<number, Picked> | null = null;
+    const models = this.modelCount;
     for (let kind = 0; kind < KINDS.length; kind++) {
       const list = this.byKind[kind]!;
       let first = this.takenPrefix[kind]!;
@@ -231,7 +247,7 @@ export class Fleet {
         if (kind !== PAUSED && v && v.d.priority > rank && mayBreak) break;
         if (h.taken[k] || e === self || (types && !types.includes(h.type[k]!)) || !this.free.hosts[h.host[k]!]!.up) continue;
         if (v && !this.mayTakeOf(call, s, v, e, kind, h.devices[k]!.length)) continue;
-        const key = `${h.host[k]}\u0000${h.type[k]}`;
+        const key = h.host[k]! * models + h.model[k]!;
         let b = buckets?.get(key);
         if (!b) {
           b = { host: h.host[k]!, type: h.type[k]!, have: this.free.freeOn(h.host[k]!, h.type[k]!), picked: [] };

@@ -115,6 +115,8 @@ export interface EndpointState extends Claimant {
   out: EndpointAllocation;
   left: number;
   blocked: boolean;
+  /** Its place in the queue of requests (-1: not in it). */
+  at: number;
 }
 
 /**
@@ -133,9 +135,9 @@ export function allocate(input: AllocatorInput): Map<string, EndpointAllocation>
     const waited = d.waitingSince === null ? 0 : Math.max(0, input.now - d.waitingSince);
     const rank = Math.min(100, d.priority + AGING_STEP * Math.floor(waited / agingMs));
     const out: EndpointAllocation = { start: 0, resume: 0, reclaim: [], preempt: [], waiting: 0, reason: null };
-    states.set(d.id, { d, out, held: 0, count: d.workers.length, left: d.want, blocked: false, rank, waitedMs: waited, agingMs });
+    states.set(d.id, { d, out, held: 0, count: d.workers.length, left: d.want, blocked: false, rank, waitedMs: waited, agingMs, at: -1 });
   }
-  const queue = new Heap<EndpointState>(before);
+  const queue = new Heap<EndpointState>(before, QUEUE_PLACE);
   // A worker stopped for another changes its endpoint's standing (its share; its rank, were it its last).
   const fleet = new Fleet(input.hosts, states.values(), (owner) => queue.update(owner as EndpointState));
   for (const s of states.values()) if (s.left > 0) queue.push(s);
@@ -147,6 +149,9 @@ export function allocate(input: AllocatorInput): Map<string, EndpointAllocation>
   for (const [id, s] of states) decided.set(id, s.out);
   return decided;
 }
+
+/** Each endpoint keeps its own place in the queue (Heap.update finds it there). */
+const QUEUE_PLACE = { get: (s: EndpointState) => s.at, set: (s: EndpointState, i: number) => void (s.at = i) };
 
 /** Whether `a`'s next request goes before `b`'s (rule 1). */
 function before(a: EndpointState, b: EndpointState): boolean {
