@@ -28,6 +28,13 @@ export interface DockerHost {
   readonly workers: Map<string, HostedWorker>;
   /** The images it holds (tags and digests as endpoints name them), as last listed or pulled. */
   readonly images: Set<string>;
+  /**
+   * Why its engine cannot pause containers (no cgroup freezer: e.g. Podman on cgroups v2
+   * without the freezer controller, or rootless on cgroups v1), learnt from its first refusal;
+   * null while not known to refuse. Flashboot's warm pool then stops idle workers there instead
+   * (container-worker.ts). Forgotten when the host comes back after being down.
+   */
+  pauseRefused: string | null;
 }
 
 /** A host and devices held for a worker being started; `release` gives them back (start failed, or the worker ended). */
@@ -87,6 +94,7 @@ export class DockerHosts {
       identified: null,
       workers: new Map(),
       images: new Set<string>(),
+      pauseRefused: null,
     }));
     for (const host of this.list) this.byName.set(host.config.name, host);
   }
@@ -224,6 +232,7 @@ export class DockerHosts {
     host.failingSince = null;
     host.error = null;
     if (was === 'down') {
+      host.pauseRefused = null;
       this.options.logger.warn({ host: host.config.name }, 'Docker host answers again');
       this.options.onRecovered(host);
     } else if (was === 'unknown') this.options.logger.info({ host: host.config.name, engine: host.engineName }, 'Docker host up');
