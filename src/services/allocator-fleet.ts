@@ -40,9 +40,14 @@ class Holders {
   readonly kind: Uint8Array;
   readonly host: Int32Array;
   readonly taken: Uint8Array;
+  /** The candidates' priority levels (candidates()). */
+  readonly level: Int32Array;
   n = 0;
+  readonly capacity: number;
 
   constructor(size: number) {
+    this.capacity = size;
+    this.level = new Int32Array(size);
     this.worker = new Array<string>(size);
     this.devices = new Array<readonly string[]>(size);
     this.type = new Array<string>(size);
@@ -54,10 +59,21 @@ class Holders {
   }
 }
 
+/** The holders' arrays, reused by the next decision (decisions run one at a time): a fleet's worth of arrays made each pass was garbage to collect beside the pass's fresh input. */
+let spare: Holders | null = null;
+
+/** Holders with room for `size`, empty (the arrays of the last decision when they are big enough; they keep its references until overwritten). */
+function holdersFor(size: number): Holders {
+  if (!spare || spare.capacity < size) spare = new Holders(Math.max(size, Math.ceil((spare?.capacity ?? 0) * 1.5)));
+  spare.n = 0;
+  spare.taken.fill(0, 0, size);
+  return spare;
+}
+
 /** The fleet during one decision: free devices (taken as grants are made) and who holds the rest. */
 export class Fleet {
   private readonly free: FreeDevices;
-  private readonly claimants: Claimant[];
+  private readonly claimants: readonly Claimant[];
   private readonly h: Holders;
   /** Candidates to free, by kind, each in its endpoints' priority order (lowest first, being stopped before all). */
   private readonly byKind: Int32Array[];
@@ -75,8 +91,6 @@ export class Fleet {
   private memo: { call: Int32Array; gpus: Int32Array; yes: Uint8Array } | null = null;
   /** When each holder's current job started, where known (busy workers: the least run is preempted first). */
   private since: Float64Array | null = null;
-  /** Each claimant's index. */
-  private readonly indexOf: Map<Claimant, number>;
   /** How many models the holders have (Holders.model is below it). */
   private readonly modelCount: number;
   /** GPUs per model on hosts that are up, and how many hosts are up (made when a large fleet's reason first needs them). */
@@ -85,16 +99,16 @@ export class Fleet {
   /** `stopped`: told of each endpoint whose worker is stopped for another (its standing in the queue changed). */
   constructor(
     hosts: readonly HostLoad[],
-    states: Iterable<Claimant>,
+    states: readonly Claimant[],
     private readonly stopped: (owner: Claimant) => void = () => {},
   ) {
     this.free = new FreeDevices(hosts);
-    this.claimants = [...states];
-    this.indexOf = new Map(this.claimants.map((c, i) => [c, i]));
+    this.claimants = states;
+    for (let i = 0; i < states.length; i++) states[i]!.slot = i;
     // Worker id → its index among all endpoints' workers (a number: no record per worker, no map made per decision).
     const ids = WORKER_IDS;
     let all = 0;
-    for (const s of this.claimants) all += s.d.workers.length + (s.d.paused?.length ?? 0);
+    for (let e = 0; e < states.length; e++) all += states[e]!.d.workers.length + (states[e]!.d.paused?.length ?? 0);
     ids.reset(all);
     const ownerOf = new Int32Array(all);
     const kindOf = new Uint8Array(all);
@@ -102,7 +116,8 @@ export class Fleet {
     let g = 0;
     for (let e = 0; e < this.claimants.length; e++) {
       const { d } = this.claimants[e]!;
-      for (const w of d.workers) {
+      for (let i = 0; i < d.workers.length; i++) {
+        const w = d.workers[i]!;
         ids.set(w.id, g);
         kindOf[g] = w.busy ? BUSY : w.starting ? STARTING : IDLE;
         if (w.busySince !== undefined) (sinceOf ??= new Float64Array(all).fill(-Infinity))[g] = w.busySince;
@@ -115,8 +130,8 @@ export class Fleet {
       }
     }
     let size = 0;
-    for (const host of hosts) size += host.holders?.size ?? 0;
-    const h = (this.h = new Holders(size));
+    for (let i = 0; i < hosts.length; i++) size += hosts[i]!.holders?.size ?? 0;
+    const h = (this.h = holdersFor(size));
     const models = new Map<string, number>();
     for (let i = 0; i < hosts.length; i++) {
       const host = hosts[i]!;
@@ -155,7 +170,7 @@ export class Fleet {
     const levelOf = new Map(priorities.map((p, i) => [p, i + 1]));
     const levels = priorities.length + 1;
     const endpointLevel = Int32Array.from(claimants, (c) => levelOf.get(c.d.priority)!);
-    const level = new Int32Array(h.n);
+    const level = h.level;
     const next = new Int32Array(KINDS.length * levels);
     for (let k = 0; k < h.n; k++) {
       const e = h.owner[k]!;
@@ -198,7 +213,7 @@ export class Fleet {
     const placed = this.free.place(d.gpus, typeList, d.image);
     if (!placed) return false;
     // Granted now: counted among what it holds in the reasons.
-    const e = this.indexOf.get(s)!;
+    const e = s.slot;
     this.grants.push([e, placed.gpuType, placed.deviceIds.length]);
     if (this.pairs) this.addPair(e, placed.gpuType, placed.deviceIds.length);
     return true;
@@ -208,7 +223,7 @@ export class Fleet {
   resumeOwn(s: Claimant): boolean {
     if (!s.d.paused || s.d.paused.length === 0) return false;
     const { h } = this;
-    const e = this.indexOf.get(s)!;
+    const e = s.slot;
     for (const k of this.byKind[PAUSED]!) {
       if (h.owner[k] !== e || h.taken[k] || !this.free.hosts[h.host[k]!]!.up) continue;
       h.taken[k] = 1;
@@ -230,7 +245,7 @@ export class Fleet {
     const rank = rankOf(s, 0);
     const mayBreak = s.count >= s.d.workersMin;
     const types = s.d.gpuTypes && s.d.gpuTypes.length > 0 ? s.d.gpuTypes : null;
-    const self = this.indexOf.get(s)!;
+    const self = s.slot;
     const call = ++this.calls;
     // Made on the first host that needs more than one holder (most requests take the first they meet).
     let buckets: Map<number, Picked> | null = null;
