@@ -2,10 +2,48 @@ import { modelLabel, type HostLoad } from '../pool/docker/placement.js';
 import { describeBlock, fleetBlock, holderSummary, namesEachHost, type HeldGpus } from './allocator-reasons.js';
 import { BUSY, FREEING, IDLE, KINDS, mayTake, PAUSED, rankOf, STARTING, type Claimant } from './allocator-claims.js';
 import { FreeDevices } from './free-index.js';
-import { StringIndex } from '../util/string-index.js';
 
-/** The worker ids of the decision being made, to their index (reused: decisions run one at a time). */
-const WORKER_IDS = new StringIndex();
+/**
+ * Worker id → its index in the decision being made, kept from one decision to the next
+ * (decisions run one at a time): the autoscaler's worker ids live across passes, so a pass
+ * updates the entries in place instead of making a map of the whole fleet. An entry is
+ * believed only where `workerAt` says the index is that id's in this decision; the map is
+ * emptied when it holds more than twice the workers of a decision (plus 1,024) stale ones.
+ */
+const WORKER_INDEX = new Map<string, number>();
+let workerAt: string[] = [];
+
+/** The workers of a decision, field by field: each one's endpoint (index), kind and job start; WORKER_INDEX and workerAt filled. */
+function indexWorkers(states: readonly Claimant[]): { all: number; ownerOf: Int32Array; kindOf: Uint8Array; sinceOf: Float64Array | null } {
+  const ids = WORKER_INDEX;
+  let all = 0;
+  for (let e = 0; e < states.length; e++) all += states[e]!.d.workers.length + (states[e]!.d.paused?.length ?? 0);
+  if (ids.size > 2 * all + 1024) ids.clear();
+  if (workerAt.length < all) workerAt = new Array<string>(Math.ceil(all * 1.5));
+  const at = workerAt;
+  const ownerOf = new Int32Array(all);
+  const kindOf = new Uint8Array(all);
+  let sinceOf: Float64Array | null = null;
+  let g = 0;
+  for (let e = 0; e < states.length; e++) {
+    const { d } = states[e]!;
+    for (let i = 0; i < d.workers.length; i++) {
+      const w = d.workers[i]!;
+      ids.set(w.id, g);
+      at[g] = w.id;
+      kindOf[g] = w.busy ? BUSY : w.starting ? STARTING : IDLE;
+      if (w.busySince !== undefined) (sinceOf ??= new Float64Array(all).fill(-Infinity))[g] = w.busySince;
+      ownerOf[g++] = e;
+    }
+    for (const id of d.paused ?? []) {
+      ids.set(id, g);
+      at[g] = id;
+      kindOf[g] = PAUSED;
+      ownerOf[g++] = e;
+    }
+  }
+  return { all, ownerOf, kindOf, sinceOf };
+}
 
 /**
  * The fleet during one allocator decision (allocator.ts): its free devices (free-index.ts)
@@ -105,30 +143,9 @@ export class Fleet {
     this.free = new FreeDevices(hosts);
     this.claimants = states;
     for (let i = 0; i < states.length; i++) states[i]!.slot = i;
-    // Worker id → its index among all endpoints' workers (a number: no record per worker, no map made per decision).
-    const ids = WORKER_IDS;
-    let all = 0;
-    for (let e = 0; e < states.length; e++) all += states[e]!.d.workers.length + (states[e]!.d.paused?.length ?? 0);
-    ids.reset(all);
-    const ownerOf = new Int32Array(all);
-    const kindOf = new Uint8Array(all);
-    let sinceOf: Float64Array | null = null;
-    let g = 0;
-    for (let e = 0; e < this.claimants.length; e++) {
-      const { d } = this.claimants[e]!;
-      for (let i = 0; i < d.workers.length; i++) {
-        const w = d.workers[i]!;
-        ids.set(w.id, g);
-        kindOf[g] = w.busy ? BUSY : w.starting ? STARTING : IDLE;
-        if (w.busySince !== undefined) (sinceOf ??= new Float64Array(all).fill(-Infinity))[g] = w.busySince;
-        ownerOf[g++] = e;
-      }
-      for (const id of d.paused ?? []) {
-        ids.set(id, g);
-        kindOf[g] = PAUSED;
-        ownerOf[g++] = e;
-      }
-    }
+    const { all, ownerOf, kindOf, sinceOf } = indexWorkers(states);
+    const ids = WORKER_INDEX;
+    const at = workerAt;
     let size = 0;
     for (let i = 0; i < hosts.length; i++) size += hosts[i]!.holders?.size ?? 0;
     const h = (this.h = holdersFor(size));
@@ -138,7 +155,8 @@ export class Fleet {
       // forEach: no entry pair made per holder.
       host.holders?.forEach((devices, workerId) => {
         if (devices.length === 0) return;
-        const g = ids.get(workerId);
+        const found = ids.get(workerId);
+        const g = found !== undefined && found < all && at[found] === workerId ? found : -1;
         const k = h.n++;
         h.worker[k] = workerId;
         h.devices[k] = devices;
@@ -154,7 +172,6 @@ export class Fleet {
         if (g >= 0 && h.kind[k] !== PAUSED) this.claimants[ownerOf[g]!]!.held += devices.length;
       });
     }
-    ids.clear();
     this.modelCount = Math.max(1, models.size);
     this.byKind = this.candidates();
   }
