@@ -2,25 +2,25 @@ import { modelLabel, type HostLoad } from '../pool/docker/placement.js';
 import { describeBlock, fleetBlock, holderSummary, namesEachHost, type HeldGpus } from './allocator-reasons.js';
 import { BUSY, FREEING, IDLE, KINDS, mayTake, PAUSED, rankOf, STARTING, type Claimant } from './allocator-claims.js';
 import { FreeDevices } from './free-index.js';
+import { StringIndex } from '../util/string-index.js';
 
 /**
- * Worker id → its index in the decision being made, kept from one decision to the next
- * (decisions run one at a time): the autoscaler's worker ids live across passes, so a pass
- * updates the entries in place instead of making a map of the whole fleet. An entry is
- * believed only where `workerAt` says the index is that id's in this decision; the map is
- * emptied when it holds more than twice the workers of a decision (plus 1,024) stale ones.
+ * The fleet during one allocator decision (allocator.ts): its free devices (free-index.ts)
+ * and the workers holding the rest, as candidates to free. Made from the input without
+ * copying it: host states only for the hosts a decision touches, and the holders kept field
+ * by field in arrays (a fleet of 10,000 GPUs has thousands; a record each would be garbage
+ * to collect every pass), candidates listed by kind, each list in priority order.
  */
-const WORKER_INDEX = new Map<string, number>();
-let workerAt: string[] = [];
 
-/** The workers of a decision, field by field: each one's endpoint (index), kind and job start; WORKER_INDEX and workerAt filled. */
+/** Worker id → its index in the decision being made (a table reused by every decision, emptied after each: decisions run one at a time). */
+const WORKER_INDEX = new StringIndex();
+
+/** The workers of a decision, field by field: each one's endpoint (index), kind and job start; WORKER_INDEX filled (emptied by Fleet.release). */
 function indexWorkers(states: readonly Claimant[]): { all: number; ownerOf: Int32Array; kindOf: Uint8Array; sinceOf: Float64Array | null } {
   const ids = WORKER_INDEX;
   let all = 0;
   for (let e = 0; e < states.length; e++) all += states[e]!.d.workers.length + (states[e]!.d.paused?.length ?? 0);
-  if (ids.size > 2 * all + 1024) ids.clear();
-  if (workerAt.length < all) workerAt = new Array<string>(Math.ceil(all * 1.5));
-  const at = workerAt;
+  ids.reset(all);
   const ownerOf = new Int32Array(all);
   const kindOf = new Uint8Array(all);
   let sinceOf: Float64Array | null = null;
@@ -30,28 +30,18 @@ function indexWorkers(states: readonly Claimant[]): { all: number; ownerOf: Int3
     for (let i = 0; i < d.workers.length; i++) {
       const w = d.workers[i]!;
       ids.set(w.id, g);
-      at[g] = w.id;
       kindOf[g] = w.busy ? BUSY : w.starting ? STARTING : IDLE;
       if (w.busySince !== undefined) (sinceOf ??= new Float64Array(all).fill(-Infinity))[g] = w.busySince;
       ownerOf[g++] = e;
     }
     for (const id of d.paused ?? []) {
       ids.set(id, g);
-      at[g] = id;
       kindOf[g] = PAUSED;
       ownerOf[g++] = e;
     }
   }
   return { all, ownerOf, kindOf, sinceOf };
 }
-
-/**
- * The fleet during one allocator decision (allocator.ts): its free devices (free-index.ts)
- * and the workers holding the rest, as candidates to free. Made from the input without
- * copying it: host states only for the hosts a decision touches, and the holders kept field
- * by field in arrays (a fleet of 10,000 GPUs has thousands; a record each would be garbage
- * to collect every pass), candidates listed by kind, each list in priority order.
- */
 
 /** Candidates on one host for one model, and the devices they make with the free ones. */
 interface Picked {
@@ -143,9 +133,8 @@ export class Fleet {
     this.free = new FreeDevices(hosts);
     this.claimants = states;
     for (let i = 0; i < states.length; i++) states[i]!.slot = i;
-    const { all, ownerOf, kindOf, sinceOf } = indexWorkers(states);
+    const { ownerOf, kindOf, sinceOf } = indexWorkers(states);
     const ids = WORKER_INDEX;
-    const at = workerAt;
     let size = 0;
     for (let i = 0; i < hosts.length; i++) size += hosts[i]!.holders?.size ?? 0;
     const h = (this.h = holdersFor(size));
@@ -155,8 +144,7 @@ export class Fleet {
       // forEach: no entry pair made per holder.
       host.holders?.forEach((devices, workerId) => {
         if (devices.length === 0) return;
-        const found = ids.get(workerId);
-        const g = found !== undefined && found < all && at[found] === workerId ? found : -1;
+        const g = ids.get(workerId);
         const k = h.n++;
         h.worker[k] = workerId;
         h.devices[k] = devices;
@@ -174,6 +162,18 @@ export class Fleet {
     }
     this.modelCount = Math.max(1, models.size);
     this.byKind = this.candidates();
+  }
+
+  /**
+   * Lets go of the decision's input: the reused tables and arrays drop their references to it
+   * (kept, they would carry a fleet built for one pass into the old generation).
+   */
+  release(): void {
+    WORKER_INDEX.clear();
+    const { h } = this;
+    h.worker.fill(undefined as never, 0, h.n);
+    h.devices.fill(undefined as never, 0, h.n);
+    h.type.fill(undefined as never, 0, h.n);
   }
 
   /**

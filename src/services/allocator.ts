@@ -149,6 +149,7 @@ export function allocate(input: AllocatorInput): Map<string, EndpointAllocation>
     serveOne(s, fleet);
     if (s.left > 0 && !s.blocked) queue.push(s);
   }
+  fleet.release();
   const decided = new Map<string, EndpointAllocation>();
   states.forEach((s, id) => void decided.set(id, s.out));
   return decided;
