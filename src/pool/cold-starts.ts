@@ -34,6 +34,7 @@ class KindRecord {
   /** A ring of the last WINDOW durations (ms); `next` is where the next one goes. */
   private readonly ring = new Float64Array(WINDOW);
   private next = 0;
+  private sumMs = 0;
   last: number | null = null;
 
   add(ms: number): void {
@@ -42,7 +43,9 @@ class KindRecord {
     this.ring[this.next % WINDOW] = ms;
     this.next++;
     this.buckets.counts[bucketOf(ms)]! += 1;
-    this.buckets.sum += ms / 1000;
+    // Summed in ms, then divided: the same figure as the store's sum gives a new leader (seconds added one by one round differently).
+    this.sumMs += ms;
+    this.buckets.sum = this.sumMs / 1000;
     this.buckets.count += 1;
   }
 
@@ -52,6 +55,7 @@ class KindRecord {
     this.last = stored.lastMs;
     this.buckets.counts.fill(0);
     for (const b of stored.buckets) if (b.bucket >= 0 && b.bucket < this.buckets.counts.length) this.buckets.counts[b.bucket] = b.count;
+    this.sumMs = stored.sumMs;
     this.buckets.sum = stored.sumMs / 1000;
     this.buckets.count = stored.count;
     this.ring.fill(0);
