@@ -13,6 +13,7 @@ const BOTH_STORES = [
   'test/sdk/worker.test.ts',
   'test/e2e/gateway-restart.test.ts',
   'test/http/usage-meters.test.ts',
+  'test/e2e/cold-start-restart.test.ts',
 ];
 
 export default defineConfig({

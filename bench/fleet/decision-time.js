@@ -4,6 +4,15 @@
  * busy, a fifth of the endpoints preemptible), a third of the endpoints wanting 1–4 more
  * workers (contention: most must wait, reclaim or preempt). CPU time is process.cpuUsage
  * around allocate() alone, after a few warm-up decisions.
+ *
+ * Two ways to feed it:
+ * - `fresh` (timeDecisions): every decision on a fleet built anew just before it, every host
+ *   and worker a new object. A scavenge that falls inside the decision then copies that whole
+ *   young fleet (~8 MB): the worst case, and the figure measured before 2026-11-27 evening.
+ * - `passes` (timePasses): the autoscaler's case. One fleet, 1% of its workers replaced between
+ *   two decisions; a host whose workers did not change keeps its load object (as
+ *   DockerHosts.loads() gives it again), one that changed gets a new one; every endpoint's
+ *   demand is made anew each pass (as the autoscaler's plan() does), its wants drawn again.
  */
 import { allocate } from '../../dist/src/services/allocator.js';
 
@@ -79,6 +88,99 @@ export function timeDecisions({ gpus, endpoints, runs = 30 }) {
     gpus,
     hosts: gpus / 8,
     endpoints,
+    workers: last.workers,
+    wanting: last.wanting,
+    runs,
+    meanMs: times.reduce((a, b) => a + b, 0) / times.length,
+    medianMs: times[Math.floor((times.length - 1) / 2)],
+    p95Ms: times[Math.floor(0.95 * (times.length - 1))],
+    maxMs: times[times.length - 1],
+  };
+}
+
+/** A host's load as DockerHosts.loads() makes it, from its workers (worker id → device ids). */
+function hostLoad(name, type, workers) {
+  return {
+    name,
+    up: true,
+    gpus: Array.from({ length: 8 }, (_, k) => String(k)),
+    gpuTypes: Array(8).fill(type),
+    gpusInUse: new Set([...workers.values()].flat()),
+    workers: workers.size,
+    holders: new Map(workers),
+  };
+}
+
+/**
+ * Times `runs` decisions on successive passes over one fleet of `gpus` GPUs and `endpoints`
+ * endpoints (see the top: 1% of the workers replaced between passes, unchanged hosts' loads kept).
+ */
+export function timePasses({ gpus, endpoints: endpointCount, runs = 30 }) {
+  const r = rng(42);
+  const hostCount = gpus / 8;
+  const types = Array.from({ length: hostCount }, (_, i) => TYPES[i % TYPES.length]);
+  const hostWorkers = Array.from({ length: hostCount }, () => new Map());
+  const settings = Array.from({ length: endpointCount }, (_, i) => ({
+    id: `ep-${i}`,
+    priority: [10, 50, 50, 90][i % 4],
+    shareWeight: 1 + (i % 3),
+    preemptible: i % 5 === 0,
+    workersMin: i % 10 === 0 ? 1 : 0,
+    gpus: 1,
+    ...(i % 2 === 0 ? { gpuTypes: [TYPES[i % 3], TYPES[(i + 1) % 3]] } : {}),
+  }));
+  /** Worker id → [endpoint index, host index]. */
+  const placed = new Map();
+  let n = 0;
+  const add = (h, device) => {
+    const e = Math.floor(r() * endpointCount);
+    const id = `${settings[e].id}-${(++n).toString(16).padStart(8, '0')}`;
+    hostWorkers[h].set(id, [device]);
+    placed.set(id, [e, h]);
+  };
+  for (let h = 0; h < hostCount; h++) for (let k = 0; k < 8; k++) if (r() <= 0.95) add(h, String(k));
+  const loads = hostWorkers.map((w, h) => hostLoad(`h${h}`, types[h], w));
+  const ids = () => [...placed.keys()];
+  const times = [];
+  let last;
+  for (let i = 0; i < runs + 5; i++) {
+    // 1% of the workers go, as many start on free devices; their hosts get new loads.
+    const all = ids();
+    const changed = new Set();
+    for (let k = 0; k < Math.ceil(all.length / 100); k++) {
+      const id = all[Math.floor(r() * all.length)];
+      const at = placed.get(id);
+      if (!at) continue;
+      const [, h] = at;
+      const [device] = hostWorkers[h].get(id);
+      hostWorkers[h].delete(id);
+      placed.delete(id);
+      const h2 = Math.floor(r() * hostCount);
+      const used = new Set([...hostWorkers[h2].values()].flat());
+      const free = Array.from({ length: 8 }, (_, d) => String(d)).filter((d) => !used.has(d));
+      add(free.length > 0 ? h2 : h, free.length > 0 ? free[0] : device);
+      changed.add(h).add(h2);
+    }
+    for (const h of changed) loads[h] = hostLoad(`h${h}`, types[h], hostWorkers[h]);
+    // Every endpoint's demand made anew, as the autoscaler's pass does.
+    const byEndpoint = settings.map(() => []);
+    for (const [id, [e]] of placed) byEndpoint[e].push({ id, busy: r() < 0.33, starting: false });
+    const endpoints = settings.map((s, e) => {
+      const wants = r() < 0.33;
+      return { ...s, workers: byEndpoint[e], want: wants ? 1 + Math.floor(r() * 4) : 0, waitingSince: wants ? 1_000_000 - Math.floor(r() * 300_000) : null };
+    });
+    const hosts = [...loads];
+    last = { workers: placed.size, wanting: endpoints.filter((e) => e.want > 0).length };
+    const before = process.cpuUsage();
+    allocate({ now: 1_000_000, hosts, endpoints });
+    const used = process.cpuUsage(before);
+    if (i >= 5) times.push((used.user + used.system) / 1000);
+  }
+  times.sort((a, b) => a - b);
+  return {
+    gpus,
+    hosts: hostCount,
+    endpoints: endpointCount,
     workers: last.workers,
     wanting: last.wanting,
     runs,

@@ -1,4 +1,5 @@
 import type { ColdStartKind, ColdStartStats, ColdStartSummary } from '../jobs/pool-view.js';
+import type { StoredColdStarts, UsageStore } from '../store/store.js';
 
 /**
  * The cold starts of one endpoint's pool (docs/scaling.md, "Cold starts"): a worker started
@@ -8,6 +9,10 @@ import type { ColdStartKind, ColdStartStats, ColdStartSummary } from '../jobs/po
  * /metrics), and the last WINDOW durations per kind (for p70/p90/p98, as RunPod's console
  * shows them). Bounded: 2 × WINDOW numbers and 2 × (bounds + 1) bucket counts, whatever the
  * traffic.
+ *
+ * Kept in the store as well (`ColdStartLedger`: the cold_start_* tables, bounded the same way),
+ * so a gateway that becomes the leader reports what its predecessor counted: a pool made with
+ * a ledger reads it once, and writes each cold start to it as it records it.
  */
 
 /** Durations kept per kind for the quantiles. */
@@ -29,6 +34,7 @@ class KindRecord {
   /** A ring of the last WINDOW durations (ms); `next` is where the next one goes. */
   private readonly ring = new Float64Array(WINDOW);
   private next = 0;
+  private sumMs = 0;
   last: number | null = null;
 
   add(ms: number): void {
@@ -36,12 +42,25 @@ class KindRecord {
     this.last = ms;
     this.ring[this.next % WINDOW] = ms;
     this.next++;
-    const seconds = ms / 1000;
-    let i = 0;
-    while (i < COLD_START_BOUNDS.length && seconds > COLD_START_BOUNDS[i]!) i++;
-    this.buckets.counts[i]! += 1;
-    this.buckets.sum += seconds;
+    this.buckets.counts[bucketOf(ms)]! += 1;
+    // Summed in ms, then divided: the same figure as the store's sum gives a new leader (seconds added one by one round differently).
+    this.sumMs += ms;
+    this.buckets.sum = this.sumMs / 1000;
     this.buckets.count += 1;
+  }
+
+  /** Takes the stored counts, histogram and ring in place of its own (those of a predecessor). */
+  restore(stored: StoredColdStarts): void {
+    this.count = stored.count;
+    this.last = stored.lastMs;
+    this.buckets.counts.fill(0);
+    for (const b of stored.buckets) if (b.bucket >= 0 && b.bucket < this.buckets.counts.length) this.buckets.counts[b.bucket] = b.count;
+    this.sumMs = stored.sumMs;
+    this.buckets.sum = stored.sumMs / 1000;
+    this.buckets.count = stored.count;
+    this.ring.fill(0);
+    for (const r of stored.recent) if (r.slot >= 0 && r.slot < WINDOW) this.ring[r.slot] = r.ms;
+    this.next = stored.count;
   }
 
   window(): number[] {
@@ -65,15 +84,90 @@ function summarize(values: number[], count: number, last: number | null): ColdSt
   return { count, window: sorted.length, p70Ms: round(quantile(sorted, 0.7)), p90Ms: round(quantile(sorted, 0.9)), p98Ms: round(quantile(sorted, 0.98)), lastMs: round(last) };
 }
 
-/** One pool's cold starts. @example const c = new ColdStarts(); c.record('start', 850); c.stats().p90Ms // 850 */
+/** The histogram bucket of a duration: the first bound (seconds) it does not pass; the last is +Inf. */
+function bucketOf(ms: number): number {
+  const seconds = ms / 1000;
+  let i = 0;
+  while (i < COLD_START_BOUNDS.length && seconds > COLD_START_BOUNDS[i]!) i++;
+  return i;
+}
+
+/** Where an endpoint's cold starts are kept beyond one leader (the store's cold_start_* tables). */
+export type ColdStartLedger = Pick<UsageStore, 'recordColdStart' | 'readColdStarts'>;
+
+/** A ledger for one pool, and where its faults go (a write or read that fails costs the figures, never a worker). */
+export interface ColdStartKeeping {
+  ledger: ColdStartLedger;
+  endpointId: string;
+  now: () => number;
+  onError: (err: unknown, what: 'read' | 'write') => void;
+}
+
+/**
+ * One pool's cold starts.
+ *
+ * @example const c = new ColdStarts(); c.record('start', 850); c.stats().p90Ms // 850
+ * @example const c = new ColdStarts({ ledger: store, endpointId: 'sd', now: Date.now, onError }); await c.loaded; // the stored ones
+ */
 export class ColdStarts {
   private readonly kinds = new Map<ColdStartKind, KindRecord>(COLD_START_KINDS.map((k) => [k, new KindRecord()]));
   private last: number | null = null;
+  /** Cold starts recorded before the stored ones were read: added again on top of them (at most WINDOW kept). */
+  private early: [ColdStartKind, number][] | null = null;
+  /** Writes in order, after the read. */
+  private writes: Promise<void>;
+  /** Settles once the stored cold starts are read (at once without a ledger; a failed read leaves the pool's own). */
+  readonly loaded: Promise<void>;
+
+  constructor(private readonly keeping?: ColdStartKeeping) {
+    if (!keeping) {
+      this.loaded = this.writes = Promise.resolve();
+      return;
+    }
+    this.early = [];
+    this.loaded = this.writes = keeping.ledger.readColdStarts(keeping.endpointId).then(
+      (stored) => this.restore(stored),
+      (err: unknown) => {
+        this.early = null;
+        keeping.onError(err, 'read');
+      },
+    );
+  }
 
   /** A worker of `kind` polled for its first job `ms` after it was asked to start. */
   record(kind: ColdStartKind, ms: number): void {
-    this.last = Math.max(0, ms);
-    this.kinds.get(kind)!.add(this.last);
+    const at = this.keeping?.now() ?? 0;
+    this.add(kind, Math.max(0, ms));
+    if (this.early && this.early.length < WINDOW) this.early.push([kind, Math.max(0, ms)]);
+    const k = this.keeping;
+    if (!k) return;
+    const args = { endpointId: k.endpointId, kind, ms: Math.max(0, ms), bucket: bucketOf(Math.max(0, ms)), at, window: WINDOW };
+    this.writes = this.writes.then(() => k.ledger.recordColdStart(args)).catch((err: unknown) => k.onError(err, 'write'));
+  }
+
+  /** Settles when every cold start recorded so far is written (or its write failed). */
+  flushed(): Promise<void> {
+    return this.writes;
+  }
+
+  private add(kind: ColdStartKind, ms: number): void {
+    this.last = ms;
+    this.kinds.get(kind)!.add(ms);
+  }
+
+  /** The stored figures in place of the pool's own, then the pool's own recorded meanwhile on top (their writes follow the read). */
+  private restore(stored: StoredColdStarts[]): void {
+    const early = this.early ?? [];
+    this.early = null;
+    for (const kind of COLD_START_KINDS) {
+      const s = stored.find((x) => x.kind === kind);
+      const record = new KindRecord();
+      if (s) record.restore(s);
+      this.kinds.set(kind, record);
+    }
+    const latest = stored.reduce<StoredColdStarts | null>((a, b) => (a === null || b.lastAt > a.lastAt ? b : a), null);
+    this.last = latest?.lastMs ?? null;
+    for (const [kind, ms] of early) this.add(kind, ms);
   }
 
   /** Counts and quantiles over the window, all kinds together and per kind, with the histograms. */

@@ -5,7 +5,7 @@ import type { ColdStartStats, LogLine, PoolHealth, PoolWorkerInfo } from '../job
 import type { JobTransitions } from '../jobs/transitions.js';
 import type { QueueStats, WorkerRecord } from '../model/records.js';
 import type { KeyService } from '../security/keys.js';
-import { ColdStarts } from './cold-starts.js';
+import { ColdStarts, type ColdStartLedger } from './cold-starts.js';
 import { NoCapacityError, PullError, type AnyStartSpec, type WorkerDriver, type WorkerExit, type WorkerHandle } from './driver.js';
 import { createStoppedWorkers, STOPPED_WORKER_DEFAULTS, type StoppedWorkerLimits, type StoppedWorkers } from './stopped-workers.js';
 import { collapseRepeats, describeExit, describeStart, infoOf, moveTo, reportedState, type Slot, type SlotState } from './slot.js';
@@ -73,6 +73,8 @@ export interface WorkerPoolOptions {
   logs?: LogWriter;
   /** Which jobs each worker holds, for the lines printed while it holds one (job-holders.ts). */
   holders?: JobHolders;
+  /** Where the endpoint's cold starts are kept beyond this pool (the store); none: in memory only (cold-starts.ts). */
+  coldStartLedger?: ColdStartLedger;
 }
 
 /** The pool's view of a worker for the scaling rules. */
@@ -161,11 +163,20 @@ class Pool implements WorkerPool {
   private closed = false;
   /** Jobs queued at the last observe: a start made while some wait is a cold start. */
   private queued = 0;
-  private readonly colds = new ColdStarts();
+  private readonly colds: ColdStarts;
 
   constructor(private readonly options: WorkerPoolOptions) {
     this.endpointId = options.endpointId;
     this.log = options.logger.child({ endpointId: options.endpointId, driver: options.driver.kind });
+    const ledger = options.coldStartLedger;
+    this.colds = new ColdStarts(
+      ledger && {
+        ledger,
+        endpointId: options.endpointId,
+        now: options.now,
+        onError: (err, what) => this.log.warn({ err }, what === 'read' ? 'cold starts: the stored figures could not be read; counting from zero' : 'cold starts: one could not be stored'),
+      },
+    );
     this.stopped = createStoppedWorkers(options.stoppedWorkers ?? STOPPED_WORKER_DEFAULTS, options.now);
   }
 

@@ -38,6 +38,8 @@ export interface Claimant {
   /** How long its oldest job has waited, and the aging step. */
   waitedMs: number;
   agingMs: number;
+  /** Its index among the fleet's claimants (set by the fleet of the decision). */
+  slot: number;
 }
 
 /**

@@ -1,7 +1,8 @@
 import { modelLabel, type HostLoad } from '../pool/docker/placement.js';
 import { describeBlock, fleetBlock, holderSummary, namesEachHost, type HeldGpus } from './allocator-reasons.js';
-import { BUSY, FREEING, IDLE, KINDS, mayTake, PAUSED, rankOf, STARTING, type Claimant, type WorkerKind } from './allocator-claims.js';
+import { BUSY, FREEING, IDLE, KINDS, mayTake, PAUSED, rankOf, STARTING, type Claimant } from './allocator-claims.js';
 import { FreeDevices } from './free-index.js';
+import { StringIndex } from '../util/string-index.js';
 
 /**
  * The fleet during one allocator decision (allocator.ts): its free devices (free-index.ts)
@@ -10,6 +11,37 @@ import { FreeDevices } from './free-index.js';
  * by field in arrays (a fleet of 10,000 GPUs has thousands; a record each would be garbage
  * to collect every pass), candidates listed by kind, each list in priority order.
  */
+
+/** Worker id → its index in the decision being made (a table reused by every decision, emptied after each: decisions run one at a time). */
+const WORKER_INDEX = new StringIndex();
+
+/** The workers of a decision, field by field: each one's endpoint (index), kind and job start; WORKER_INDEX filled (emptied by Fleet.release). */
+function indexWorkers(states: readonly Claimant[]): { all: number; ownerOf: Int32Array; kindOf: Uint8Array; sinceOf: Float64Array | null } {
+  const ids = WORKER_INDEX;
+  let all = 0;
+  for (let e = 0; e < states.length; e++) all += states[e]!.d.workers.length + (states[e]!.d.paused?.length ?? 0);
+  ids.reset(all);
+  const ownerOf = new Int32Array(all);
+  const kindOf = new Uint8Array(all);
+  let sinceOf: Float64Array | null = null;
+  let g = 0;
+  for (let e = 0; e < states.length; e++) {
+    const { d } = states[e]!;
+    for (let i = 0; i < d.workers.length; i++) {
+      const w = d.workers[i]!;
+      ids.set(w.id, g);
+      kindOf[g] = w.busy ? BUSY : w.starting ? STARTING : IDLE;
+      if (w.busySince !== undefined) (sinceOf ??= new Float64Array(all).fill(-Infinity))[g] = w.busySince;
+      ownerOf[g++] = e;
+    }
+    for (const id of d.paused ?? []) {
+      ids.set(id, g);
+      kindOf[g] = PAUSED;
+      ownerOf[g++] = e;
+    }
+  }
+  return { all, ownerOf, kindOf, sinceOf };
+}
 
 /** Candidates on one host for one model, and the devices they make with the free ones. */
 interface Picked {
@@ -29,17 +61,25 @@ class Holders {
   readonly worker: string[];
   readonly devices: (readonly string[])[];
   readonly type: string[];
+  /** Its model as a number, the same for the same model in one decision (a key without a string made). */
+  readonly model: Int32Array;
   /** Its endpoint's index among the claimants; -1: none (being stopped). */
   readonly owner: Int32Array;
   readonly kind: Uint8Array;
   readonly host: Int32Array;
   readonly taken: Uint8Array;
+  /** The candidates' priority levels (candidates()). */
+  readonly level: Int32Array;
   n = 0;
+  readonly capacity: number;
 
   constructor(size: number) {
+    this.capacity = size;
+    this.level = new Int32Array(size);
     this.worker = new Array<string>(size);
     this.devices = new Array<readonly string[]>(size);
     this.type = new Array<string>(size);
+    this.model = new Int32Array(size);
     this.owner = new Int32Array(size);
     this.kind = new Uint8Array(size);
     this.host = new Int32Array(size);
@@ -47,10 +87,21 @@ class Holders {
   }
 }
 
+/** The holders' arrays, reused by the next decision (decisions run one at a time): a fleet's worth of arrays made each pass was garbage to collect beside the pass's fresh input. */
+let spare: Holders | null = null;
+
+/** Holders with room for `size`, empty (the arrays of the last decision when they are big enough; they keep its references until overwritten). */
+function holdersFor(size: number): Holders {
+  if (!spare || spare.capacity < size) spare = new Holders(Math.max(size, Math.ceil((spare?.capacity ?? 0) * 1.5)));
+  spare.n = 0;
+  spare.taken.fill(0, 0, size);
+  return spare;
+}
+
 /** The fleet during one decision: free devices (taken as grants are made) and who holds the rest. */
 export class Fleet {
   private readonly free: FreeDevices;
-  private readonly claimants: Claimant[];
+  private readonly claimants: readonly Claimant[];
   private readonly h: Holders;
   /** Candidates to free, by kind, each in its endpoints' priority order (lowest first, being stopped before all). */
   private readonly byKind: Int32Array[];
@@ -68,65 +119,61 @@ export class Fleet {
   private memo: { call: Int32Array; gpus: Int32Array; yes: Uint8Array } | null = null;
   /** When each holder's current job started, where known (busy workers: the least run is preempted first). */
   private since: Float64Array | null = null;
-  /** Each claimant's index. */
-  private readonly indexOf: Map<Claimant, number>;
+  /** How many models the holders have (Holders.model is below it). */
+  private readonly modelCount: number;
   /** GPUs per model on hosts that are up, and how many hosts are up (made when a large fleet's reason first needs them). */
   private totals: { byModel: Map<string, number>; up: number } | null = null;
 
   /** `stopped`: told of each endpoint whose worker is stopped for another (its standing in the queue changed). */
   constructor(
     hosts: readonly HostLoad[],
-    states: Iterable<Claimant>,
+    states: readonly Claimant[],
     private readonly stopped: (owner: Claimant) => void = () => {},
   ) {
     this.free = new FreeDevices(hosts);
-    this.claimants = [...states];
-    this.indexOf = new Map(this.claimants.map((c, i) => [c, i]));
-    // Worker id → its index among all endpoints' workers (a number: no record per worker).
-    const owners = new Map<string, number>();
-    let all = 0;
-    for (const s of this.claimants) all += s.d.workers.length + (s.d.paused?.length ?? 0);
-    const workers = new Array<WorkerKind | undefined>(all);
-    const ownerOf = new Int32Array(all);
-    const kindOf = new Uint8Array(all);
-    let g = 0;
-    for (let e = 0; e < this.claimants.length; e++) {
-      const { d } = this.claimants[e]!;
-      for (const w of d.workers) {
-        owners.set(w.id, g);
-        workers[g] = w;
-        kindOf[g] = w.busy ? BUSY : w.starting ? STARTING : IDLE;
-        ownerOf[g++] = e;
-      }
-      for (const id of d.paused ?? []) {
-        owners.set(id, g);
-        kindOf[g] = PAUSED;
-        ownerOf[g++] = e;
-      }
-    }
+    this.claimants = states;
+    for (let i = 0; i < states.length; i++) states[i]!.slot = i;
+    const { ownerOf, kindOf, sinceOf } = indexWorkers(states);
+    const ids = WORKER_INDEX;
     let size = 0;
-    for (const host of hosts) size += host.holders?.size ?? 0;
-    const h = (this.h = new Holders(size));
+    for (let i = 0; i < hosts.length; i++) size += hosts[i]!.holders?.size ?? 0;
+    const h = (this.h = holdersFor(size));
+    const models = new Map<string, number>();
     for (let i = 0; i < hosts.length; i++) {
       const host = hosts[i]!;
       // forEach: no entry pair made per holder.
       host.holders?.forEach((devices, workerId) => {
         if (devices.length === 0) return;
-        const g = owners.get(workerId);
-        const w = g === undefined ? undefined : workers[g];
+        const g = ids.get(workerId);
         const k = h.n++;
         h.worker[k] = workerId;
         h.devices[k] = devices;
-        h.type[k] = host.gpuTypes?.[host.gpus.indexOf(devices[0] ?? '')] ?? '';
+        const type = (h.type[k] = host.gpuTypes?.[host.gpus.indexOf(devices[0] ?? '')] ?? '');
+        let model = models.get(type);
+        if (model === undefined) models.set(type, (model = models.size));
+        h.model[k] = model;
         h.host[k] = i;
-        h.owner[k] = g === undefined ? -1 : ownerOf[g]!;
-        h.kind[k] = g === undefined ? FREEING : kindOf[g]!;
-        if (w?.busySince !== undefined) (this.since ??= new Float64Array(size).fill(-Infinity))[k] = w.busySince;
+        h.owner[k] = g < 0 ? -1 : ownerOf[g]!;
+        h.kind[k] = g < 0 ? FREEING : kindOf[g]!;
+        if (g >= 0 && sinceOf && sinceOf[g] !== -Infinity) (this.since ??= new Float64Array(size).fill(-Infinity))[k] = sinceOf[g]!;
         // A paused worker's GPUs are not its endpoint's share: they are there for the taking.
-        if (g !== undefined && h.kind[k] !== PAUSED) this.claimants[ownerOf[g]!]!.held += devices.length;
+        if (g >= 0 && h.kind[k] !== PAUSED) this.claimants[ownerOf[g]!]!.held += devices.length;
       });
     }
+    this.modelCount = Math.max(1, models.size);
     this.byKind = this.candidates();
+  }
+
+  /**
+   * Lets go of the decision's input: the reused tables and arrays drop their references to it
+   * (kept, they would carry a fleet built for one pass into the old generation).
+   */
+  release(): void {
+    WORKER_INDEX.clear();
+    const { h } = this;
+    h.worker.fill(undefined as never, 0, h.n);
+    h.devices.fill(undefined as never, 0, h.n);
+    h.type.fill(undefined as never, 0, h.n);
   }
 
   /**
@@ -140,7 +187,7 @@ export class Fleet {
     const levelOf = new Map(priorities.map((p, i) => [p, i + 1]));
     const levels = priorities.length + 1;
     const endpointLevel = Int32Array.from(claimants, (c) => levelOf.get(c.d.priority)!);
-    const level = new Int32Array(h.n);
+    const level = h.level;
     const next = new Int32Array(KINDS.length * levels);
     for (let k = 0; k < h.n; k++) {
       const e = h.owner[k]!;
@@ -183,7 +230,7 @@ export class Fleet {
     const placed = this.free.place(d.gpus, typeList, d.image);
     if (!placed) return false;
     // Granted now: counted among what it holds in the reasons.
-    const e = this.indexOf.get(s)!;
+    const e = s.slot;
     this.grants.push([e, placed.gpuType, placed.deviceIds.length]);
     if (this.pairs) this.addPair(e, placed.gpuType, placed.deviceIds.length);
     return true;
@@ -193,7 +240,7 @@ export class Fleet {
   resumeOwn(s: Claimant): boolean {
     if (!s.d.paused || s.d.paused.length === 0) return false;
     const { h } = this;
-    const e = this.indexOf.get(s)!;
+    const e = s.slot;
     for (const k of this.byKind[PAUSED]!) {
       if (h.owner[k] !== e || h.taken[k] || !this.free.hosts[h.host[k]!]!.up) continue;
       h.taken[k] = 1;
@@ -215,10 +262,11 @@ export class Fleet {
     const rank = rankOf(s, 0);
     const mayBreak = s.count >= s.d.workersMin;
     const types = s.d.gpuTypes && s.d.gpuTypes.length > 0 ? s.d.gpuTypes : null;
-    const self = this.indexOf.get(s)!;
+    const self = s.slot;
     const call = ++this.calls;
     // Made on the first host that needs more than one holder (most requests take the first they meet).
-    let buckets: Map<string, Picked> | null = null;
+    let buckets: Map<number, Picked> | null = null;
+    const models = this.modelCount;
     for (let kind = 0; kind < KINDS.length; kind++) {
       const list = this.byKind[kind]!;
       let first = this.takenPrefix[kind]!;
@@ -231,7 +279,7 @@ export class Fleet {
         if (kind !== PAUSED && v && v.d.priority > rank && mayBreak) break;
         if (h.taken[k] || e === self || (types && !types.includes(h.type[k]!)) || !this.free.hosts[h.host[k]!]!.up) continue;
         if (v && !this.mayTakeOf(call, s, v, e, kind, h.devices[k]!.length)) continue;
-        const key = `${h.host[k]}\u0000${h.type[k]}`;
+        const key = h.host[k]! * models + h.model[k]!;
         let b = buckets?.get(key);
         if (!b) {
           b = { host: h.host[k]!, type: h.type[k]!, have: this.free.freeOn(h.host[k]!, h.type[k]!), picked: [] };

@@ -1,4 +1,5 @@
 import { modelLabel, placeWorker, type HostLoad } from '../pool/docker/placement.js';
+import { StringIndex } from '../util/string-index.js';
 
 /** What a reason says of GPUs held: their endpoint (null: being stopped), how many, and their model. */
 export interface HeldGpus {
@@ -80,20 +81,62 @@ export const namesEachHost = (hosts: number): boolean => hosts <= HOSTS_NAMED;
  * @example holderSummary(holdings) // '; 2 L4 + 1 A100-80GB held by `typed` at priority 50'
  */
 export function holderSummary(usable: readonly HeldGpus[]): string {
-  const byOwner = new Map<string, { priority: number | null; total: number; types: Map<string, number> }>();
-  for (const h of usable) {
-    const key = h.owner ? h.owner.d.id : '';
-    let e = byOwner.get(key);
-    if (!e) byOwner.set(key, (e = { priority: h.owner ? h.owner.d.priority : null, total: 0, types: new Map() }));
-    e.total += h.gpus;
-    e.types.set(h.type, (e.types.get(h.type) ?? 0) + h.gpus);
+  // Each holder's total, in the order first met (its first entry kept), without a record per holder.
+  const ix = OWNERS;
+  ix.reset(usable.length);
+  const first: number[] = [];
+  const total: number[] = [];
+  let stopping = -1;
+  for (let i = 0; i < usable.length; i++) {
+    const h = usable[i]!;
+    if (!h.owner) {
+      if (stopping < 0) stopping = i;
+      continue;
+    }
+    let slot = ix.get(h.owner.d.id);
+    if (slot < 0) {
+      ix.set(h.owner.d.id, (slot = first.length));
+      first.push(i);
+      total.push(0);
+    }
+    total[slot]! += h.gpus;
   }
-  if (byOwner.size === 0) return '';
-  const counts = (types: Map<string, number>): string => [...types].map(([t, n]) => `${n} ${modelLabel(t)}`).join(' + ');
-  const named = [...byOwner].filter(([id]) => id !== '').sort((a, b) => b[1].total - a[1].total);
-  const parts = named.slice(0, HOLDERS_NAMED).map(([id, e], i) => `${counts(e.types)}${i === 0 ? ' held' : ''} by \`${id}\` at priority ${e.priority}`);
-  if (named.length > HOLDERS_NAMED) parts.push(`and ${named.length - HOLDERS_NAMED} more endpoints`);
-  const stopping = byOwner.get('');
-  const tail = stopping ? `${parts.length > 0 ? ' ' : ''}(being stopped: ${counts(stopping.types)})` : '';
+  ix.clear();
+  if (first.length === 0 && stopping < 0) return '';
+  // The biggest first; equal totals in the order first met (a stable sort's order), the first HOLDERS_NAMED only.
+  const top: number[] = [];
+  for (let slot = 0; slot < first.length; slot++) {
+    let at = top.length;
+    while (at > 0 && total[top[at - 1]!]! < total[slot]!) at--;
+    if (at >= HOLDERS_NAMED) continue;
+    top.splice(at, 0, slot);
+    if (top.length > HOLDERS_NAMED) top.pop();
+  }
+  const parts = top.map((slot, i) => {
+    const owner = usable[first[slot]!]!.owner!;
+    return `${countsOf(usable, first[slot]!, owner.d.id)}${i === 0 ? ' held' : ''} by \`${owner.d.id}\` at priority ${owner.d.priority}`;
+  });
+  if (first.length > HOLDERS_NAMED) parts.push(`and ${first.length - HOLDERS_NAMED} more endpoints`);
+  const tail = stopping >= 0 ? `${parts.length > 0 ? ' ' : ''}(being stopped: ${countsOf(usable, stopping, null)})` : '';
   return `; ${parts.join(', ')}${tail}`;
+}
+
+/** Holder ids to their place in holderSummary (reused: one summary at a time). */
+const OWNERS = new StringIndex();
+
+/** `2 L4 + 1 A100-80GB`: the GPUs of one holder (null: being stopped) by model, models in the order first met from `from`. */
+function countsOf(usable: readonly HeldGpus[], from: number, id: string | null): string {
+  const types: string[] = [];
+  const counts: number[] = [];
+  for (let i = from; i < usable.length; i++) {
+    const h = usable[i]!;
+    if ((h.owner ? h.owner.d.id : null) !== id) continue;
+    const t = types.indexOf(h.type);
+    if (t >= 0) counts[t]! += h.gpus;
+    else {
+      types.push(h.type);
+      counts.push(h.gpus);
+    }
+  }
+  return types.map((t, i) => `${counts[i]} ${modelLabel(t)}`).join(' + ');
 }

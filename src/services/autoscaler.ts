@@ -8,7 +8,7 @@ import type { Notifier } from '../model/events.js';
 import type { WorkerDriver } from '../pool/driver.js';
 import { createWorkerPool, POOL_KEY_NAME, type WorkerPool } from '../pool/worker-pool.js';
 import type { KeyService } from '../security/keys.js';
-import type { JobStore, WorkerStore } from '../store/store.js';
+import type { JobStore, UsageStore, WorkerStore } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
 import { periodic, type Periodic } from '../util/periodic.js';
 import type { EndpointRecord } from '../model/records.js';
@@ -33,7 +33,7 @@ interface Planned {
 
 /** What the autoscaler uses. */
 export interface AutoscalerDeps {
-  store: Pick<JobStore, 'queueStats'> & Pick<WorkerStore, 'listWorkers'>;
+  store: Pick<JobStore, 'queueStats'> & Pick<WorkerStore, 'listWorkers'> & Pick<UsageStore, 'recordColdStart' | 'readColdStarts'>;
   endpoints: Pick<EndpointService, 'list'>;
   keys: Pick<KeyService, 'create' | 'revoke' | 'revokeNamed'>;
   transitions: Pick<JobTransitions, 'releaseWorkers' | 'preempt'>;
@@ -189,6 +189,7 @@ class Scaler implements Autoscaler {
       ...(this.deps.meters ? { meters: this.deps.meters } : {}),
       ...(this.deps.logs ? { logs: this.deps.logs } : {}),
       ...(this.deps.holders ? { holders: this.deps.holders } : {}),
+      coldStartLedger: this.deps.store,
     });
   }
 

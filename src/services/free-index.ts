@@ -94,10 +94,11 @@ export class FitIndex {
   /** Files a host (again) under its current state; entries of its older versions go stale. */
   add(host: HostState): void {
     let most = 0;
-    for (const [model, n] of host.freeOf) {
+    // forEach: no entry pair made per model.
+    host.freeOf.forEach((n, model) => {
       if (n > most) most = n;
       if (n > 0) this.file(model, host, n);
-    }
+    });
     if (most > 0) this.file(ANY_MODEL, host, most);
   }
 
@@ -141,13 +142,14 @@ export class FreeDevices {
   constructor(hosts: readonly HostLoad[]) {
     this.hosts = hosts;
     this.states = new Array<HostState | undefined>(hosts.length);
-    for (const [i, load] of hosts.entries()) {
+    for (let i = 0; i < hosts.length; i++) {
+      const load = hosts[i]!;
       if (!load.up || load.gpus.length - load.gpusInUse.size <= 0) continue;
       const host = this.state(i);
       if (host.free <= 0) continue;
       this.roomy.push(host);
       this.total += host.free;
-      for (const [model, n] of host.freeOf) this.totalOf.set(model, (this.totalOf.get(model) ?? 0) + n);
+      host.freeOf.forEach((n, model) => this.totalOf.set(model, (this.totalOf.get(model) ?? 0) + n));
       host.indexes.push(this.index);
       this.index.add(host);
     }
@@ -166,8 +168,8 @@ export class FreeDevices {
     const freeOf = new Map<string, number>();
     let free = 0;
     if (load.gpus.length > load.gpusInUse.size) {
-      for (const [k, id] of load.gpus.entries()) {
-        if (load.gpusInUse.has(id)) continue;
+      for (let k = 0; k < load.gpus.length; k++) {
+        if (load.gpusInUse.has(load.gpus[k]!)) continue;
         const model = load.gpuTypes?.[k] ?? '';
         freeOf.set(model, (freeOf.get(model) ?? 0) + 1);
         free++;
@@ -227,7 +229,8 @@ export class FreeDevices {
     const host = this.state(i);
     const { load } = host;
     const ids: string[] = [];
-    for (const [k, id] of load.gpus.entries()) {
+    for (let k = 0; k < load.gpus.length; k++) {
+      const id = load.gpus[k]!;
       if (ids.length === count) break;
       if ((load.gpuTypes?.[k] ?? '') === model && !load.gpusInUse.has(id) && !host.taken?.has(id)) ids.push(id);
     }

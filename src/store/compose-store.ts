@@ -129,6 +129,8 @@ function usageMethods(usage: UsageStore): UsageStore {
     advanceWorkerMeters: (args) => usage.advanceWorkerMeters(args),
     closeWorkerMeter: (args) => usage.closeWorkerMeter(args),
     listWorkerMeters: (args) => usage.listWorkerMeters(args),
+    recordColdStart: (args) => usage.recordColdStart(args),
+    readColdStarts: (endpointId) => usage.readColdStarts(endpointId),
   };
 }
 

@@ -366,6 +366,27 @@ export interface UsageStore {
   closeWorkerMeter(args: { workerId: string; startedAt: number; at: number }): Promise<boolean>;
   /** Worker meters that overlap [from, to), oldest start first, at most `limit`. */
   listWorkerMeters(args: { from: number; to: number; limit: number }): Promise<WorkerMeter[]>;
+  /**
+   * Adds one cold start of an endpoint (docs/scaling.md, "Cold starts"): its kind's count, sum
+   * and latest, histogram `bucket` + 1, and `ms` into the ring of the last `window` (the slot
+   * of the count before it, modulo `window`, replacing what was there).
+   */
+  recordColdStart(args: { endpointId: string; kind: 'start' | 'resume'; ms: number; bucket: number; at: number; window: number }): Promise<void>;
+  /** The endpoint's cold starts per kind as recordColdStart left them; kinds without any left out. */
+  readColdStarts(endpointId: string): Promise<StoredColdStarts[]>;
+}
+
+/** One endpoint's cold starts of one kind, as stored. */
+export interface StoredColdStarts {
+  kind: 'start' | 'resume';
+  count: number;
+  sumMs: number;
+  lastMs: number;
+  lastAt: number;
+  /** Counts by histogram bucket (index → count; buckets never hit left out). */
+  buckets: { bucket: number; count: number }[];
+  /** The ring: slot → duration (ms). */
+  recent: { slot: number; ms: number }[];
 }
 
 /** One group of sumUsage: the job runs of a key, endpoint and/or day in the range, and what they cost. */

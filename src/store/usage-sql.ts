@@ -1,6 +1,6 @@
 import type { JobStatus } from '../model/job-states.js';
 import type { JobMeter } from '../model/records.js';
-import type { UsageGroup, UsageSum } from './store.js';
+import type { StoredColdStarts, UsageGroup, UsageSum } from './store.js';
 
 /** One UTC day in ms: the day of a meter is created_at rounded down to it. */
 export const DAY_MS = 86_400_000;
@@ -81,4 +81,26 @@ export function toUsageSum(row: UsageSumRow, groups: readonly UsageGroup[]): Usa
   if (groups.includes('endpoint')) sum.endpoint = row.grp_endpoint ?? '';
   if (groups.includes('day')) sum.day = Number(row.grp_day);
   return sum;
+}
+
+/** The cold_start_* rows of one endpoint, as both backends read them. */
+export interface ColdStartRows {
+  totals: { kind: string; count: number; sum_ms: number; last_ms: number; last_at: number }[];
+  buckets: { kind: string; bucket: number; count: number }[];
+  recent: { kind: string; slot: number; ms: number }[];
+}
+
+/** The rows of one endpoint as a record per kind (store.ts StoredColdStarts). */
+export function toStoredColdStarts(rows: ColdStartRows): StoredColdStarts[] {
+  return rows.totals
+    .filter((t): t is typeof t & { kind: StoredColdStarts['kind'] } => t.kind === 'start' || t.kind === 'resume')
+    .map((t) => ({
+      kind: t.kind,
+      count: Number(t.count),
+      sumMs: Number(t.sum_ms),
+      lastMs: Number(t.last_ms),
+      lastAt: Number(t.last_at),
+      buckets: rows.buckets.filter((b) => b.kind === t.kind).map((b) => ({ bucket: Number(b.bucket), count: Number(b.count) })),
+      recent: rows.recent.filter((r) => r.kind === t.kind).map((r) => ({ slot: Number(r.slot), ms: Number(r.ms) })),
+    }));
 }

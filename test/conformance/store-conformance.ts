@@ -1733,6 +1733,39 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect(await store.listWorkerMeters({ from: 0, to: T0 + 1000, limit: 1 })).toHaveLength(1);
       });
 
+      it('keeps an endpoint\'s cold starts: counts, histogram, the ring of the last `window`; deleted with the endpoint', async () => {
+        expect(await store.readColdStarts('ep')).toEqual([]);
+        // Five starts into a ring of 3: slots 0, 1, 2, 0, 1 (the count before each, modulo 3).
+        for (const [i, ms] of [100, 200, 300, 400, 500].entries()) await store.recordColdStart({ endpointId: 'ep', kind: 'start', ms, bucket: i % 2, at: T0 + i, window: 3 });
+        await store.recordColdStart({ endpointId: 'ep', kind: 'resume', ms: 25.5, bucket: 0, at: T0 + 10, window: 3 });
+        await store.recordColdStart({ endpointId: 'other', kind: 'start', ms: 7, bucket: 0, at: T0, window: 3 });
+        const read = await store.readColdStarts('ep');
+        const sorted = read.map((k) => ({ ...k, buckets: [...k.buckets].sort((a, b) => a.bucket - b.bucket), recent: [...k.recent].sort((a, b) => a.slot - b.slot) }));
+        expect(sorted).toEqual([
+          { kind: 'resume', count: 1, sumMs: 25.5, lastMs: 25.5, lastAt: T0 + 10, buckets: [{ bucket: 0, count: 1 }], recent: [{ slot: 0, ms: 25.5 }] },
+          {
+            kind: 'start',
+            count: 5,
+            sumMs: 1500,
+            lastMs: 500,
+            lastAt: T0 + 4,
+            buckets: [
+              { bucket: 0, count: 3 },
+              { bucket: 1, count: 2 },
+            ],
+            recent: [
+              { slot: 0, ms: 400 },
+              { slot: 1, ms: 500 },
+              { slot: 2, ms: 300 },
+            ],
+          },
+        ]);
+        await store.createEndpoint(endpoint('ep'));
+        expect(await store.deleteEndpoint('ep')).toBe(true);
+        expect(await store.readColdStarts('ep')).toEqual([]);
+        expect(await store.readColdStarts('other')).toHaveLength(1);
+      });
+
       it('sets and reads back a key\'s budget and job cap', async () => {
         await store.createKey(key('kb'));
         expect(await store.updateKeyLimits({ id: 'kb', budgetUnits: 5_000_000_000, budgetPeriod: 'month', maxConcurrentJobs: 3 })).toMatchObject({

@@ -43,6 +43,33 @@ describe('cold starts (pool/cold-starts.ts)', () => {
     expect(s.buckets.start.count).toBe(100 + 3 * WINDOW);
   });
 
+  it('kept in the store: a new pool reads the same figures as the one that recorded them (past the window, sums to the last bit)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gantry-cold-ledger-'));
+    const store = createSqliteStore({ file: join(dir, 'gantry.db') });
+    await store.migrate();
+    const errors: unknown[] = [];
+    // A clock that moves between cold starts (the latest of all kinds is told by its time).
+    let now = 1_000;
+    const keeping = { ledger: store, endpointId: 'sd', now: () => (now += 7), onError: (err: unknown) => void errors.push(err) };
+    const first = new ColdStarts(keeping);
+    // Recorded before the stored figures are read: added on top of them, written after the read.
+    first.record('start', 1);
+    await first.loaded;
+    let seed = 7;
+    for (let i = 0; i < 2 * WINDOW + 40; i++) {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      first.record(i % 5 === 0 ? 'resume' : 'start', 10 + (seed % 9000));
+    }
+    await first.flushed();
+    const second = new ColdStarts(keeping);
+    await second.loaded;
+    expect(second.stats()).toEqual(first.stats());
+    expect(second.stats().start.window).toBe(WINDOW);
+    expect(errors).toEqual([]);
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
   it('renders counters, a histogram and the recent quantiles per endpoint and kind', async () => {
     const { registry } = createMetrics();
     const c = new ColdStarts();

@@ -96,4 +96,40 @@ describe('DockerHosts', () => {
     expect(reservation.attach({ deviceIds: reservation.deviceIds, lost: () => {} })).toBe(false);
     hosts.close();
   });
+
+  it('gives the same load again while a host is unchanged, and a fresh one after each change', async () => {
+    let now = 0;
+    const hosts = new DockerHosts({
+      hosts: [hostConfig(`unix://${socket}`, 'h', 4)],
+      quiet: true,
+      pingIntervalMs: 60_000,
+      downAfterMs: 100,
+      onRecovered: () => {},
+      logger: pino({ level: 'silent' }),
+      clock: { now: () => now, after: () => () => {} },
+    });
+    const [first] = hosts.loads();
+    expect(hosts.loads()[0]).toBe(first);
+    const a = hosts.reserve('wa', { count: 1 });
+    const [withA] = hosts.loads();
+    expect(withA).not.toBe(first);
+    expect(first!.gpusInUse.size).toBe(0); // a load given out is never written to
+    expect([...withA!.holders!]).toEqual([['wa', a.deviceIds]]);
+    expect(hosts.loads()[0]).toBe(withA);
+    // The started worker replaces the reservation's record with its own device list.
+    a.attach({ deviceIds: [...a.deviceIds], lost: () => {} });
+    const [attached] = hosts.loads();
+    expect(attached).not.toBe(withA);
+    expect(attached!.holders!.get('wa')).toEqual(a.deviceIds);
+    a.release();
+    const [released] = hosts.loads();
+    expect(released).toMatchObject({ workers: 0, up: true });
+    expect(released!.gpusInUse.size).toBe(0);
+    // Down: the same workers (none), another state.
+    await hosts.checkNow(hosts.list[0]!);
+    now += 200;
+    await hosts.checkNow(hosts.list[0]!);
+    expect(hosts.loads()[0]).toMatchObject({ up: false });
+    hosts.close();
+  });
 });

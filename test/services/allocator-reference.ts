@@ -1,5 +1,5 @@
 import { modelLabel, placeWorker, type HostLoad } from '../../src/pool/docker/placement.js';
-import { describeBlock, holderSummary } from '../../src/services/allocator-reasons.js';
+import { describeBlock, type HeldGpus } from '../../src/services/allocator-reasons.js';
 import { Heap } from '../../src/util/heap.js';
 import { rankOf } from '../../src/services/allocator-claims.js';
 import type { AllocatorInput, AllocWorker, EndpointAllocation, EndpointDemand } from '../../src/services/allocator.js';
@@ -327,4 +327,24 @@ function mayTake(s: EndpointState, h: Holding): boolean {
   // A running job is preempted for an equal only once the waiting one has aged a step (starvation, not a moment's imbalance).
   if (h.kind === 'busy' && s.waitedMs < s.agingMs) return false;
   return (v.held - h.devices.length) / v.d.shareWeight >= (s.held + s.d.gpus) / s.d.shareWeight;
+}
+
+/** What holds the GPUs a waiting worker could use (allocator-reasons.ts's holderSummary as first written: a map per holder). */
+function holderSummary(usable: readonly HeldGpus[]): string {
+  const byOwner = new Map<string, { priority: number | null; total: number; types: Map<string, number> }>();
+  for (const h of usable) {
+    const key = h.owner ? h.owner.d.id : '';
+    let e = byOwner.get(key);
+    if (!e) byOwner.set(key, (e = { priority: h.owner ? h.owner.d.priority : null, total: 0, types: new Map() }));
+    e.total += h.gpus;
+    e.types.set(h.type, (e.types.get(h.type) ?? 0) + h.gpus);
+  }
+  if (byOwner.size === 0) return '';
+  const counts = (types: Map<string, number>): string => [...types].map(([t, n]) => `${n} ${modelLabel(t)}`).join(' + ');
+  const named = [...byOwner].filter(([id]) => id !== '').sort((a, b) => b[1].total - a[1].total);
+  const parts = named.slice(0, 3).map(([id, e], i) => `${counts(e.types)}${i === 0 ? ' held' : ''} by \`${id}\` at priority ${e.priority}`);
+  if (named.length > 3) parts.push(`and ${named.length - 3} more endpoints`);
+  const stopping = byOwner.get('');
+  const tail = stopping ? `${parts.length > 0 ? ' ' : ''}(being stopped: ${counts(stopping.types)})` : '';
+  return `; ${parts.join(', ')}${tail}`;
 }

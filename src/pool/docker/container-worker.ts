@@ -27,6 +27,9 @@ export interface ContainerWorkerOptions {
   logger: Logger;
 }
 
+/** An engine's refusal to pause that is the host's, not the container's: no freezer (cgroups), or a rootless engine. */
+const CANNOT_PAUSE = /freezer|cgroup|not supported|rootless/i;
+
 /** What a wait call answers. */
 interface WaitAnswer {
   StatusCode?: number;
@@ -75,9 +78,27 @@ export class ContainerWorker implements WorkerHandle, HostedWorker {
     void this.waitForExit();
   }
 
-  /** Pauses the container (POST /containers/{id}/pause: the cgroup freezer); its devices stay held by this handle. */
+  /**
+   * Pauses the container (POST /containers/{id}/pause: the cgroup freezer); its devices stay
+   * held by this handle. On a host whose engine cannot pause (no freezer) it rejects without
+   * asking again: the first refusal is remembered for the host and logged once, and the pool
+   * stops the worker instead (flashboot falls back to not pausing there).
+   */
   async pause(): Promise<void> {
-    await this.engine.call('POST', `/containers/${this.options.id}/pause`);
+    const { host } = this.options;
+    if (host.pauseRefused !== null) throw new Error(`Docker host ${host.config.name} cannot pause containers (${host.pauseRefused})`);
+    try {
+      await this.engine.call('POST', `/containers/${this.options.id}/pause`);
+    } catch (err) {
+      if (err instanceof EngineError && CANNOT_PAUSE.test(err.message)) {
+        host.pauseRefused = err.message;
+        this.options.logger.warn(
+          { host: host.config.name, engine: host.engineName, error: err.message },
+          'Docker host cannot pause containers (no cgroup freezer): flashboot workers on it are stopped when idle instead of paused',
+        );
+      }
+      throw err;
+    }
     this.paused = true;
   }
 

@@ -28,6 +28,13 @@ export interface DockerHost {
   readonly workers: Map<string, HostedWorker>;
   /** The images it holds (tags and digests as endpoints name them), as last listed or pulled. */
   readonly images: Set<string>;
+  /**
+   * Why its engine cannot pause containers (no cgroup freezer: e.g. Podman on cgroups v2
+   * without the freezer controller, or rootless on cgroups v1), learnt from its first refusal;
+   * null while not known to refuse. Flashboot's warm pool then stops idle workers there instead
+   * (container-worker.ts). Forgotten when the host comes back after being down.
+   */
+  pauseRefused: string | null;
 }
 
 /** A host and devices held for a worker being started; `release` gives them back (start failed, or the worker ended). */
@@ -68,6 +75,8 @@ const errorText = (err: unknown): string => (err instanceof Error ? err.message 
 export class DockerHosts {
   readonly list: DockerHost[];
   private readonly byName = new Map<string, DockerHost>();
+  /** Each host's load as last given (loads() gives it again while nothing changed). */
+  private readonly lastLoad = new WeakMap<DockerHost, HostLoad>();
   private cancelTimer: (() => void) | undefined;
   private monitoring = false;
   private checking: Promise<void> | undefined;
@@ -85,6 +94,7 @@ export class DockerHosts {
       identified: null,
       workers: new Map(),
       images: new Set<string>(),
+      pauseRefused: null,
     }));
     for (const host of this.list) this.byName.set(host.config.name, host);
   }
@@ -133,18 +143,29 @@ export class DockerHosts {
     };
   }
 
-  /** What placement knows of each host. */
+  /**
+   * What placement knows of each host. A host whose workers and state have not changed since
+   * the last call gives the same (read-only) object again: the autoscaler asks every pass, and
+   * a fleet of 10,000 GPUs rebuilt each time was megabytes of garbage beside the allocator.
+   */
   loads(): HostLoad[] {
-    return this.list.map((h) => ({
-      name: h.config.name,
-      up: h.state !== 'down',
-      gpus: h.config.gpus,
-      gpuTypes: h.config.gpuTypes,
-      gpusInUse: new Set([...h.workers.values()].flatMap((w) => w.deviceIds)),
-      workers: h.workers.size,
-      images: h.images,
-      holders: new Map([...h.workers].map(([id, w]) => [id, w.deviceIds])),
-    }));
+    return this.list.map((h) => {
+      const up = h.state !== 'down';
+      const last = this.lastLoad.get(h);
+      if (last && last.up === up && sameHolders(last.holders!, h.workers)) return last;
+      const load: HostLoad = {
+        name: h.config.name,
+        up,
+        gpus: h.config.gpus,
+        gpuTypes: h.config.gpuTypes,
+        gpusInUse: new Set([...h.workers.values()].flatMap((w) => w.deviceIds)),
+        workers: h.workers.size,
+        images: h.images,
+        holders: new Map([...h.workers].map(([id, w]) => [id, w.deviceIds])),
+      };
+      this.lastLoad.set(h, load);
+      return load;
+    });
   }
 
   /** The hosts as the admin API shows them. */
@@ -211,6 +232,7 @@ export class DockerHosts {
     host.failingSince = null;
     host.error = null;
     if (was === 'down') {
+      host.pauseRefused = null;
       this.options.logger.warn({ host: host.config.name }, 'Docker host answers again');
       this.options.onRecovered(host);
     } else if (was === 'unknown') this.options.logger.info({ host: host.config.name, engine: host.engineName }, 'Docker host up');
@@ -230,6 +252,16 @@ export class DockerHosts {
     host.workers.clear();
     for (const worker of workers) worker.lost(detail);
   }
+}
+
+/** Whether a load's holders are still the host's workers: the same ids holding the same device lists. */
+function sameHolders(holders: ReadonlyMap<string, readonly string[]>, workers: ReadonlyMap<string, HostedWorker>): boolean {
+  if (holders.size !== workers.size) return false;
+  let same = true;
+  workers.forEach((w, id) => {
+    if (same && holders.get(id) !== w.deviceIds) same = false;
+  });
+  return same;
 }
 
 /** `Docker Engine 20.10.24`, `Podman Engine 4.3.1`: from GET /version. */

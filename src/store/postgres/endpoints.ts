@@ -46,6 +46,10 @@ export class PgEndpointStore implements EndpointStore {
       // The charts' minutes too, or an endpoint created later with the same id would show them.
       await client.query('DELETE FROM job_minute_buckets WHERE endpoint_id = $1', [id]);
       await client.query('DELETE FROM job_minutes WHERE endpoint_id = $1', [id]);
+      // And its cold starts (docs/scaling.md, "Cold starts").
+      await client.query('DELETE FROM cold_start_totals WHERE endpoint_id = $1', [id]);
+      await client.query('DELETE FROM cold_start_buckets WHERE endpoint_id = $1', [id]);
+      await client.query('DELETE FROM cold_start_recent WHERE endpoint_id = $1', [id]);
       return true;
     });
   }

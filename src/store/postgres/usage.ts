@@ -1,5 +1,6 @@
 import type { JobMeter, WorkerMeter } from '../../model/records.js';
-import type { UsageStore, UsageSum } from '../store.js';
+import type { StoredColdStarts, UsageStore, UsageSum } from '../store.js';
+import { toStoredColdStarts, type ColdStartRows } from '../usage-sql.js';
 import { toJobMeter, toUsageSum, usageGrouping, type JobMeterRow, type UsageSumRow } from '../usage-sql.js';
 import type { PgConnection } from './connection.js';
 
@@ -102,5 +103,32 @@ export class PgUsageStore implements UsageStore {
   async listWorkerMeters({ from, to, limit }: Parameters<UsageStore['listWorkerMeters']>[0]): Promise<WorkerMeter[]> {
     const rows = await this.db.query<WorkerMeterRow>('SELECT * FROM worker_meters WHERE started_at < $1 AND ended_at >= $2 ORDER BY started_at, worker_id LIMIT $3', [to, from, limit]);
     return rows.map(toWorkerMeter);
+  }
+
+  // One statement: the count's new value places the duration in the ring, atomically.
+  async recordColdStart({ endpointId, kind, ms, bucket, at, window }: Parameters<UsageStore['recordColdStart']>[0]): Promise<void> {
+    await this.db.query(
+      `WITH t AS (
+         INSERT INTO cold_start_totals (endpoint_id, kind, count, sum_ms, last_ms, last_at) VALUES ($1, $2, 1, $3, $3, $4)
+         ON CONFLICT (endpoint_id, kind) DO UPDATE SET count = cold_start_totals.count + 1, sum_ms = cold_start_totals.sum_ms + EXCLUDED.sum_ms,
+           last_ms = EXCLUDED.last_ms, last_at = EXCLUDED.last_at
+         RETURNING count
+       ), b AS (
+         INSERT INTO cold_start_buckets (endpoint_id, kind, bucket, count) VALUES ($1, $2, $5, 1)
+         ON CONFLICT (endpoint_id, kind, bucket) DO UPDATE SET count = cold_start_buckets.count + 1
+       )
+       INSERT INTO cold_start_recent (endpoint_id, kind, slot, ms) SELECT $1, $2, (t.count - 1) % $6, $3 FROM t
+       ON CONFLICT (endpoint_id, kind, slot) DO UPDATE SET ms = EXCLUDED.ms`,
+      [endpointId, kind, ms, at, bucket, window],
+    );
+  }
+
+  async readColdStarts(endpointId: string): Promise<StoredColdStarts[]> {
+    const [totals, buckets, recent] = await Promise.all([
+      this.db.query<ColdStartRows['totals'][number]>('SELECT kind, count::float8 AS count, sum_ms, last_ms, last_at::float8 AS last_at FROM cold_start_totals WHERE endpoint_id = $1 ORDER BY kind', [endpointId]),
+      this.db.query<ColdStartRows['buckets'][number]>('SELECT kind, bucket, count::float8 AS count FROM cold_start_buckets WHERE endpoint_id = $1', [endpointId]),
+      this.db.query<ColdStartRows['recent'][number]>('SELECT kind, slot, ms FROM cold_start_recent WHERE endpoint_id = $1', [endpointId]),
+    ]);
+    return toStoredColdStarts({ totals, buckets, recent });
   }
 }

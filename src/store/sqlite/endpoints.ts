@@ -48,6 +48,10 @@ export class SqliteEndpointStore implements EndpointStore {
         // The charts' minutes too, or an endpoint created later with the same id would show them.
         this.c.q('DELETE FROM job_minute_buckets WHERE endpoint_id = ?').run(id);
         this.c.q('DELETE FROM job_minutes WHERE endpoint_id = ?').run(id);
+        // And its cold starts (docs/scaling.md, "Cold starts").
+        this.c.q('DELETE FROM cold_start_totals WHERE endpoint_id = ?').run(id);
+        this.c.q('DELETE FROM cold_start_buckets WHERE endpoint_id = ?').run(id);
+        this.c.q('DELETE FROM cold_start_recent WHERE endpoint_id = ?').run(id);
         return true;
       }),
     );

@@ -1,5 +1,6 @@
 import type { JobMeter, WorkerMeter } from '../../model/records.js';
-import type { UsageStore, UsageSum } from '../store.js';
+import type { StoredColdStarts, UsageStore, UsageSum } from '../store.js';
+import { toStoredColdStarts, type ColdStartRows } from '../usage-sql.js';
 import { toJobMeter, toUsageSum, usageGrouping, type JobMeterRow, type UsageSumRow } from '../usage-sql.js';
 import type { SqliteConnection } from './connection.js';
 
@@ -118,5 +119,35 @@ export class SqliteUsageStore implements UsageStore {
         this.c.q('SELECT * FROM worker_meters WHERE started_at < ? AND ended_at >= ? ORDER BY started_at, worker_id LIMIT ?').all(to, from, limit) as WorkerMeterRow[]
       ).map(toWorkerMeter),
     );
+  }
+
+  recordColdStart({ endpointId, kind, ms, bucket, at, window }: Parameters<UsageStore['recordColdStart']>[0]): Promise<void> {
+    return this.c.write(() => {
+      const { count } = this.c
+        .q(`INSERT INTO cold_start_totals (endpoint_id, kind, count, sum_ms, last_ms, last_at) VALUES (?, ?, 1, ?, ?, ?)
+            ON CONFLICT (endpoint_id, kind) DO UPDATE SET count = cold_start_totals.count + 1, sum_ms = cold_start_totals.sum_ms + excluded.sum_ms,
+              last_ms = excluded.last_ms, last_at = excluded.last_at
+            RETURNING count`)
+        .get(endpointId, kind, ms, ms, at) as { count: number };
+      this.c
+        .q(`INSERT INTO cold_start_buckets (endpoint_id, kind, bucket, count) VALUES (?, ?, ?, 1)
+            ON CONFLICT (endpoint_id, kind, bucket) DO UPDATE SET count = cold_start_buckets.count + 1`)
+        .run(endpointId, kind, bucket);
+      this.c
+        .q(`INSERT INTO cold_start_recent (endpoint_id, kind, slot, ms) VALUES (?, ?, ?, ?)
+            ON CONFLICT (endpoint_id, kind, slot) DO UPDATE SET ms = excluded.ms`)
+        .run(endpointId, kind, (count - 1) % window, ms);
+    });
+  }
+
+  readColdStarts(endpointId: string): Promise<StoredColdStarts[]> {
+    return this.c.read(() => {
+      const rows: ColdStartRows = {
+        totals: this.c.q('SELECT kind, count, sum_ms, last_ms, last_at FROM cold_start_totals WHERE endpoint_id = ? ORDER BY kind').all(endpointId) as ColdStartRows['totals'],
+        buckets: this.c.q('SELECT kind, bucket, count FROM cold_start_buckets WHERE endpoint_id = ?').all(endpointId) as ColdStartRows['buckets'],
+        recent: this.c.q('SELECT kind, slot, ms FROM cold_start_recent WHERE endpoint_id = ?').all(endpointId) as ColdStartRows['recent'],
+      };
+      return toStoredColdStarts(rows);
+    });
   }
 }

@@ -1,0 +1,69 @@
+// util/string-index.ts (the allocator's reused id table) and util/heap.ts with items that keep
+// their own place: checked against a Map and a sorted array on random inputs.
+import { describe, expect, it } from 'vitest';
+import { Heap } from '../../src/util/heap.js';
+import { StringIndex } from '../../src/util/string-index.js';
+
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+describe('StringIndex', () => {
+  it('answers as a Map would, use after use, and forgets everything between uses', () => {
+    const ix = new StringIndex();
+    const r = rng(1);
+    for (const size of [5, 300, 40, 2000, 3]) {
+      ix.reset(size);
+      const map = new Map<string, number>();
+      for (let i = 0; i < size; i++) {
+        // Repeats on purpose: a second set replaces the number, as Map.set does.
+        const key = `w-${Math.floor(r() * size * 0.8)}`;
+        expect(ix.set(key, i)).toBe(true);
+        map.set(key, i);
+      }
+      for (let i = 0; i < size; i++) expect(ix.get(`w-${i}`)).toBe(map.get(`w-${i}`) ?? -1);
+      ix.clear();
+      expect(ix.get(map.keys().next().value!)).toBe(-1);
+    }
+  });
+
+  it('refuses a string past what reset made room for, rather than growing', () => {
+    const ix = new StringIndex();
+    ix.reset(2);
+    const accepted = Array.from({ length: 20 }, (_, i) => ix.set(`k${i}`, i)).filter(Boolean).length;
+    expect(accepted).toBe(8); // a table of 16, half of it usable
+    expect(ix.get('k7')).toBe(7);
+    expect(ix.get('k8')).toBe(-1);
+  });
+});
+
+describe('Heap with items that keep their place', () => {
+  it('pops in order after updates found through the place', () => {
+    const r = rng(2);
+    interface Item {
+      key: number;
+      at: number;
+    }
+    const heap = new Heap<Item>((a, b) => a.key < b.key, { get: (x) => x.at, set: (x, i) => void (x.at = i) });
+    const items: Item[] = Array.from({ length: 200 }, () => ({ key: Math.floor(r() * 1000), at: -1 }));
+    for (const x of items) heap.push(x);
+    for (let n = 0; n < 300; n++) {
+      const x = items[Math.floor(r() * items.length)]!;
+      x.key = Math.floor(r() * 1000);
+      heap.update(x);
+    }
+    const out: number[] = [];
+    for (let x = heap.pop(); x !== undefined; x = heap.pop()) {
+      expect(x.at).toBe(-1);
+      out.push(x.key);
+    }
+    expect(out).toEqual(items.map((x) => x.key).sort((a, b) => a - b));
+  });
+});
