@@ -29,13 +29,9 @@ function rng(seed) {
 
 const TYPES = ['L4', 'A100-80GB', 'H100'];
 
-function buildInput(gpus, endpointCount, r) {
-  const hosts = [];
-  for (let i = 0; i < gpus / 8; i++) {
-    const type = TYPES[i % TYPES.length];
-    hosts.push({ name: `h${i}`, up: true, gpus: Array.from({ length: 8 }, (_, k) => String(k)), gpuTypes: Array(8).fill(type), gpusInUse: new Set(), workers: 0, holders: new Map() });
-  }
-  const endpoints = Array.from({ length: endpointCount }, (_, i) => ({
+/** Endpoint `i`'s settings: priorities 10/50/50/90, weights 1–3, every fifth preemptible, every tenth keeps one worker, every other one takes two GPU models in order. */
+function endpointSettings(i) {
+  return {
     id: `ep-${i}`,
     priority: [10, 50, 50, 90][i % 4],
     shareWeight: 1 + (i % 3),
@@ -43,10 +39,16 @@ function buildInput(gpus, endpointCount, r) {
     workersMin: i % 10 === 0 ? 1 : 0,
     gpus: 1,
     ...(i % 2 === 0 ? { gpuTypes: [TYPES[i % 3], TYPES[(i + 1) % 3]] } : {}),
-    workers: [],
-    want: 0,
-    waitingSince: null,
-  }));
+  };
+}
+
+function buildInput(gpus, endpointCount, r) {
+  const hosts = [];
+  for (let i = 0; i < gpus / 8; i++) {
+    const type = TYPES[i % TYPES.length];
+    hosts.push({ name: `h${i}`, up: true, gpus: Array.from({ length: 8 }, (_, k) => String(k)), gpuTypes: Array(8).fill(type), gpusInUse: new Set(), workers: 0, holders: new Map() });
+  }
+  const endpoints = Array.from({ length: endpointCount }, (_, i) => ({ ...endpointSettings(i), workers: [], want: 0, waitingSince: null }));
   let held = 0;
   let n = 0;
   for (const host of hosts) {
@@ -120,15 +122,7 @@ export function timePasses({ gpus, endpoints: endpointCount, runs = 30 }) {
   const hostCount = gpus / 8;
   const types = Array.from({ length: hostCount }, (_, i) => TYPES[i % TYPES.length]);
   const hostWorkers = Array.from({ length: hostCount }, () => new Map());
-  const settings = Array.from({ length: endpointCount }, (_, i) => ({
-    id: `ep-${i}`,
-    priority: [10, 50, 50, 90][i % 4],
-    shareWeight: 1 + (i % 3),
-    preemptible: i % 5 === 0,
-    workersMin: i % 10 === 0 ? 1 : 0,
-    gpus: 1,
-    ...(i % 2 === 0 ? { gpuTypes: [TYPES[i % 3], TYPES[(i + 1) % 3]] } : {}),
-  }));
+  const settings = Array.from({ length: endpointCount }, (_, i) => endpointSettings(i));
   /** Worker id → [endpoint index, host index]. */
   const placed = new Map();
   let n = 0;

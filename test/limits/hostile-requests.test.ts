@@ -9,18 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGantry, type TestBackend, type TestGantry } from '../helpers/gantry.js';
 import { spawnWorker, TOY_WORKER, type WorkerProcess } from '../openai/worker-process.js';
-
-/** mulberry32: a small seeded PRNG, so a failing run can be replayed from its seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom as prng } from '../helpers/seeded-random.js';
 
 const PROTOTYPE_NAMES = ['constructor', 'toString', 'valueOf', 'hasOwnProperty', '__proto__', 'isPrototypeOf', '__defineSetter__'];
 const ODD_SEGMENTS = ['%00', 'a%00b', '%ff', '%E2%82', '..', '%2F', 'x'.repeat(300), 'x'.repeat(6_000), '%F0%9F%98%80', 'a b', '%25', '-', '_', "'", '"', '\\', 'admin', '%0A', ...PROTOTYPE_NAMES];

@@ -16,6 +16,19 @@ import { hostConfig } from '../fixtures/docker/test-engines.js';
 const socket = join(tmpdir(), `gantry-engine-${randomBytes(4).toString('hex')}.sock`);
 let server: Server | undefined;
 
+/** Hosts of one engine (the stand-in on `socket`) with `gpus` GPUs, checked only when a test asks, on a clock the test moves; down 100 ms after the last answer. */
+function quietHosts(gpus: number, clock: { now: number }): DockerHosts {
+  return new DockerHosts({
+    hosts: [hostConfig(`unix://${socket}`, 'h', gpus)],
+    quiet: true,
+    pingIntervalMs: 60_000,
+    downAfterMs: 100,
+    onRecovered: () => {},
+    logger: pino({ level: 'silent' }),
+    clock: { now: () => clock.now, after: () => () => {} },
+  });
+}
+
 afterEach(async () => {
   await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
   server = undefined;
@@ -79,35 +92,19 @@ describe('DockerHosts', () => {
   });
 
   it('a reservation for a host lost while its container started does not attach', async () => {
-    let now = 0;
-    const hosts = new DockerHosts({
-      hosts: [hostConfig(`unix://${socket}`, 'h', 1)],
-      quiet: true,
-      pingIntervalMs: 60_000,
-      downAfterMs: 100,
-      onRecovered: () => {},
-      logger: pino({ level: 'silent' }),
-      clock: { now: () => now, after: () => () => {} },
-    });
+    const clock = { now: 0 };
+    const hosts = quietHosts(1, clock);
     const reservation = hosts.reserve('w1', { count: 1 });
     await hosts.checkNow(hosts.list[0]!);
-    now += 200;
+    clock.now += 200;
     await hosts.checkNow(hosts.list[0]!);
     expect(reservation.attach({ deviceIds: reservation.deviceIds, lost: () => {} })).toBe(false);
     hosts.close();
   });
 
   it('gives the same load again while a host is unchanged, and a fresh one after each change', async () => {
-    let now = 0;
-    const hosts = new DockerHosts({
-      hosts: [hostConfig(`unix://${socket}`, 'h', 4)],
-      quiet: true,
-      pingIntervalMs: 60_000,
-      downAfterMs: 100,
-      onRecovered: () => {},
-      logger: pino({ level: 'silent' }),
-      clock: { now: () => now, after: () => () => {} },
-    });
+    const clock = { now: 0 };
+    const hosts = quietHosts(4, clock);
     const [first] = hosts.loads();
     expect(hosts.loads()[0]).toBe(first);
     const a = hosts.reserve('wa', { count: 1 });
@@ -127,7 +124,7 @@ describe('DockerHosts', () => {
     expect(released!.gpusInUse.size).toBe(0);
     // Down: the same workers (none), another state.
     await hosts.checkNow(hosts.list[0]!);
-    now += 200;
+    clock.now += 200;
     await hosts.checkNow(hosts.list[0]!);
     expect(hosts.loads()[0]).toMatchObject({ up: false });
     hosts.close();

@@ -2,18 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { HostLoad } from '../../src/pool/docker/placement.js';
 import { allocate, type AllocatorInput, type AllocWorker, type EndpointDemand } from '../../src/services/allocator.js';
 import { allocateReference } from './allocator-reference.js';
-
-/** mulberry32: a small seeded generator, so a failing fleet can be made again from its seed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom as rng } from '../helpers/seeded-random.js';
 
 const MODELS = ['L4', 'A100', 'H100', ''];
 const IMAGES = ['img-a', 'img-b', 'img-c'];

@@ -3,17 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { Heap } from '../../src/util/heap.js';
 import { StringIndex } from '../../src/util/string-index.js';
-
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom as rng } from '../helpers/seeded-random.js';
 
 describe('StringIndex', () => {
   it('answers as a Map would, use after use, and forgets everything between uses', () => {
