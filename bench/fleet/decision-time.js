@@ -42,6 +42,17 @@ function endpointSettings(i) {
   };
 }
 
+/** Mean, median, p95 and max of the decision times (ms), which it sorts. */
+function timeSummary(times) {
+  times.sort((a, b) => a - b);
+  return {
+    meanMs: times.reduce((a, b) => a + b, 0) / times.length,
+    medianMs: times[Math.floor((times.length - 1) / 2)],
+    p95Ms: times[Math.floor(0.95 * (times.length - 1))],
+    maxMs: times[times.length - 1],
+  };
+}
+
 function buildInput(gpus, endpointCount, r) {
   const hosts = [];
   for (let i = 0; i < gpus / 8; i++) {
@@ -85,19 +96,7 @@ export function timeDecisions({ gpus, endpoints, runs = 30 }) {
     const used = process.cpuUsage(before);
     if (i >= 5) times.push((used.user + used.system) / 1000);
   }
-  times.sort((a, b) => a - b);
-  return {
-    gpus,
-    hosts: gpus / 8,
-    endpoints,
-    workers: last.workers,
-    wanting: last.wanting,
-    runs,
-    meanMs: times.reduce((a, b) => a + b, 0) / times.length,
-    medianMs: times[Math.floor((times.length - 1) / 2)],
-    p95Ms: times[Math.floor(0.95 * (times.length - 1))],
-    maxMs: times[times.length - 1],
-  };
+  return { gpus, hosts: gpus / 8, endpoints, workers: last.workers, wanting: last.wanting, runs, ...timeSummary(times) };
 }
 
 /** A host's load as DockerHosts.loads() makes it, from its workers (worker id → device ids). */
@@ -170,17 +169,5 @@ export function timePasses({ gpus, endpoints: endpointCount, runs = 30 }) {
     const used = process.cpuUsage(before);
     if (i >= 5) times.push((used.user + used.system) / 1000);
   }
-  times.sort((a, b) => a - b);
-  return {
-    gpus,
-    hosts: hostCount,
-    endpoints: endpointCount,
-    workers: last.workers,
-    wanting: last.wanting,
-    runs,
-    meanMs: times.reduce((a, b) => a + b, 0) / times.length,
-    medianMs: times[Math.floor((times.length - 1) / 2)],
-    p95Ms: times[Math.floor(0.95 * (times.length - 1))],
-    maxMs: times[times.length - 1],
-  };
+  return { gpus, hosts: hostCount, endpoints: endpointCount, workers: last.workers, wanting: last.wanting, runs, ...timeSummary(times) };
 }
