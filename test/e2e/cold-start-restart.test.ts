@@ -33,6 +33,14 @@ async function coldStarts(gw: ServeProcess): Promise<ColdStarts | null> {
   return (await gw.admin.workerListing('cold')).coldStarts ?? null;
 }
 
+/** The endpoint's cold starts once `count` of them are reported. */
+function coldStartsCounted(gw: ServeProcess, count: number, what: string): Promise<ColdStarts> {
+  return eventually(async () => {
+    const c = await coldStarts(gw);
+    return c && c.count === count ? c : undefined;
+  }, 30_000, what);
+}
+
 /** A job sent while no worker runs: the pool starts one for it (a cold start), and it completes. */
 async function coldJob(gw: ServeProcess, n: number): Promise<void> {
   const job = await gw.client().runSync('cold', { input: { n } }, { timeoutMs: 60_000 });
@@ -69,10 +77,7 @@ describe(`cold starts across gateway restarts (${BACKEND})`, () => {
     await coldJob(gw, 1);
     await noWorkers(gw);
     await coldJob(gw, 2);
-    const before = await eventually(async () => {
-      const c = await coldStarts(gw);
-      return c && c.count === 2 ? c : undefined;
-    }, 30_000, 'two cold starts counted');
+    const before = await coldStartsCounted(gw, 2, 'two cold starts counted');
     expect(before.start.count).toBe(2);
     const metricsBefore = await metricLines(gw);
     expect(metricsBefore).toContain('gantry_cold_starts_total{endpoint="cold",kind="start"} 2');
@@ -80,26 +85,17 @@ describe(`cold starts across gateway restarts (${BACKEND})`, () => {
     // A restart: the new leader reads what the old one stored.
     expect(await gw.stop()).toBe(0);
     gw = gateway = await serve();
-    const after = await eventually(async () => {
-      const c = await coldStarts(gw);
-      return c && c.count === 2 ? c : undefined;
-    }, 30_000, 'the stored cold starts read by the new leader');
+    const after = await coldStartsCounted(gw, 2, 'the stored cold starts read by the new leader');
     expect(after).toEqual(before);
     expect(await metricLines(gw)).toEqual(metricsBefore);
 
     // Its own cold start adds to them; and a second restart keeps all three.
     await coldJob(gw, 3);
-    const three = await eventually(async () => {
-      const c = await coldStarts(gw);
-      return c && c.count === 3 ? c : undefined;
-    }, 30_000, 'a third cold start counted');
+    const three = await coldStartsCounted(gw, 3, 'a third cold start counted');
     expect(three.start).toMatchObject({ count: 3, window: 3 });
     expect(await gw.stop()).toBe(0);
     gw = gateway = await serve();
-    const again = await eventually(async () => {
-      const c = await coldStarts(gw);
-      return c && c.count === 3 ? c : undefined;
-    }, 30_000, 'three cold starts after the second restart');
+    const again = await coldStartsCounted(gw, 3, 'three cold starts after the second restart');
     expect(again).toEqual(three);
     expect(await metricLines(gw)).toContain('gantry_cold_starts_total{endpoint="cold",kind="start"} 3');
     expect((await metricLines(gw)).find((l) => l.startsWith('gantry_cold_start_seconds_count{endpoint="cold",kind="start"}'))).toMatch(/ 3$/);
