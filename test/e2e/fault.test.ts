@@ -48,12 +48,32 @@ function createLoad(url: string, endpointId: string, keys: { run: string; worker
       await pause(50);
     }
   };
+  /**
+   * Takes batches and finishes them, and pings every second listing what it holds, as runpod-python
+   * does: a take answer lost when the gateway was killed leaves a job the store says this worker
+   * holds but its pings never list, which the gateway returns to the queue (docs/worker-protocol.md).
+   */
   const worker = async (workerId: string): Promise<void> => {
+    const held = new Set<string>();
+    const heartbeat = (async () => {
+      while (!stopWorkers) {
+        const jobIds = encodeURIComponent([...held].join(','));
+        await call(url, 'GET', `/v2/${endpointId}/ping/${workerId}?job_id=${jobIds}&runpod_version=1.12.0`, { key: keys.worker, rawAuth: true }).catch(() => undefined);
+        await pause(1_000);
+      }
+    })();
     while (!stopWorkers) {
       const r = await call(url, 'GET', `/v2/${endpointId}/job-take-batch/${workerId}?batch_size=10&job_in_progress=0`, { key: keys.worker, rawAuth: true }).catch(() => undefined);
-      if (r?.status === 200) for (const job of r.json as unknown as Json[]) await finish(workerId, job.id as string);
-      else if (r?.status !== 204) await pause(50);
+      if (r?.status === 200) {
+        const ids = (r.json as unknown as Json[]).map((job) => job.id as string);
+        for (const id of ids) held.add(id);
+        for (const id of ids) {
+          await finish(workerId, id);
+          held.delete(id);
+        }
+      } else if (r?.status !== 204) await pause(50);
     }
+    await heartbeat;
   };
   const clients = Array.from({ length: 6 }, () => client());
   const workers = ['w1', 'w2', 'w3'].map((id) => worker(id));
@@ -80,7 +100,11 @@ async function setUp(s: ServeProcess, endpointId: string): Promise<{ run: string
 async function expectEachEndedOnce(url: string, endpointId: string, runKey: string, load: ReturnType<typeof createLoad>): Promise<void> {
   const ids = [...new Set(load.acknowledged)];
   expect(ids.length).toBe(load.acknowledged.length);
-  await eventually(async () => (ids.every((id) => load.accepted.has(id)) ? true : undefined), 60_000, 'every acknowledged job to be completed');
+  await eventually(async () => (ids.every((id) => load.accepted.has(id)) ? true : undefined), 60_000, 'every acknowledged job to be completed').catch(async (err: Error) => {
+    const missing = ids.filter((id) => !load.accepted.has(id)).slice(0, 5);
+    const states = await Promise.all(missing.map(async (id) => JSON.stringify((await call(url, 'GET', `/v2/${endpointId}/status/${id}`, { key: runKey })).json)));
+    throw new Error(`${err.message}; not completed: ${states.join(' ')}`);
+  });
   await load.stop();
   for (const id of ids) expect(load.accepted.get(id), id).toBe(1);
   for (const count of load.accepted.values()) expect(count).toBe(1);

@@ -166,6 +166,8 @@ describe.each(['sqlite', 'postgres'] as const)('runpod-python 1.12 worker protoc
     const worker = startWorker(ep, ['--handler', 'sleep', '--concurrency', '2']);
     const jobs = await Promise.all(ids.map((id) => untilTerminal(ep, id)));
     for (const job of jobs) expect(job).toMatchObject({ status: 'COMPLETED', output: { slept: 2 }, workerId: worker.workerId });
+    // The worker prints `done` once its result post has been answered, which can be after /status says COMPLETED.
+    for (const id of ids) await untilEvent(worker, 'done', id);
     expect(worker.stderr).toMatch(/GET \/v2\/[^/]+\/job-take-batch\/[^?]+\?&batch_size=2&job_in_progress=0 -> 200/);
     // While both run, the heartbeat lists them: ping/W?job_id=a%2Cb&runpod_version=1.12.0.
     const pings = [...worker.stderr.matchAll(/GET \/v2\/[^/]+\/ping\/[^?]+\?job_id=([^&]+)&runpod_version=1\.12\.0 -> 200/g)];
