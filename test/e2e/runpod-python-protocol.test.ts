@@ -124,6 +124,7 @@ describe.each(['sqlite', 'postgres'] as const)('runpod-python 1.12 worker protoc
     expect(done).toMatchObject({ status: 'COMPLETED', output: { steps } });
     // The worker posts `steps` updates plus the late one, which lands after job-done.
     await until('the late progress post', () => (worker.count('progress-sent', id) === steps + 1 ? true : undefined));
+    await untilEvent(worker, 'done', id);
     expect(worker.events.findIndex((e) => e.what === 'done' && e.id === id))
       .toBeLessThan(worker.events.findLastIndex((e) => e.what === 'progress-sent' && e.id === id));
     expect(await jobStatus(ep, id)).toMatchObject({ status: 'COMPLETED', output: { steps } });
