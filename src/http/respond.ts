@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
+import type { JsonParts } from '../jobs/job-view.js';
 import { AppError } from '../model/errors.js';
 
 /**
@@ -19,6 +20,40 @@ export function sendJsonText(res: ServerResponse, status: number, text: string, 
   if (headers) for (const name in headers) res.setHeader(name, headers[name]!);
   res.writeHead(status);
   res.end(body);
+}
+
+/**
+ * Sends JSON text given whole or in parts (job-view.ts, JsonParts): the parts are written one
+ * after the other, the bytes among them as they are.
+ */
+export function sendJsonParts(res: ServerResponse, status: number, parts: JsonParts): void {
+  if (typeof parts === 'string') return sendJsonText(res, status, parts);
+  if (res.headersSent || res.destroyed) return;
+  const chunks = parts.map((part) => (typeof part === 'string' ? Buffer.from(part, 'utf8') : part));
+  let length = 0;
+  for (const chunk of chunks) length += chunk.length;
+  res.setHeader('content-type', 'application/json; charset=utf-8');
+  res.setHeader('content-length', length);
+  res.writeHead(status);
+  for (let i = 0; i < chunks.length - 1; i++) res.write(chunks[i]);
+  res.end(chunks.at(-1));
+}
+
+/**
+ * Joins JSON texts into one JSON array, whole when every one is a whole text.
+ *
+ * @example jsonArrayParts(['{"a":1}', '{"b":2}']) === '[{"a":1},{"b":2}]'
+ */
+export function jsonArrayParts(items: readonly JsonParts[]): JsonParts {
+  if (items.every((item) => typeof item === 'string')) return `[${items.join(',')}]`;
+  const parts: (string | Buffer)[] = ['['];
+  items.forEach((item, i) => {
+    if (i > 0) parts.push(',');
+    if (typeof item === 'string') parts.push(item);
+    else parts.push(...item);
+  });
+  parts.push(']');
+  return parts;
 }
 
 /**

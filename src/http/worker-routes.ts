@@ -3,7 +3,7 @@ import type { WorkerRefusal, WorkerService } from '../jobs/worker-service.js';
 import { queryInteger } from './query.js';
 import { MB } from './body.js';
 import type { EndpointCall, EndpointRoute, HttpMethod, Route } from './route-table.js';
-import { sendJson, sendJsonText, sendNoContent } from './respond.js';
+import { jsonArrayParts, sendJson, sendJsonParts, sendNoContent } from './respond.js';
 
 /** What the worker routes use. */
 export interface WorkerRouteDeps {
@@ -61,14 +61,14 @@ export function workerRoutes(deps: WorkerRouteDeps): Route[] {
 async function take(workers: WorkerService, { res, endpointId, signal }: EndpointCall, workerId: string): Promise<void> {
   const [job] = await workers.take(endpointId, workerId, 1, signal);
   if (!job) return sendNoContent(res);
-  sendJsonText(res, 200, workers.renderForWorker(job));
+  sendJsonParts(res, 200, workers.renderForWorker(job));
 }
 
 async function takeBatch(workers: WorkerService, { res, endpointId, signal, query }: EndpointCall, workerId: string): Promise<void> {
   const size = queryInteger('batch_size', query.get('batch_size'), 1, 1, MAX_BATCH, true);
   const jobs = await workers.take(endpointId, workerId, size, signal);
   if (jobs.length === 0) return sendNoContent(res);
-  sendJsonText(res, 200, `[${jobs.map((job) => workers.renderForWorker(job)).join(',')}]`);
+  sendJsonParts(res, 200, jsonArrayParts(jobs.map((job) => workers.renderForWorker(job))));
 }
 
 async function stop(workers: WorkerService, { res, endpointId, signal }: EndpointCall, workerId: string): Promise<void> {

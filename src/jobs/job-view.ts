@@ -50,8 +50,20 @@ export function renderJobRef(job: Pick<JobRecord, 'id' | 'status'>): string {
  * trace context: the W3C context of this run's span, for the worker's own spans
  * (model/trace-context.ts, docs/worker-protocol.md).
  */
-export function renderTakenJob(job: JobWithInput, s3ConfigJson: string | null, webhook: string | null): string {
-  let text = `{"id":${JSON.stringify(job.id)},"input":${job.inputJson}`;
+export function renderTakenJob(job: JobWithInput, s3ConfigJson: string | null, webhook: string | null): JsonParts {
+  if (job.inputUtf8 !== undefined) return [`{"id":${JSON.stringify(job.id)},"input":`, job.inputUtf8, renderTakenRest(job, s3ConfigJson, webhook)];
+  return `{"id":${JSON.stringify(job.id)},"input":${job.inputJson}${renderTakenRest(job, s3ConfigJson, webhook)}`;
+}
+
+/**
+ * JSON text, whole or in parts to be written one after the other: a large input the store
+ * holds as UTF-8 bytes goes out as those bytes, never made a string and encoded again.
+ */
+export type JsonParts = string | readonly (string | Buffer)[];
+
+/** What follows the input in a job-take answer, to its closing brace. */
+function renderTakenRest(job: JobWithInput, s3ConfigJson: string | null, webhook: string | null): string {
+  let text = '';
   if (webhook !== null) text += `,"webhook":${JSON.stringify(webhook)}`;
   text += `,"policy":{"executionTimeout":${job.executionTimeoutMs},"lowPriority":${job.lowPriority},"ttl":${job.ttlMs}}`;
   if (s3ConfigJson !== null) text += `,"s3Config":${s3ConfigJson}`;

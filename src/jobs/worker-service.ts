@@ -10,7 +10,7 @@ import { isObject, jsonText } from '../model/json.js';
 import type { JobRecord, JobWithInput } from '../model/records.js';
 import { openIfSealed, type SecretBox } from '../security/secret-box.js';
 import type { JobStore, WorkerStore } from '../store/store.js';
-import { renderTakenJob } from './job-view.js';
+import { renderTakenJob, type JsonParts } from './job-view.js';
 import { splitChunk } from './stream-chunks.js';
 import type { JobTransitions } from './transitions.js';
 
@@ -53,7 +53,7 @@ export interface WorkerService {
   /** Long-poll for up to `limit` jobs; [] when none came within the take wait. */
   take(endpointId: string, workerId: string, limit: number, signal: AbortSignal): Promise<JobWithInput[]>;
   /** The JSON a worker receives for a job, with s3Config decrypted (the only place it is). */
-  renderForWorker(job: JobWithInput): string;
+  renderForWorker(job: JobWithInput): JsonParts;
   /** Long-poll for the ids of jobs the worker must stop. */
   stops(endpointId: string, workerId: string, signal: AbortSignal): Promise<string[]>;
   /** job-done: a result (COMPLETED / FAILED) or a progress update. */
@@ -188,7 +188,7 @@ class Workers implements WorkerService {
     return this.deps.takeQueue.take(endpointId, workerId, limit, this.deps.config.jobTakeWaitMs, signal);
   }
 
-  renderForWorker(job: JobWithInput): string {
+  renderForWorker(job: JobWithInput): JsonParts {
     const webhook = job.webhook === null ? null : openIfSealed(this.deps.secrets, job.webhook);
     return renderTakenJob(job, job.s3Config === null ? null : this.deps.secrets.open(job.s3Config), webhook);
   }

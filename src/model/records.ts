@@ -39,6 +39,12 @@ export interface FeatureCharge {
 /** A job with its input (JSON text as submitted): what job-take hands a worker. */
 export interface JobWithInput extends JobRecord {
   inputJson: string;
+  /**
+   * The same input as UTF-8 bytes, where the store read it as such (a large input kept in a file
+   * on SQLite): `inputJson` is then decoded from it only when read, and job-take writes these
+   * bytes out as they are (docs/scaling.md, "Big bodies").
+   */
+  inputUtf8?: Buffer;
 }
 
 /** One pool worker process's life, start to stop (worker_meters). */

@@ -242,6 +242,6 @@ describe('job service state machine', () => {
     const stored = await store.getJob(job.id);
     expect(stored?.s3Config).not.toContain('very-secret');
     const [taken] = await take();
-    expect(JSON.parse(app.workers.renderForWorker(taken!))).toMatchObject({ id: job.id, s3Config });
+    expect(JSON.parse(app.workers.renderForWorker(taken!) as string)).toMatchObject({ id: job.id, s3Config });
   });
 });

@@ -1,13 +1,15 @@
-import { closeSync, copyFileSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
+import { closeSync, copyFileSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { checkLedger, listMigrations, migrationsDir } from '../migrations.js';
+import { INPUT_IN_FILE, inputFilesDirOf } from './input-files.js';
 
 /**
  * Backups and restores of the SQLite store (`gantry backup`, `gantry restore`, docs/deploy.md).
  * The copy is SQLite's online backup: it reads the live file in read transactions, which in WAL
  * mode never block the gateway's writers, and restarts by itself when a write lands between two
- * of its steps, so what it writes is one committed state of the database.
+ * of its steps, so what it writes is one committed state of the database. Inputs the gateway
+ * keeps in files (input-files.ts) are put into the copy's rows, so a backup is one file.
  */
 
 /** What a backup file holds, read before it is trusted. */
@@ -48,6 +50,7 @@ export async function backupSqlite(source: string, dest: string): Promise<Sqlite
     db.close();
   }
   try {
+    inlineInputFiles(partial, inputFilesDirOf(source));
     const info = inspectSqliteBackup(partial);
     syncFile(partial);
     renameSync(partial, dest);
@@ -55,6 +58,33 @@ export async function backupSqlite(source: string, dest: string): Promise<Sqlite
   } catch (err) {
     rmSync(partial, { force: true });
     throw err;
+  }
+}
+
+/**
+ * Puts into the copy `file` the text of each input kept in a file of `dir`, one at a time. A file
+ * that is gone belongs to a job deleted since the copy was taken (only the sweep deletes them,
+ * once their row is gone): that job is left out of the copy too.
+ */
+function inlineInputFiles(file: string, dir: string): void {
+  const db = new Database(file, { fileMustExist: true });
+  try {
+    const inFiles = db.prepare('SELECT job_id FROM job_inputs WHERE input_json = ?').pluck(true).all(INPUT_IN_FILE) as string[];
+    const update = db.prepare('UPDATE job_inputs SET input_json = ? WHERE job_id = ?');
+    const drop = db.prepare('DELETE FROM jobs WHERE id = ?');
+    for (const id of inFiles) {
+      let text: string | undefined;
+      try {
+        text = readFileSync(join(dir, `${id}.json`), 'utf8');
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      }
+      if (text === undefined) drop.run(id);
+      else update.run(text, id);
+    }
+    if (inFiles.length > 0) db.pragma('wal_checkpoint(TRUNCATE)');
+  } finally {
+    db.close();
   }
 }
 
@@ -145,6 +175,9 @@ export function restoreSqlite(file: string, target: string, now: number): Sqlite
       else rmSync(target + suffix);
     }
   }
+  // The backup holds every input in its rows; the files of the replaced database go with it.
+  const inputs = inputFilesDirOf(target);
+  if (previous && existsSync(inputs)) renameSync(inputs, `${previous}-job-inputs`);
   renameSync(incoming, target);
   syncFile(dirname(target));
   return { ...info, ...(previous ? { previous } : {}) };

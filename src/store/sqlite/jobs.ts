@@ -5,6 +5,7 @@ import { tallyJobCounts, toQueueByKey, toQueueStats, type CountRow, type HeldRow
 import { fairPlace, finishedColumns, LIVE_STATUS_LIST, requeuedColumns, RETRYABLE_STATUS_LIST, TERMINAL_STATUS_LIST } from '../job-sql.js';
 import { WEBHOOK_ATTEMPTS_KEPT, type IdempotentJob, type JobStore, type StreamChunk, type WebhookAttempt } from '../store.js';
 import { placeholders, type SqliteConnection } from './connection.js';
+import { INPUT_IN_FILE, type InputFiles } from './input-files.js';
 
 type Args<M extends keyof JobStore> = Parameters<JobStore[M]>[0];
 
@@ -25,6 +26,8 @@ const GET_JOB_SQL = `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ?`;
 // A job's input lives in job_inputs (migration 0020): written once here, read only where shown.
 const INSERT_INPUT_SQL = 'INSERT INTO job_inputs (job_id, input_json) VALUES (?, ?)';
 const GET_INPUT_SQL = 'SELECT input_json FROM job_inputs WHERE job_id = ?';
+// A large input is in a file (input-files.ts); its row holds INPUT_IN_FILE.
+const INPUT_IN_FILE_SQL = `SELECT 1 FROM job_inputs WHERE job_id = ? AND input_json = '${INPUT_IN_FILE}'`;
 const DELETE_JOB_SQL = 'DELETE FROM jobs WHERE id = ?';
 const FIND_IDEMPOTENT_SQL = `SELECT ${JOB_COLUMNS}, request_digest FROM jobs WHERE idempotency_key = ?`;
 const INSERT_JOB_ONCE_SQL = `INSERT INTO jobs (${JOB_COLUMNS}, ${IDEMPOTENCY_COLUMNS.join(', ')}, fair_at)
@@ -190,7 +193,11 @@ function byQueueOrder(a: unknown[], b: unknown[]): number {
  * statements run as one db.transaction (a savepoint inside the turn's transaction).
  */
 export class SqliteJobStore implements JobStore {
-  constructor(private readonly c: SqliteConnection) {}
+  /** `inputs`: where large inputs go (input-files.ts); without it every input is in the table. */
+  constructor(
+    private readonly c: SqliteConnection,
+    private readonly inputs?: InputFiles,
+  ) {}
 
   /** A job query in raw (array) mode; its SQL selects or returns JOB_COLUMNS first. */
   private jq(sql: string) {
@@ -207,6 +214,7 @@ export class SqliteJobStore implements JobStore {
   }
 
   insertJob({ job, inputJson }: Args<'insertJob'>): Promise<void> {
+    if (this.inputs?.wanted(job.id, inputJson)) return this.withInputFile(this.inputs, job.id, inputJson, () => this.insertJob({ job, inputJson: INPUT_IN_FILE }), () => true);
     return this.c.write(() => {
       // Positional, filled by name (no object): binding 26 named parameters took ~2 µs more a job.
       this.c.q(INSERT_JOB_SQL).run(...jobParams(job), ...fairParams(job));
@@ -226,7 +234,44 @@ export class SqliteJobStore implements JobStore {
   }
 
   getJobInput(id: string): Promise<string | undefined> {
-    return this.c.read(() => this.inputOf(id));
+    return this.c.read(() => this.inputOf(id)).then((text) => (text === INPUT_IN_FILE && this.inputs ? this.inputs.read(id).then((bytes) => bytes.toString('utf8')) : text));
+  }
+
+  /**
+   * Writes a large input's file, then inserts the rows (`insert`, whose row holds INPUT_IN_FILE);
+   * the file is deleted at once when the insert fails or (`kept`) made no job.
+   */
+  private async withInputFile<T>(inputs: InputFiles, id: string, inputJson: string, insert: () => Promise<T>, kept: (result: T) => boolean): Promise<T> {
+    await inputs.write(id, inputJson);
+    let keep = false;
+    try {
+      const result = await insert();
+      keep = kept(result);
+      return result;
+    } finally {
+      await inputs.settled(id, keep);
+    }
+  }
+
+  /**
+   * Reads from their files the inputs of `jobs` kept there (the claim's, after its commit), as
+   * bytes: job-take writes them out as they are, and `inputJson` is decoded only if read.
+   */
+  private async withFileInputs(inputs: InputFiles, jobs: JobWithInput[]): Promise<JobWithInput[]> {
+    await Promise.all(jobs.map(async (job) => {
+      if (job.inputJson !== INPUT_IN_FILE) return;
+      const bytes = await inputs.read(job.id);
+      let text: string | undefined;
+      job.inputUtf8 = bytes;
+      Object.defineProperty(job, 'inputJson', { enumerable: true, configurable: true, get: () => (text ??= bytes.toString('utf8')) });
+    }));
+    return jobs;
+  }
+
+  /** Deletes the input files whose job is gone (sweep of input-files.ts); the count deleted. */
+  sweepInputFiles(): Promise<number> {
+    if (!this.inputs) return Promise.resolve(0);
+    return this.inputs.sweep((id) => this.c.q(INPUT_IN_FILE_SQL).get(id) !== undefined);
   }
 
   private inputOf(id: string): string | undefined {
@@ -239,6 +284,10 @@ export class SqliteJobStore implements JobStore {
 
   /** Looks the key up and inserts in one write: nothing else writes between the two. */
   insertJobOnce({ job, inputJson, keyDigest, requestDigest }: Args<'insertJobOnce'>): Promise<{ created: true } | { created: false; existing: IdempotentJob }> {
+    if (this.inputs?.wanted(job.id, inputJson)) {
+      const insert = () => this.insertJobOnce({ job, inputJson: INPUT_IN_FILE, keyDigest, requestDigest });
+      return this.withInputFile(this.inputs, job.id, inputJson, insert, (outcome) => outcome.created);
+    }
     return this.c.write(
       this.c.db.transaction(() => {
         const held = this.idempotentJob(keyDigest);
@@ -264,7 +313,8 @@ export class SqliteJobStore implements JobStore {
    * short. The claim rewrites the jobs rows only; each input is read from job_inputs, not rewritten.
    */
   claimJobsFor({ endpointId, takers, now }: Args<'claimJobsFor'>): Promise<JobWithInput[]> {
-    return this.c.write(() => {
+    let inFiles = false;
+    const claimed = this.c.write(() => {
       const claimed: JobWithInput[] = [];
       for (const { workerId, limit } of takers) {
         if (limit <= 0) continue;
@@ -273,12 +323,14 @@ export class SqliteJobStore implements JobStore {
           const job = toJob(row) as JobWithInput;
           // Written with the job in one transaction: a claimed job has its input.
           job.inputJson = this.inputOf(job.id)!;
+          if (job.inputJson === INPUT_IN_FILE) inFiles = true;
           claimed.push(job);
         }
         if (rows.length < limit) break;
       }
       return claimed;
     });
+    return inFiles && this.inputs ? claimed.then((jobs) => this.withFileInputs(this.inputs!, jobs)) : claimed;
   }
 
   finishJob({ id, workerId, endpointId, status, outputJson, error, now }: Args<'finishJob'>): Promise<JobRecord | undefined> {

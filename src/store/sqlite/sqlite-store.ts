@@ -8,6 +8,9 @@ import { openSqlite } from './connection.js';
 import { SqliteEndpointStore } from './endpoints.js';
 import { SqliteFileStore } from './files.js';
 import { SqliteJobStore } from './jobs.js';
+import { createInputFiles, inputFilesDirOf, SWEEP_EVERY_MS } from './input-files.js';
+import { periodic } from '../../util/periodic.js';
+import { systemClock } from '../../util/clock.js';
 import { SqliteKeyStore } from './keys.js';
 import { SqliteRegistryCredentialStore } from './registry-credentials.js';
 import { SqliteUsageStore } from './usage.js';
@@ -25,7 +28,10 @@ export interface SqliteStoreOptions {
   backgroundCheckpoint?: boolean;
   /** WAL size past which the background checkpointer truncates it (default 32 MB, checkpointer.ts). */
   walLimitBytes?: number;
-  /** The gateway's upkeep of the file: free pages given back in the background (free-pages.ts), said in this log. */
+  /**
+   * The gateway's upkeep of the file: free pages given back in the background (free-pages.ts),
+   * and the files of large inputs whose job is gone deleted (input-files.ts), said in this log.
+   */
   upkeep?: { logger: Logger; clock: Clock };
 }
 
@@ -45,9 +51,15 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
     ...(options.walLimitBytes === undefined ? {} : { walLimitBytes: options.walLimitBytes }),
     ...(options.upkeep ? { upkeep: options.upkeep } : {}),
   });
+  const inputs = options.file === ':memory:' ? undefined : createInputFiles(inputFilesDirOf(options.file), (options.upkeep?.clock ?? systemClock).now);
+  const jobs = new SqliteJobStore(connection, inputs);
+  const sweep = options.upkeep
+    ? periodic({ name: 'input-file sweep', everyMs: SWEEP_EVERY_MS, pass: async () => void (await jobs.sweepInputFiles()), logger: options.upkeep.logger, clock: options.upkeep.clock })
+    : undefined;
+  sweep?.start();
   return composeStore({
     kind: 'sqlite',
-    jobs: new SqliteJobStore(connection),
+    jobs,
     workers: new SqliteWorkerStore(connection),
     endpoints: new SqliteEndpointStore(connection),
     keys: new SqliteKeyStore(connection),
@@ -60,6 +72,7 @@ export function createSqliteStore(options: SqliteStoreOptions): Store {
     files: new SqliteFileStore(connection),
     migrate: async () => connection.migrate(),
     close: async () => {
+      await sweep?.stop();
       await connection.stopCheckpointer();
       connection.close();
     },
