@@ -335,12 +335,18 @@ describe('retry', () => {
     const reaped = await finished(c, w, { error: 'y' });
     await c.status(expiredNotReaped, '?ttl=10000');
     await c.status(reaped, '?ttl=10000');
-    // 11 s on, both are past their retention; only the reaper pass below deletes one.
-    const r1 = await mainClock.ahead(11_000, () => c.retry(expiredNotReaped));
-    expect(r1.status).toBe(410);
-    expect(r1.json).toMatchObject({ code: 'JOB_EXPIRED' });
-    expect(isErrorBody(r1)).toBe(true);
-    await mainClock.ahead(11_000, () => t.gantry.gateway.reaper.runOnce());
+    // 11 s on, both are past their retention; only the reaper pass below deletes one. The
+    // gateway's own reaper waits meanwhile: a pass of it inside the first call would delete both.
+    await t.gantry.gateway.reaper.stop();
+    try {
+      const r1 = await mainClock.ahead(11_000, () => c.retry(expiredNotReaped));
+      expect(r1.status).toBe(410);
+      expect(r1.json).toMatchObject({ code: 'JOB_EXPIRED' });
+      expect(isErrorBody(r1)).toBe(true);
+      await mainClock.ahead(11_000, () => t.gantry.gateway.reaper.runOnce());
+    } finally {
+      t.gantry.gateway.reaper.start();
+    }
     const r2 = await c.retry(reaped);
     expect(r2.status).toBe(404);
     expect(r2.json).toMatchObject({ code: 'JOB_NOT_FOUND' });

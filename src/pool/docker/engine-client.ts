@@ -126,12 +126,14 @@ class SshStream extends Duplex {
     this.child.stdout.resume();
   }
 
+  // A write to an ssh that has exited fails with EPIPE before its exit is seen: that is reported
+  // through 'close' (its code and message), not as a broken pipe that says nothing of why.
   override _write(chunk: Buffer, _encoding: BufferEncoding, done: (err?: Error | null) => void): void {
-    this.child.stdin.write(chunk, done);
+    this.child.stdin.write(chunk, (err) => done(pipeClosed(err) ? null : err));
   }
 
   override _final(done: (err?: Error | null) => void): void {
-    this.child.stdin.end(done);
+    this.child.stdin.end(() => done());
   }
 
   override _destroy(err: Error | null, done: (err?: Error | null) => void): void {
@@ -155,6 +157,10 @@ class SshStream extends Duplex {
   unref(): this {
     return this;
   }
+}
+
+function pipeClosed(err: Error | null | undefined): boolean {
+  return (err as NodeJS.ErrnoException | null | undefined)?.code === 'EPIPE';
 }
 
 function transportFor(host: DockerHostConfig): Transport {
