@@ -42,7 +42,7 @@ export interface JobWithInput extends JobRecord {
   /**
    * The same input as UTF-8 bytes, where the store read it as such (a large input kept in a file
    * on SQLite): `inputJson` is then decoded from it only when read, and job-take writes these
-   * bytes out as they are (docs/scaling.md, "Big bodies").
+   * bytes out as they are (docs/benchmarks.md, "Big bodies").
    */
   inputUtf8?: Buffer;
 }

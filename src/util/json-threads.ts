@@ -12,7 +12,7 @@ export type JsonParse = { value: unknown } | JsonRefusal;
  * moved to a thread (transferred, not copied); the thread decodes, parses and checks the
  * depth; the fields named in `raw` (top level of an object body) are serialised there again
  * and come back as RawJson text, the rest as a structured clone. A 19 MB job input thus costs
- * the event loop one copy of its text and no parse (docs/scaling.md, "Big bodies").
+ * the event loop one copy of its text and no parse (docs/benchmarks.md, "Big bodies").
  */
 export interface JsonThreads {
   /** Parses `bytes` (which it takes over: the caller must not use them after) on a thread. */

@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 
 /**
  * Large job inputs on SQLite, kept as files beside the database instead of in `job_inputs`
- * (issue 22, item 3; docs/scaling.md "Big bodies"). better-sqlite3 is synchronous: a 19 MB input
+ * (issue 22, item 3; docs/benchmarks.md "Big bodies"). better-sqlite3 is synchronous: a 19 MB input
  * bound at insert, written to the WAL at commit and read back page by page at the claim held the
  * event loop 100–150 ms each, so every other request waited behind every big one. A file is
  * written and read by libuv's thread pool, and the event loop holds none of it.
