@@ -115,8 +115,10 @@ function hostLoad(name, type, workers) {
 /**
  * Times `runs` decisions on successive passes over one fleet of `gpus` GPUs and `endpoints`
  * endpoints (see the top: 1% of the workers replaced between passes, unchanged hosts' loads kept).
+ * `decide`: what each pass calls with its input (allocate; passes-instructions.js gives a
+ * function that does nothing, to count what the passes cost without the decision).
  */
-export function timePasses({ gpus, endpoints: endpointCount, runs = 30 }) {
+export function timePasses({ gpus, endpoints: endpointCount, runs = 30, decide = allocate }) {
   const r = rng(42);
   const hostCount = gpus / 8;
   const types = Array.from({ length: hostCount }, (_, i) => TYPES[i % TYPES.length]);
@@ -165,7 +167,7 @@ export function timePasses({ gpus, endpoints: endpointCount, runs = 30 }) {
     const hosts = [...loads];
     last = { workers: placed.size, wanting: endpoints.filter((e) => e.want > 0).length };
     const before = process.cpuUsage();
-    allocate({ now: 1_000_000, hosts, endpoints });
+    decide({ now: 1_000_000, hosts, endpoints });
     const used = process.cpuUsage(before);
     if (i >= 5) times.push((used.user + used.system) / 1000);
   }
