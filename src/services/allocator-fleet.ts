@@ -401,17 +401,15 @@ export class Fleet {
   }
 }
 
-/** GPUs per model on the hosts that are up, and how many hosts are up. */
+/** GPUs per model on the hosts that are up, and how many hosts are up (each host's counts kept with its load). */
 function modelTotals(hosts: readonly HostLoad[]): { byModel: Map<string, number>; up: number } {
   const byModel = new Map<string, number>();
   let up = 0;
-  for (const h of hosts) {
-    if (!h.up) continue;
+  for (let i = 0; i < hosts.length; i++) {
+    if (!hosts[i]!.up) continue;
     up++;
-    for (let i = 0; i < h.gpus.length; i++) {
-      const model = h.gpuTypes?.[i] ?? '';
-      byModel.set(model, (byModel.get(model) ?? 0) + 1);
-    }
+    const { models, modelGpus } = holdersOf(hosts[i]!);
+    for (let m = 0; m < models.length; m++) byModel.set(models[m]!, (byModel.get(models[m]!) ?? 0) + modelGpus[m]!);
   }
   return { byModel, up };
 }

@@ -36,6 +36,9 @@ export interface HostHolders {
   readonly model: Int32Array;
   /** Each worker id's stringHash, for the decision's id table. */
   readonly hash: Int32Array;
+  /** The host's GPUs by model (models in the order first met in `gpus`), for the sums of a large fleet's reasons. */
+  readonly models: readonly string[];
+  readonly modelGpus: readonly number[];
 }
 
 /** What is kept of a host that holds workers, and its part in the map of ids. */
@@ -47,7 +50,6 @@ interface Kept extends HostHolders {
 }
 
 const KEPT = new WeakMap<HostLoad, Kept>();
-const NONE: HostHolders = { base: -1, n: 0, worker: [], devices: [], type: [], model: new Int32Array(0), hash: new Int32Array(0) };
 
 /** A holder's place: its host's holders and its index among them. */
 interface HolderRef {
@@ -80,20 +82,18 @@ export function modelCount(): number {
 }
 
 /**
- * The holders of a host's load, from what is kept for it when it was seen before.
+ * What is kept of a host's load (its holders, its GPUs by model), made when first seen.
  *
  * @example holdersOf({ name: 'a', up: true, gpus: ['0', '1'], gpuTypes: ['L4', 'L4'], gpusInUse: new Set(['1']), workers: 1, holders: new Map([['w-1', ['1']]]) })
  * // { n: 1, worker: ['w-1'], devices: [['1']], type: ['L4'], … }
  */
 export function holdersOf(load: HostLoad): HostHolders {
-  const holders = load.holders;
-  if (!holders || holders.size === 0) return NONE;
   const kept = KEPT.get(load);
   if (kept) return kept;
   const worker: string[] = [];
   const devices: (readonly string[])[] = [];
   const type: string[] = [];
-  holders.forEach((ids, id) => {
+  load.holders?.forEach((ids, id) => {
     if (ids.length === 0) return;
     worker.push(id);
     devices.push(ids);
@@ -106,7 +106,18 @@ export function holdersOf(load: HostLoad): HostHolders {
     model[j] = modelNumber(type[j]!);
     hash[j] = stringHash(worker[j]!);
   }
-  const made: Kept = { base: -1, n, worker, devices, type, model, hash, seen: 0, filed: false };
+  const models: string[] = [];
+  const modelGpus: number[] = [];
+  for (let k = 0; k < load.gpus.length; k++) {
+    const m = load.gpuTypes?.[k] ?? '';
+    const at = models.indexOf(m);
+    if (at >= 0) modelGpus[at]!++;
+    else {
+      models.push(m);
+      modelGpus.push(1);
+    }
+  }
+  const made: Kept = { base: -1, n, worker, devices, type, model, hash, models, modelGpus, seen: 0, filed: false };
   KEPT.set(load, made);
   return made;
 }
