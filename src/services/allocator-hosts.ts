@@ -9,8 +9,10 @@ import { stringHash } from '../util/string-index.js';
  * walk of every holders map, each device's model looked up and each worker id hashed, made
  * every decision, is made once per load instead.
  *
- * A load object is read-only once given (HostLoad's fields are; loads() makes a new one on a
- * change): what is kept for it is only what its `gpus`, `gpuTypes` and `holders` say. Its
+ * A load object must not change once given (HostLoad's fields are read-only; loads() makes a
+ * new one on a change, and so does the fleet simulator): what is kept for it is only what its
+ * `gpus`, `gpuTypes` and `holders` say. One changed in place is read again only when its count
+ * of holders changed (a cheap check, not a proof). Its
  * `images` (a live set) and `up` are read by each decision, not kept. Kept in a WeakMap: an
  * entry goes with its load.
  *
@@ -47,6 +49,8 @@ interface Kept extends HostHolders {
   seen: number;
   /** Its ids are in BY_ID (or counted in `clashes`). */
   filed: boolean;
+  /** The size of the holders map it was made from (a load changed in place, against the rule, is read again when its count of holders changed). */
+  readonly size: number;
 }
 
 const KEPT = new WeakMap<HostLoad, Kept>();
@@ -89,7 +93,7 @@ export function modelCount(): number {
  */
 export function holdersOf(load: HostLoad): HostHolders {
   const kept = KEPT.get(load);
-  if (kept) return kept;
+  if (kept && kept.size === (load.holders?.size ?? 0)) return kept;
   const worker: string[] = [];
   const devices: (readonly string[])[] = [];
   const type: string[] = [];
@@ -117,7 +121,7 @@ export function holdersOf(load: HostLoad): HostHolders {
       modelGpus.push(1);
     }
   }
-  const made: Kept = { base: -1, n, worker, devices, type, model, hash, models, modelGpus, seen: 0, filed: false };
+  const made: Kept = { base: -1, n, worker, devices, type, model, hash, models, modelGpus, seen: 0, filed: false, size: load.holders?.size ?? 0 };
   KEPT.set(load, made);
   return made;
 }

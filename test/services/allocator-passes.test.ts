@@ -167,4 +167,14 @@ describe('allocate over successive passes (what it keeps of each host between de
     // And again with the hosts kept from the decision before.
     expect(Object.fromEntries(allocate(input))).toEqual(once);
   });
+
+  it('reads again a load changed in place whose count of holders changed (against the rule, as the fleet simulator once did)', () => {
+    const a = host('a', ['L4', 'L4'], { 'w-1': ['0'] });
+    const input = { now: NOW, hosts: [a], endpoints: [ep('lo', { priority: 10, workers: [idle('w-1'), idle('w-2')] }), ep('hi', { priority: 90, want: 2 })] };
+    allocate(input);
+    (a.holders as Map<string, string[]>).set('w-2', ['1']);
+    (a.gpusInUse as Set<string>).add('1');
+    expect(Object.fromEntries(allocate(input))).toEqual(Object.fromEntries(allocateReference(input)));
+    expect(allocate(input).get('lo')!.reclaim.map((o) => o.workerId)).toEqual(['w-1', 'w-2']);
+  });
 });
