@@ -83,8 +83,8 @@ function buildInput(gpus, endpointCount, r) {
   return { now: 1_000_000, hosts, endpoints, workers: held, wanting: endpoints.filter((e) => e.want > 0).length };
 }
 
-/** Times `runs` decisions on fresh synthetic fleets of `gpus` GPUs and `endpoints` endpoints. */
-export function timeDecisions({ gpus, endpoints, runs = 30 }) {
+/** Times `runs` decisions on fresh synthetic fleets of `gpus` GPUs and `endpoints` endpoints (`decide`: as timePasses's). */
+export function timeDecisions({ gpus, endpoints, runs = 30, decide = allocate }) {
   const r = rng(42);
   const times = [];
   let last;
@@ -92,7 +92,7 @@ export function timeDecisions({ gpus, endpoints, runs = 30 }) {
     const input = buildInput(gpus, endpoints, r);
     last = input;
     const before = process.cpuUsage();
-    allocate({ now: input.now, hosts: input.hosts, endpoints: input.endpoints });
+    decide({ now: input.now, hosts: input.hosts, endpoints: input.endpoints });
     const used = process.cpuUsage(before);
     if (i >= 5) times.push((used.user + used.system) / 1000);
   }

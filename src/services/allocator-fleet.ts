@@ -2,8 +2,8 @@ import { modelLabel, type HostLoad } from '../pool/docker/placement.js';
 import { describeBlock, fleetBlock, holderSummary, namesEachHost, type HeldGpus } from './allocator-reasons.js';
 import { BUSY, FREEING, IDLE, KINDS, mayTake, PAUSED, rankOf, STARTING, type Claimant } from './allocator-claims.js';
 import { FreeDevices } from './free-index.js';
-import { StringIndex } from '../util/string-index.js';
-import { enter, holderOf, holdersOf, modelCount } from './allocator-hosts.js';
+import { StringIndex, stringHash } from '../util/string-index.js';
+import { enter, holderOf, keptOf, modelCount, modelNumber, modelOf, type Entered } from './allocator-hosts.js';
 
 /**
  * The fleet during one allocator decision (allocator.ts): its free devices (free-index.ts)
@@ -64,16 +64,22 @@ class Holders {
 }
 
 /**
- * The decision's holders: each host's, kept across decisions (allocator-hosts.ts), in the
- * input's order, none owned yet (being stopped, until matchWorkers finds its worker). Unless
- * the kept map of ids answers for this decision (`mapped`), HOLDER_INDEX is filled with their
- * ids (emptied by Fleet.release), `same` linking holders of one id.
+ * The decision's holders in the input's order, none owned yet (being stopped, until
+ * matchWorkers finds its worker): a kept host's copied from what is kept (allocator-hosts.ts,
+ * its `base` set), another's read from its load. HOLDER_INDEX gets the ids that the kept map
+ * does not answer for (all of them, unless `mapped`), `same` linking holders of one id; it is
+ * emptied by Fleet.release.
  */
-function fillHolders(h: Holders, hosts: readonly HostLoad[], size: number, mapped: boolean): void {
+function fillHolders(h: Holders, hosts: readonly HostLoad[], { kept, size, mapped }: Entered): void {
   const ids = HOLDER_INDEX;
-  if (!mapped) ids.reset(size);
+  ids.reset(size);
   for (let i = 0; i < hosts.length; i++) {
-    const c = holdersOf(hosts[i]!);
+    const c = kept[i];
+    if (c === null || c === undefined) {
+      readHolders(h, hosts[i]!, i);
+      continue;
+    }
+    c.base = h.n;
     for (let j = 0; j < c.n; j++) {
       const k = h.n++;
       h.worker[k] = c.worker[j]!;
@@ -88,6 +94,30 @@ function fillHolders(h: Holders, hosts: readonly HostLoad[], size: number, mappe
   }
 }
 
+/** Lays out the holders of host `i` from its load (nothing kept of it), their ids in HOLDER_INDEX. */
+function readHolders(h: Holders, load: HostLoad, i: number): void {
+  const ids = HOLDER_INDEX;
+  // forEach: no entry pair made per holder.
+  load.holders?.forEach((devices, workerId) => {
+    if (devices.length === 0) return;
+    const k = h.n++;
+    h.worker[k] = workerId;
+    h.devices[k] = devices;
+    const type = (h.type[k] = modelOf(load, devices));
+    h.model[k] = modelNumber(type);
+    h.host[k] = i;
+    h.owner[k] = -1;
+    h.kind[k] = FREEING;
+    h.same[k] = ids.swap(workerId, stringHash(workerId), k);
+  });
+}
+
+/** The holder with this worker id (the last laid out, where several have it: `same` links the others), or -1. */
+function firstHolder(workerId: string, mapped: boolean): number {
+  const k = mapped ? holderOf(workerId) : -1;
+  return k >= 0 ? k : HOLDER_INDEX.get(workerId);
+}
+
 /**
  * Each holder's endpoint and kind, from the endpoints' workers (one look-up a worker; a holder
  * no worker names is being stopped), and each endpoint's GPUs held. Where one worker id is
@@ -95,14 +125,13 @@ function fillHolders(h: Holders, hosts: readonly HostLoad[], size: number, mappe
  * holder's job started, where some worker's is known.
  */
 function matchWorkers(h: Holders, states: readonly Claimant[], mapped: boolean): Float64Array | null {
-  const ids = HOLDER_INDEX;
   let since: Float64Array | null = null;
   for (let e = 0; e < states.length; e++) {
     const { d } = states[e]!;
     for (let i = 0; i < d.workers.length; i++) {
       const w = d.workers[i]!;
       const kind = w.busy ? BUSY : w.starting ? STARTING : IDLE;
-      for (let k = mapped ? holderOf(w.id) : ids.get(w.id); k >= 0; k = h.same[k]!) {
+      for (let k = firstHolder(w.id, mapped); k >= 0; k = h.same[k]!) {
         h.owner[k] = e;
         h.kind[k] = kind;
         if (w.busySince !== undefined) (since ??= new Float64Array(h.n).fill(-Infinity))[k] = w.busySince;
@@ -112,7 +141,7 @@ function matchWorkers(h: Holders, states: readonly Claimant[], mapped: boolean):
     const paused = d.paused;
     if (paused === undefined) continue;
     for (let i = 0; i < paused.length; i++) {
-      for (let k = mapped ? holderOf(paused[i]!) : ids.get(paused[i]!); k >= 0; k = h.same[k]!) {
+      for (let k = firstHolder(paused[i]!, mapped); k >= 0; k = h.same[k]!) {
         h.owner[k] = e;
         h.kind[k] = PAUSED;
         if (since) since[k] = -Infinity;
@@ -170,10 +199,10 @@ export class Fleet {
     this.free = new FreeDevices(hosts);
     this.claimants = states;
     for (let i = 0; i < states.length; i++) states[i]!.slot = i;
-    const { size, mapped } = enter(hosts);
-    const h = (this.h = holdersFor(size));
-    fillHolders(h, hosts, size, mapped);
-    this.since = matchWorkers(h, states, mapped);
+    const entered = enter(hosts);
+    const h = (this.h = holdersFor(entered.size));
+    fillHolders(h, hosts, entered);
+    this.since = matchWorkers(h, states, entered.mapped);
     this.modelCount = modelCount();
     this.byKind = this.candidates();
   }
@@ -408,7 +437,13 @@ function modelTotals(hosts: readonly HostLoad[]): { byModel: Map<string, number>
   for (let i = 0; i < hosts.length; i++) {
     if (!hosts[i]!.up) continue;
     up++;
-    const { models, modelGpus } = holdersOf(hosts[i]!);
+    const kept = keptOf(hosts[i]!);
+    if (kept === null) {
+      const { gpus, gpuTypes } = hosts[i]!;
+      for (let k = 0; k < gpus.length; k++) byModel.set(gpuTypes?.[k] ?? '', (byModel.get(gpuTypes?.[k] ?? '') ?? 0) + 1);
+      continue;
+    }
+    const { models, modelGpus } = kept;
     for (let m = 0; m < models.length; m++) byModel.set(models[m]!, (byModel.get(models[m]!) ?? 0) + modelGpus[m]!);
   }
   return { byModel, up };

@@ -5,23 +5,24 @@ import { stringHash } from '../util/string-index.js';
  * What the allocator reads of each host's holders, worked out once per load object and kept
  * across decisions (allocator-fleet.ts). The autoscaler hands the allocator the whole fleet
  * every pass, but DockerHosts.loads() gives a host's load object again while its workers did
- * not change (and a new one when they did), so of 1,250 hosts a pass rebuilds a handful: the
- * walk of every holders map, each device's model looked up and each worker id hashed, made
- * every decision, is made once per load instead.
+ * not change (and a new one when they did): the walk of its holders map, each holder's model
+ * looked up and each worker id hashed are made once per load instead of every decision. A
+ * load is kept from the second decision in a row that meets it at the same place in the list;
+ * one met once is read from itself, as before, so a fleet made anew for each decision (bench
+ * `fresh`) costs no more than it did.
  *
  * A load object must not change once given (HostLoad's fields are read-only; loads() makes a
  * new one on a change, and so does the fleet simulator): what is kept for it is only what its
  * `gpus`, `gpuTypes` and `holders` say. One changed in place is read again only when its count
- * of holders changed (a cheap check, not a proof). Its
- * `images` (a live set) and `up` are read by each decision, not kept. Kept in a WeakMap: an
- * entry goes with its load.
+ * of holders changed (a cheap check, not a proof). Its `images` (a live set) and `up` are read
+ * by each decision, not kept. Kept in a WeakMap: an entry goes with its load.
  *
- * The holders' ids are kept in one map across decisions too (`enter`): each decision adds the
- * ids of the hosts it meets for the first time and drops those of the hosts it no longer
- * meets, and then finds each worker's holder with one look-up of a string whose hash V8 keeps
- * (rebuilding a table of 9,500 ids every decision hashed each id twice). Where one id would be
- * two holders (the same worker on two hosts, or one load given twice) the map cannot say
- * which: `enter` answers false and that decision builds its own table.
+ * The kept hosts' holder ids are in one map across decisions too (`enter`): each decision
+ * files the ids of hosts newly kept and drops those of hosts no longer met, and then finds
+ * each worker's holder with one look-up of a string whose hash V8 keeps. Ids on hosts read
+ * afresh go in the decision's own table. Where the map cannot say which holder an id is (one
+ * id on two hosts, one load given twice), or most of the fleet is read afresh, the decision
+ * puts every id in its own table, as before.
  */
 
 /** A host's holders that hold devices, in the order of its `holders` map, field by field. */
@@ -85,15 +86,24 @@ export function modelCount(): number {
   return Math.max(1, MODELS.size);
 }
 
+/** What is kept of a host's load, or null: none yet (or it was changed in place since, its count of holders says). */
+export function keptOf(load: HostLoad): HostHolders | null {
+  const kept = KEPT.get(load);
+  return kept && kept.size === (load.holders?.size ?? 0) ? kept : null;
+}
+
+/** The model of a holder's first device ("" where none is named). */
+export function modelOf(load: HostLoad, devices: readonly string[]): string {
+  return load.gpuTypes?.[load.gpus.indexOf(devices[0] ?? '')] ?? '';
+}
+
 /**
- * What is kept of a host's load (its holders, its GPUs by model), made when first seen.
+ * What is kept of a host's load (its holders, its GPUs by model), made now.
  *
- * @example holdersOf({ name: 'a', up: true, gpus: ['0', '1'], gpuTypes: ['L4', 'L4'], gpusInUse: new Set(['1']), workers: 1, holders: new Map([['w-1', ['1']]]) })
+ * @example keep({ name: 'a', up: true, gpus: ['0', '1'], gpuTypes: ['L4', 'L4'], gpusInUse: new Set(['1']), workers: 1, holders: new Map([['w-1', ['1']]]) })
  * // { n: 1, worker: ['w-1'], devices: [['1']], type: ['L4'], … }
  */
-export function holdersOf(load: HostLoad): HostHolders {
-  const kept = KEPT.get(load);
-  if (kept && kept.size === (load.holders?.size ?? 0)) return kept;
+function keep(load: HostLoad): Kept {
   const worker: string[] = [];
   const devices: (readonly string[])[] = [];
   const type: string[] = [];
@@ -101,7 +111,7 @@ export function holdersOf(load: HostLoad): HostHolders {
     if (ids.length === 0) return;
     worker.push(id);
     devices.push(ids);
-    type.push(load.gpuTypes?.[load.gpus.indexOf(ids[0] ?? '')] ?? '');
+    type.push(modelOf(load, ids));
   });
   const n = worker.length;
   const model = new Int32Array(n);
@@ -126,26 +136,55 @@ export function holdersOf(load: HostLoad): HostHolders {
   return made;
 }
 
+/** The loads of the decision before, in its order (a load met again at the same place is kept from then on). */
+let before: readonly HostLoad[] = [];
+
+/** A decision's hosts as enter finds them. */
+export interface Entered {
+  /** What is kept of each host (by its index); null: read from its load in this decision. */
+  kept: (HostHolders | null)[];
+  /** At least as many as the holders of the hosts. */
+  size: number;
+  /** Whether holderOf answers for the kept hosts' holders (each id then one holder's, none also on a host read afresh). */
+  mapped: boolean;
+}
+
 /**
- * Starts a decision over `hosts`: sets each one's `base` (its holders' first index, in the
- * input's order), files the ids of hosts met for the first time and drops those of hosts not
- * met. Returns how many holders the hosts have, and whether holderOf may be asked in this
- * decision (every id one holder's).
+ * Starts a decision over `hosts`: what is kept of each (made for a load met at the same place
+ * in the decision before: a load met once is read from itself, so a fleet made anew for each
+ * decision costs no more than before), the ids of kept hosts met for the first time filed,
+ * those of hosts not met dropped. A host's `base` is set as its holders are laid out.
  *
- * @example enter(hosts) // { size: 9500, mapped: true }; then holderOf('w-1') → its index in the decision, or -1
+ * @example const { kept, mapped } = enter(hosts); // then, the bases set, holderOf('w-1') → its index, or -1
  */
-export function enter(hosts: readonly HostLoad[]): { size: number; mapped: boolean } {
+export function enter(hosts: readonly HostLoad[]): Entered {
   const now = ++decisions;
-  let base = 0;
+  const kept = new Array<HostHolders | null>(hosts.length);
+  let size = 0;
+  let known = 0;
   let twice = false;
   for (let i = 0; i < hosts.length; i++) {
-    const c = holdersOf(hosts[i]!);
+    const load = hosts[i]!;
+    const c = (keptOf(load) ?? (before[i] === load ? keep(load) : null)) as Kept | null;
+    kept[i] = c;
+    if (c === null) {
+      size += load.holders?.size ?? 0;
+      continue;
+    }
     if (c.n === 0) continue;
-    const kept = c as Kept;
-    if (kept.seen === now) twice = true;
-    kept.seen = now;
-    kept.base = base;
-    base += c.n;
+    if (c.seen === now) twice = true;
+    c.seen = now;
+    size += c.n;
+    known += c.n;
+  }
+  before = hosts.slice();
+  // Most of the fleet read afresh (the first pass; a fleet made anew for each decision): no map.
+  if (2 * known < size) {
+    for (let i = 0; i < filed.length; i++) filed[i]!.filed = false;
+    filed = [];
+    BY_ID.clear();
+    clashes = 0;
+    return { kept, size, mapped: false };
   }
   const still: Kept[] = [];
   for (let i = 0; i < filed.length; i++) {
@@ -154,16 +193,28 @@ export function enter(hosts: readonly HostLoad[]): { size: number; mapped: boole
     else unfile(c);
   }
   for (let i = 0; i < hosts.length; i++) {
-    const c = holdersOf(hosts[i]!) as Kept;
-    if (c.n === 0 || c.filed) continue;
+    const c = kept[i] as Kept | null;
+    if (c === null || c.n === 0 || c.filed) continue;
     file(c);
     still.push(c);
   }
   filed = still;
-  return { size: base, mapped: !twice && clashes === 0 };
+  return { kept, size, mapped: !twice && clashes === 0 && !readAfreshClash(hosts, kept) };
 }
 
-/** The index in the decision entered of the holder with this worker id, or -1 (no host met has it). */
+/** Whether a host read afresh holds an id that a kept host's holder has too (the map would answer for one of them only). */
+function readAfreshClash(hosts: readonly HostLoad[], kept: readonly (HostHolders | null)[]): boolean {
+  let clash = false;
+  for (let i = 0; i < hosts.length && !clash; i++) {
+    if (kept[i] !== null) continue;
+    hosts[i]!.holders?.forEach((devices, id) => {
+      if (devices.length > 0 && BY_ID.has(id)) clash = true;
+    });
+  }
+  return clash;
+}
+
+/** The index in the decision entered of the kept holder with this worker id, or -1 (no kept host met has it). */
 export function holderOf(workerId: string): number {
   const ref = BY_ID.get(workerId);
   return ref === undefined ? -1 : ref.of.base + ref.j;
