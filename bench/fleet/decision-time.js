@@ -157,12 +157,12 @@ export function timePasses({ gpus, endpoints: endpointCount, runs = 30, decide =
       changed.add(h).add(h2);
     }
     for (const h of changed) loads[h] = hostLoad(`h${h}`, types[h], hostWorkers[h]);
-    // Every endpoint's demand made anew, as the autoscaler's pass does.
+    // Every endpoint's demand made anew, as the autoscaler's pass does (every field present, in one order).
     const byEndpoint = settings.map(() => []);
     for (const [id, [e]] of placed) byEndpoint[e].push({ id, busy: r() < 0.33, starting: false });
     const endpoints = settings.map((s, e) => {
       const wants = r() < 0.33;
-      return { ...s, workers: byEndpoint[e], want: wants ? 1 + Math.floor(r() * 4) : 0, waitingSince: wants ? 1_000_000 - Math.floor(r() * 300_000) : null };
+      return { id: s.id, priority: s.priority, shareWeight: s.shareWeight, preemptible: s.preemptible, workersMin: s.workersMin, gpus: s.gpus, gpuTypes: s.gpuTypes, image: undefined, workers: byEndpoint[e], paused: undefined, want: wants ? 1 + Math.floor(r() * 4) : 0, waitingSince: wants ? 1_000_000 - Math.floor(r() * 300_000) : null };
     });
     const hosts = [...loads];
     last = { workers: placed.size, wanting: endpoints.filter((e) => e.want > 0).length };
