@@ -79,8 +79,8 @@ export function simulate(fleet, workload, policy) {
   const capMs = windowMs * 4 + 600_000;
   const hosts = hostsOf(fleet);
   // What the allocator is given of each host, as DockerHosts.loads() gives it: the same object
-  // again while the host's workers did not change, a new one (a copy) once they did. The hosts
-  // above change in place; a load given to allocate() must not (it keeps what it read of each).
+  // again while the host's workers did not change, a new one (a copy) once they did; the hosts
+  // above change in place (an allocator that kept what it read of each load would misread them).
   const loads = new Map();
   const loadOf = (h) => {
     let load = loads.get(h);

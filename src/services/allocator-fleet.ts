@@ -2,8 +2,7 @@ import { modelLabel, type HostLoad } from '../pool/docker/placement.js';
 import { describeBlock, fleetBlock, holderSummary, namesEachHost, type HeldGpus } from './allocator-reasons.js';
 import { BUSY, FREEING, IDLE, KINDS, mayTake, PAUSED, rankOf, STARTING, type Claimant } from './allocator-claims.js';
 import { FreeDevices } from './free-index.js';
-import { StringIndex, stringHash } from '../util/string-index.js';
-import { enter, holderOf, keptOf, modelCount, modelNumber, modelOf, type Entered } from './allocator-hosts.js';
+import { StringIndex } from '../util/string-index.js';
 
 /**
  * The fleet during one allocator decision (allocator.ts): its free devices (free-index.ts)
@@ -13,8 +12,36 @@ import { enter, holderOf, keptOf, modelCount, modelNumber, modelOf, type Entered
  * to collect every pass), candidates listed by kind, each list in priority order.
  */
 
-/** Holder's worker id → its index in the decision being made (a table reused by every decision, emptied after each: decisions run one at a time). */
-const HOLDER_INDEX = new StringIndex();
+/** Worker id → its index in the decision being made (a table reused by every decision, emptied after each: decisions run one at a time). */
+const WORKER_INDEX = new StringIndex();
+
+/** The workers of a decision, field by field: each one's endpoint (index), kind and job start; WORKER_INDEX filled (emptied by Fleet.release). */
+function indexWorkers(states: readonly Claimant[]): { all: number; ownerOf: Int32Array; kindOf: Uint8Array; sinceOf: Float64Array | null } {
+  const ids = WORKER_INDEX;
+  let all = 0;
+  for (let e = 0; e < states.length; e++) all += states[e]!.d.workers.length + (states[e]!.d.paused?.length ?? 0);
+  ids.reset(all);
+  const ownerOf = new Int32Array(all);
+  const kindOf = new Uint8Array(all);
+  let sinceOf: Float64Array | null = null;
+  let g = 0;
+  for (let e = 0; e < states.length; e++) {
+    const { d } = states[e]!;
+    for (let i = 0; i < d.workers.length; i++) {
+      const w = d.workers[i]!;
+      ids.set(w.id, g);
+      kindOf[g] = w.busy ? BUSY : w.starting ? STARTING : IDLE;
+      if (w.busySince !== undefined) (sinceOf ??= new Float64Array(all).fill(-Infinity))[g] = w.busySince;
+      ownerOf[g++] = e;
+    }
+    for (const id of d.paused ?? []) {
+      ids.set(id, g);
+      kindOf[g] = PAUSED;
+      ownerOf[g++] = e;
+    }
+  }
+  return { all, ownerOf, kindOf, sinceOf };
+}
 
 /** Candidates on one host for one model, and the devices they make with the free ones. */
 interface Picked {
@@ -41,8 +68,6 @@ class Holders {
   readonly kind: Uint8Array;
   readonly host: Int32Array;
   readonly taken: Uint8Array;
-  /** The holder before it with the same worker id (-1: none; one id on two hosts is each one's). */
-  readonly same: Int32Array;
   /** The candidates' priority levels (candidates()). */
   readonly level: Int32Array;
   n = 0;
@@ -59,98 +84,7 @@ class Holders {
     this.kind = new Uint8Array(size);
     this.host = new Int32Array(size);
     this.taken = new Uint8Array(size);
-    this.same = new Int32Array(size);
   }
-}
-
-/**
- * The decision's holders in the input's order, none owned yet (being stopped, until
- * matchWorkers finds its worker): a kept host's copied from what is kept (allocator-hosts.ts,
- * its `base` set), another's read from its load. HOLDER_INDEX gets the ids that the kept map
- * does not answer for (all of them, unless `mapped`), `same` linking holders of one id; it is
- * emptied by Fleet.release.
- */
-function fillHolders(h: Holders, hosts: readonly HostLoad[], { kept, size, mapped }: Entered): void {
-  const ids = HOLDER_INDEX;
-  ids.reset(size);
-  for (let i = 0; i < hosts.length; i++) {
-    const c = kept[i];
-    if (c === null || c === undefined) {
-      readHolders(h, hosts[i]!, i);
-      continue;
-    }
-    c.base = h.n;
-    for (let j = 0; j < c.n; j++) {
-      const k = h.n++;
-      h.worker[k] = c.worker[j]!;
-      h.devices[k] = c.devices[j]!;
-      h.type[k] = c.type[j]!;
-      h.model[k] = c.model[j]!;
-      h.host[k] = i;
-      h.owner[k] = -1;
-      h.kind[k] = FREEING;
-      h.same[k] = mapped ? -1 : ids.swap(c.worker[j]!, c.hash[j]!, k);
-    }
-  }
-}
-
-/** Lays out the holders of host `i` from its load (nothing kept of it), their ids in HOLDER_INDEX. */
-function readHolders(h: Holders, load: HostLoad, i: number): void {
-  const ids = HOLDER_INDEX;
-  // forEach: no entry pair made per holder.
-  load.holders?.forEach((devices, workerId) => {
-    if (devices.length === 0) return;
-    const k = h.n++;
-    h.worker[k] = workerId;
-    h.devices[k] = devices;
-    const type = (h.type[k] = modelOf(load, devices));
-    h.model[k] = modelNumber(type);
-    h.host[k] = i;
-    h.owner[k] = -1;
-    h.kind[k] = FREEING;
-    h.same[k] = ids.swap(workerId, stringHash(workerId), k);
-  });
-}
-
-/** The holder with this worker id (the last laid out, where several have it: `same` links the others), or -1. */
-function firstHolder(workerId: string, mapped: boolean): number {
-  const k = mapped ? holderOf(workerId) : -1;
-  return k >= 0 ? k : HOLDER_INDEX.get(workerId);
-}
-
-/**
- * Each holder's endpoint and kind, from the endpoints' workers (one look-up a worker; a holder
- * no worker names is being stopped), and each endpoint's GPUs held. Where one worker id is
- * given twice, the last one counts, as a map from ids would have it. Returns when each
- * holder's job started, where some worker's is known.
- */
-function matchWorkers(h: Holders, states: readonly Claimant[], mapped: boolean): Float64Array | null {
-  let since: Float64Array | null = null;
-  for (let e = 0; e < states.length; e++) {
-    const { d } = states[e]!;
-    for (let i = 0; i < d.workers.length; i++) {
-      const w = d.workers[i]!;
-      const kind = w.busy ? BUSY : w.starting ? STARTING : IDLE;
-      for (let k = firstHolder(w.id, mapped); k >= 0; k = h.same[k]!) {
-        h.owner[k] = e;
-        h.kind[k] = kind;
-        if (w.busySince !== undefined) (since ??= new Float64Array(h.n).fill(-Infinity))[k] = w.busySince;
-        else if (since) since[k] = -Infinity;
-      }
-    }
-    const paused = d.paused;
-    if (paused === undefined) continue;
-    for (let i = 0; i < paused.length; i++) {
-      for (let k = firstHolder(paused[i]!, mapped); k >= 0; k = h.same[k]!) {
-        h.owner[k] = e;
-        h.kind[k] = PAUSED;
-        if (since) since[k] = -Infinity;
-      }
-    }
-  }
-  // A paused worker's GPUs are not its endpoint's share: they are there for the taking.
-  for (let k = 0; k < h.n; k++) if (h.owner[k]! >= 0 && h.kind[k] !== PAUSED) states[h.owner[k]!]!.held += h.devices[k]!.length;
-  return since;
 }
 
 /** The holders' arrays, reused by the next decision (decisions run one at a time): a fleet's worth of arrays made each pass was garbage to collect beside the pass's fresh input. */
@@ -199,11 +133,34 @@ export class Fleet {
     this.free = new FreeDevices(hosts);
     this.claimants = states;
     for (let i = 0; i < states.length; i++) states[i]!.slot = i;
-    const entered = enter(hosts);
-    const h = (this.h = holdersFor(entered.size));
-    fillHolders(h, hosts, entered);
-    this.since = matchWorkers(h, states, entered.mapped);
-    this.modelCount = modelCount();
+    const { ownerOf, kindOf, sinceOf } = indexWorkers(states);
+    const ids = WORKER_INDEX;
+    let size = 0;
+    for (let i = 0; i < hosts.length; i++) size += hosts[i]!.holders?.size ?? 0;
+    const h = (this.h = holdersFor(size));
+    const models = new Map<string, number>();
+    for (let i = 0; i < hosts.length; i++) {
+      const host = hosts[i]!;
+      // forEach: no entry pair made per holder.
+      host.holders?.forEach((devices, workerId) => {
+        if (devices.length === 0) return;
+        const g = ids.get(workerId);
+        const k = h.n++;
+        h.worker[k] = workerId;
+        h.devices[k] = devices;
+        const type = (h.type[k] = host.gpuTypes?.[host.gpus.indexOf(devices[0] ?? '')] ?? '');
+        let model = models.get(type);
+        if (model === undefined) models.set(type, (model = models.size));
+        h.model[k] = model;
+        h.host[k] = i;
+        h.owner[k] = g < 0 ? -1 : ownerOf[g]!;
+        h.kind[k] = g < 0 ? FREEING : kindOf[g]!;
+        if (g >= 0 && sinceOf && sinceOf[g] !== -Infinity) (this.since ??= new Float64Array(size).fill(-Infinity))[k] = sinceOf[g]!;
+        // A paused worker's GPUs are not its endpoint's share: they are there for the taking.
+        if (g >= 0 && h.kind[k] !== PAUSED) this.claimants[ownerOf[g]!]!.held += devices.length;
+      });
+    }
+    this.modelCount = Math.max(1, models.size);
     this.byKind = this.candidates();
   }
 
@@ -212,7 +169,7 @@ export class Fleet {
    * (kept, they would carry a fleet built for one pass into the old generation).
    */
   release(): void {
-    HOLDER_INDEX.clear();
+    WORKER_INDEX.clear();
     const { h } = this;
     h.worker.fill(undefined as never, 0, h.n);
     h.devices.fill(undefined as never, 0, h.n);
@@ -430,21 +387,17 @@ export class Fleet {
   }
 }
 
-/** GPUs per model on the hosts that are up, and how many hosts are up (each host's counts kept with its load). */
+/** GPUs per model on the hosts that are up, and how many hosts are up. */
 function modelTotals(hosts: readonly HostLoad[]): { byModel: Map<string, number>; up: number } {
   const byModel = new Map<string, number>();
   let up = 0;
-  for (let i = 0; i < hosts.length; i++) {
-    if (!hosts[i]!.up) continue;
+  for (const h of hosts) {
+    if (!h.up) continue;
     up++;
-    const kept = keptOf(hosts[i]!);
-    if (kept === null) {
-      const { gpus, gpuTypes } = hosts[i]!;
-      for (let k = 0; k < gpus.length; k++) byModel.set(gpuTypes?.[k] ?? '', (byModel.get(gpuTypes?.[k] ?? '') ?? 0) + 1);
-      continue;
+    for (let i = 0; i < h.gpus.length; i++) {
+      const model = h.gpuTypes?.[i] ?? '';
+      byModel.set(model, (byModel.get(model) ?? 0) + 1);
     }
-    const { models, modelGpus } = kept;
-    for (let m = 0; m < models.length; m++) byModel.set(models[m]!, (byModel.get(models[m]!) ?? 0) + modelGpus[m]!);
   }
   return { byModel, up };
 }

@@ -38,37 +38,27 @@ export class StringIndex {
 
   /** Sets `key`'s number (a number ≥ 0), replacing any; false when the table is full (reset with more). */
   set(key: string, value: number): boolean {
-    return this.swap(key, stringHash(key), value) !== FULL;
-  }
-
-  /**
-   * Sets `key`'s number given its hash (`stringHash(key)`, worked out once by a caller that
-   * sets the same strings use after use), and returns the number it replaces: -1 where it had
-   * none, -2 (nothing set) when the table is full.
-   */
-  swap(key: string, keyHash: number, value: number): number {
-    let i = keyHash & this.mask;
+    let i = hash(key) & this.mask;
     for (;;) {
       const k = this.keys[i];
       if (k === undefined) break;
       if (k === key) {
-        const was = this.values[i]!;
         this.values[i] = value;
-        return was;
+        return true;
       }
       i = (i + 1) & this.mask;
     }
-    if (this.size >= this.limit) return FULL;
+    if (this.size >= this.limit) return false;
     this.keys[i] = key;
     this.values[i] = value;
     this.used[this.size++] = i;
-    return -1;
+    return true;
   }
 
   /** `key`'s number, or -1. */
   get(key: string): number {
     if (this.size === 0) return -1;
-    let i = stringHash(key) & this.mask;
+    let i = hash(key) & this.mask;
     for (;;) {
       const k = this.keys[i];
       if (k === undefined) return -1;
@@ -84,11 +74,8 @@ export class StringIndex {
   }
 }
 
-/** swap's answer when the table is full. */
-const FULL = -2;
-
-/** The hash StringIndex files a string under (FNV-1a over the UTF-16 code units), for `swap`. */
-export function stringHash(s: string): number {
+/** FNV-1a over the UTF-16 code units. */
+function hash(s: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
   return h >>> 0;

@@ -2,7 +2,7 @@
 // their own place: checked against a Map and a sorted array on random inputs.
 import { describe, expect, it } from 'vitest';
 import { Heap } from '../../src/util/heap.js';
-import { StringIndex, stringHash } from '../../src/util/string-index.js';
+import { StringIndex } from '../../src/util/string-index.js';
 import { seededRandom as rng } from '../helpers/seeded-random.js';
 
 describe('StringIndex', () => {
@@ -22,23 +22,6 @@ describe('StringIndex', () => {
       ix.clear();
       expect(ix.get(map.keys().next().value!)).toBe(-1);
     }
-  });
-
-  it('swap, given the hash, sets as set does and answers the number it replaced', () => {
-    const ix = new StringIndex();
-    const r = rng(3);
-    ix.reset(500);
-    const map = new Map<string, number>();
-    for (let i = 0; i < 500; i++) {
-      const key = `w-${Math.floor(r() * 400)}`;
-      expect(ix.swap(key, stringHash(key), i)).toBe(map.get(key) ?? -1);
-      map.set(key, i);
-    }
-    for (const [key, value] of map) expect(ix.get(key)).toBe(value);
-    ix.reset(1);
-    for (let i = 0; i < 8; i++) ix.swap(`k${i}`, stringHash(`k${i}`), i);
-    expect(ix.swap('k8', stringHash('k8'), 8)).toBe(-2); // full: nothing set
-    expect(ix.get('k8')).toBe(-1);
   });
 
   it('refuses a string past what reset made room for, rather than growing', () => {

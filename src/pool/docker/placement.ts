@@ -13,11 +13,7 @@
  *   containers; the order of the hosts in the settings breaks the last ties.
  */
 
-/**
- * What placement knows of one host. Once given to the allocator it is not changed: a change
- * makes a new one (DockerHosts.loads()), since the allocator keeps what it read of each load
- * from one decision to the next (services/allocator-hosts.ts).
- */
+/** What placement knows of one host. */
 export interface HostLoad {
   name: string;
   /** False while the host is marked down (it stopped answering). */
