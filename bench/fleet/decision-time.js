@@ -83,8 +83,8 @@ function buildInput(gpus, endpointCount, r) {
   return { now: 1_000_000, hosts, endpoints, workers: held, wanting: endpoints.filter((e) => e.want > 0).length };
 }
 
-/** Times `runs` decisions on fresh synthetic fleets of `gpus` GPUs and `endpoints` endpoints. */
-export function timeDecisions({ gpus, endpoints, runs = 30 }) {
+/** Times `runs` decisions on fresh synthetic fleets of `gpus` GPUs and `endpoints` endpoints (`decide`: as timePasses's). */
+export function timeDecisions({ gpus, endpoints, runs = 30, decide = allocate }) {
   const r = rng(42);
   const times = [];
   let last;
@@ -92,7 +92,7 @@ export function timeDecisions({ gpus, endpoints, runs = 30 }) {
     const input = buildInput(gpus, endpoints, r);
     last = input;
     const before = process.cpuUsage();
-    allocate({ now: input.now, hosts: input.hosts, endpoints: input.endpoints });
+    decide({ now: input.now, hosts: input.hosts, endpoints: input.endpoints });
     const used = process.cpuUsage(before);
     if (i >= 5) times.push((used.user + used.system) / 1000);
   }
@@ -115,8 +115,10 @@ function hostLoad(name, type, workers) {
 /**
  * Times `runs` decisions on successive passes over one fleet of `gpus` GPUs and `endpoints`
  * endpoints (see the top: 1% of the workers replaced between passes, unchanged hosts' loads kept).
+ * `decide`: what each pass calls with its input (allocate; passes-instructions.js gives a
+ * function that does nothing, to count what the passes cost without the decision).
  */
-export function timePasses({ gpus, endpoints: endpointCount, runs = 30 }) {
+export function timePasses({ gpus, endpoints: endpointCount, runs = 30, decide = allocate }) {
   const r = rng(42);
   const hostCount = gpus / 8;
   const types = Array.from({ length: hostCount }, (_, i) => TYPES[i % TYPES.length]);
@@ -155,17 +157,17 @@ export function timePasses({ gpus, endpoints: endpointCount, runs = 30 }) {
       changed.add(h).add(h2);
     }
     for (const h of changed) loads[h] = hostLoad(`h${h}`, types[h], hostWorkers[h]);
-    // Every endpoint's demand made anew, as the autoscaler's pass does.
+    // Every endpoint's demand made anew, as the autoscaler's pass does (every field present, in one order).
     const byEndpoint = settings.map(() => []);
     for (const [id, [e]] of placed) byEndpoint[e].push({ id, busy: r() < 0.33, starting: false });
     const endpoints = settings.map((s, e) => {
       const wants = r() < 0.33;
-      return { ...s, workers: byEndpoint[e], want: wants ? 1 + Math.floor(r() * 4) : 0, waitingSince: wants ? 1_000_000 - Math.floor(r() * 300_000) : null };
+      return { id: s.id, priority: s.priority, shareWeight: s.shareWeight, preemptible: s.preemptible, workersMin: s.workersMin, gpus: s.gpus, gpuTypes: s.gpuTypes, image: undefined, workers: byEndpoint[e], paused: undefined, want: wants ? 1 + Math.floor(r() * 4) : 0, waitingSince: wants ? 1_000_000 - Math.floor(r() * 300_000) : null };
     });
     const hosts = [...loads];
     last = { workers: placed.size, wanting: endpoints.filter((e) => e.want > 0).length };
     const before = process.cpuUsage();
-    allocate({ now: 1_000_000, hosts, endpoints });
+    decide({ now: 1_000_000, hosts, endpoints });
     const used = process.cpuUsage(before);
     if (i >= 5) times.push((used.user + used.system) / 1000);
   }

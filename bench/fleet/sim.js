@@ -78,6 +78,15 @@ export function simulate(fleet, workload, policy) {
   const windowMs = workload.length > 0 ? workload[workload.length - 1].at : 0;
   const capMs = windowMs * 4 + 600_000;
   const hosts = hostsOf(fleet);
+  // What the allocator is given of each host, as DockerHosts.loads() gives it: the same object
+  // again while the host's workers did not change, a new one (a copy) once they did; the hosts
+  // above change in place (an allocator that kept what it read of each load would misread them).
+  const loads = new Map();
+  const loadOf = (h) => {
+    let load = loads.get(h);
+    if (!load) loads.set(h, (load = { ...h, gpusInUse: new Set(h.gpusInUse), holders: new Map(h.holders) }));
+    return load;
+  };
   const totalGpus = hosts.reduce((n, h) => n + h.gpus.length, 0);
   const eps = fleet.endpoints.map((e) => ({ ...ENDPOINT_DEFAULTS, ...e, queue: [], workers: new Map(), waiting: 0, held: 0, sumHeld: 0, sumFair: 0 }));
   const byId = new Map(eps.map((e) => [e.id, e]));
@@ -118,6 +127,7 @@ export function simulate(fleet, workload, policy) {
     for (const id of w.devices) host.gpusInUse.delete(id);
     host.holders.delete(w.id);
     host.workers--;
+    loads.delete(host);
     w.ep.workers.delete(w.id);
     w.ep.held -= w.devices.length;
   };
@@ -135,6 +145,7 @@ export function simulate(fleet, workload, policy) {
     for (const id of w.devices) host.gpusInUse.add(id);
     host.holders.set(w.id, w.devices);
     host.workers++;
+    loads.delete(host);
     ep.workers.set(w.id, w);
     ep.held += w.devices.length;
     m.coldStarts++;
@@ -208,7 +219,7 @@ export function simulate(fleet, workload, policy) {
       want: fresh + ep.waiting,
       waitingSince: stats.oldestNormalQueuedAt,
     }));
-    const decided = allocate({ now, hosts, endpoints: demands });
+    const decided = allocate({ now, hosts: hosts.map(loadOf), endpoints: demands });
     for (const { ep } of planned) {
       const a = decided.get(ep.id);
       for (const o of a.reclaim) stopWorker(ep.workers.get(o.workerId), false);
