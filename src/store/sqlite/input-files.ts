@@ -81,7 +81,10 @@ export function createInputFiles(dir: string, now: () => number = Date.now): Inp
     read: (id) => readFile(pathOf(id)),
     async sweep(inFile) {
       let deleted = 0;
-      const names = (await readdir(dir)).slice(0, SWEEP_MAX_FILES);
+      // Past SWEEP_MAX_FILES, a window from a random place: every file is met in some sweep.
+      const all = await readdir(dir);
+      const from = Math.floor(Math.random() * all.length);
+      const names = all.length <= SWEEP_MAX_FILES ? all : [...all, ...all].slice(from, from + SWEEP_MAX_FILES);
       for (const name of names) {
         if (!name.endsWith('.json')) continue;
         const id = name.slice(0, -'.json'.length);
