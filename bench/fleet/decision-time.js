@@ -15,17 +15,8 @@
  *   demand is made anew each pass (as the autoscaler's plan() does), its wants drawn again.
  */
 import { allocate } from '../../dist/src/services/allocator.js';
+import { seededRandom as rng } from '../../dist/src/util/seeded-random.js';
 
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const TYPES = ['L4', 'A100-80GB', 'H100'];
 

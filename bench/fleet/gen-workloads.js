@@ -2,25 +2,15 @@
  * Writes the fleet simulator's shipped workloads (bench/fleet/workloads/): for each, a fleet
  * file (<name>.fleet.json: hosts, GPU models, endpoint settings) and a workload (<name>.jsonl:
  * one job a line, {"at": ms, "endpoint": id, "runMs": ms}), from a fixed seed, so the files
- * can be made again byte for byte: `node bench/fleet/gen-workloads.js`.
+ * can be made again byte for byte: `npm run build && node bench/fleet/gen-workloads.js` (the
+ * generator is the project's seeded one, src/util/seeded-random.ts).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { seededRandom as rng } from '../../dist/src/util/seeded-random.js';
 
 const OUT = join(dirname(fileURLToPath(import.meta.url)), 'workloads');
-
-/** mulberry32: a small seeded generator. */
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** 16 GPUs: two hosts of 4 L4, two of 4 A100-80GB. */
 const HOSTS = [

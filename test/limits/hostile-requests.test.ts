@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGantry, type TestBackend, type TestGantry } from '../helpers/gantry.js';
 import { spawnWorker, TOY_WORKER, type WorkerProcess } from '../openai/worker-process.js';
-import { seededRandom as prng } from '../helpers/seeded-random.js';
+import { seededRandom as prng } from '../../src/util/seeded-random.js';
 
 const PROTOTYPE_NAMES = ['constructor', 'toString', 'valueOf', 'hasOwnProperty', '__proto__', 'isPrototypeOf', '__defineSetter__'];
 const ODD_SEGMENTS = ['%00', 'a%00b', '%ff', '%E2%82', '..', '%2F', 'x'.repeat(300), 'x'.repeat(6_000), '%F0%9F%98%80', 'a b', '%25', '-', '_', "'", '"', '\\', 'admin', '%0A', ...PROTOTYPE_NAMES];

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { HostLoad } from '../../src/pool/docker/placement.js';
 import { allocate, type AllocatorInput, type AllocWorker, type EndpointDemand } from '../../src/services/allocator.js';
 import { allocateReference } from './allocator-reference.js';
-import { seededRandom as rng } from '../helpers/seeded-random.js';
+import { seededRandom as rng } from '../../src/util/seeded-random.js';
 
 const MODELS = ['L4', 'A100', 'H100', ''];
 const IMAGES = ['img-a', 'img-b', 'img-c'];

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { HostLoad } from '../../src/pool/docker/placement.js';
 import { allocate, type AllocWorker, type EndpointDemand } from '../../src/services/allocator.js';
 import { allocateReference } from './allocator-reference.js';
-import { seededRandom as rng } from '../helpers/seeded-random.js';
+import { seededRandom as rng } from '../../src/util/seeded-random.js';
 import { ep, host, idle, NOW } from './allocator-fixtures.js';
 
 const MODELS = ['L4', 'A100', 'H100', ''];

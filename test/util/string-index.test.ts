@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { Heap } from '../../src/util/heap.js';
 import { StringIndex } from '../../src/util/string-index.js';
-import { seededRandom as rng } from '../helpers/seeded-random.js';
+import { seededRandom as rng } from '../../src/util/seeded-random.js';
 
 describe('StringIndex', () => {
   it('answers as a Map would, use after use, and forgets everything between uses', () => {

@@ -1,6 +1,7 @@
 /**
  * mulberry32: a small seeded generator of numbers in [0, 1), so a failing random case can be
- * made again from its seed (the hostile requests, the allocator's random fleets, the id table).
+ * made again from its seed: the tests' random cases (hostile requests, the allocator's fleets, the
+ * id table) and the fleet benchmarks' workloads and fleets, one generator for all.
  */
 export function seededRandom(seed: number): () => number {
   let a = seed >>> 0;
