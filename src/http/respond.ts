@@ -14,12 +14,17 @@ const ENCODE_ONCE_CHARS = 64 * 1024;
 export function sendJsonText(res: ServerResponse, status: number, text: string, headers?: Record<string, string>): void {
   if (res.headersSent || res.destroyed) return;
   const body = text.length > ENCODE_ONCE_CHARS ? Buffer.from(text, 'utf8') : text;
+  writeJsonHead(res, status, typeof body === 'string' ? Buffer.byteLength(body) : body.length, headers);
+  res.end(body);
+}
+
+/** The head of a JSON answer of `length` bytes. */
+function writeJsonHead(res: ServerResponse, status: number, length: number, headers?: Record<string, string>): void {
   // setHeader, not an object spread: this runs for every response.
   res.setHeader('content-type', 'application/json; charset=utf-8');
-  res.setHeader('content-length', typeof body === 'string' ? Buffer.byteLength(body) : body.length);
+  res.setHeader('content-length', length);
   if (headers) for (const name in headers) res.setHeader(name, headers[name]!);
   res.writeHead(status);
-  res.end(body);
 }
 
 /**
@@ -32,9 +37,7 @@ export function sendJsonParts(res: ServerResponse, status: number, parts: JsonPa
   const chunks = parts.map((part) => (typeof part === 'string' ? Buffer.from(part, 'utf8') : part));
   let length = 0;
   for (const chunk of chunks) length += chunk.length;
-  res.setHeader('content-type', 'application/json; charset=utf-8');
-  res.setHeader('content-length', length);
-  res.writeHead(status);
+  writeJsonHead(res, status, length);
   for (let i = 0; i < chunks.length - 1; i++) res.write(chunks[i]);
   res.end(chunks.at(-1));
 }
