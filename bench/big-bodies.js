@@ -9,8 +9,9 @@
  * The gateway runs in its own process (`node dist/src/cli/main.js serve`, a fresh SQLite file in
  * a temp folder, rate limits off). The worker is a second process of this script: W loops of
  * job-take → job-done with a small output (it reads the job's id from the start of the body and
- * never parses the rest, so its CPU stays small beside the gateway's). This process posts the
- * bodies (one Buffer built once) and runs the probes.
+ * never parses the rest, so its CPU stays small beside the gateway's). The probes are a third
+ * (a prober in the posters' process measured its own event loop too: writing 40 bodies of 19 MB
+ * delays every callback there). This process posts the bodies (one Buffer built once).
  *
  * usage: npm run build && node bench/big-bodies.js [--clients 40] [--mb 19] [--seconds 30]
  *          [--workers 8] [--shape objects|string] [--json]
@@ -48,6 +49,7 @@ const { values: flags } = parseArgs({
     json: { type: 'boolean', default: false },
     profile: { type: 'string' },
     'worker-of': { type: 'string' },
+    'probes-of': { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -107,6 +109,33 @@ if (flags['worker-of'] !== undefined) {
     }
   };
   await Promise.all(Array.from({ length: loops }, (_, i) => loop(i)));
+  process.exit(0);
+}
+
+// ---- the probes' process -------------------------------------------------------------------
+
+/** Asks `ask()` again and again until `until`, with `pauseMs` between answers. */
+async function probe(until, pauseMs, ask) {
+  const samples = [];
+  while (performance.now() < until) {
+    samples.push(await ask());
+    await new Promise((r) => setTimeout(r, pauseMs));
+  }
+  return samples;
+}
+
+if (flags['probes-of'] !== undefined) {
+  const { port, key, seconds } = JSON.parse(flags['probes-of']);
+  const healthAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const otherAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const small = Buffer.from(JSON.stringify({ input: { hello: 'world' } }));
+  const until = performance.now() + seconds * 1000;
+  const [health, other] = await Promise.all([
+    probe(until, 20, () => request(healthAgent, port, 'GET', '/healthz', '')),
+    probe(until, 20, () => request(otherAgent, port, 'POST', '/v2/other/run', key, small)),
+  ]);
+  const slim = (samples) => samples.map(({ status, ms }) => ({ status, ms }));
+  process.stdout.write(JSON.stringify({ health: slim(health), other: slim(other) }));
   process.exit(0);
 }
 
@@ -173,14 +202,29 @@ async function startGateway(port, dataDir, adminKey) {
   }
 }
 
-/** Asks `ask()` again and again until `until`, with `pauseMs` between answers. */
-async function probe(until, pauseMs, ask) {
-  const samples = [];
-  while (performance.now() < until) {
-    samples.push(await ask());
-    await new Promise((r) => setTimeout(r, pauseMs));
-  }
-  return samples;
+/**
+ * The gateway's event-loop delay since the last scrape, from its /metrics (prom-client's
+ * `nodejs_eventloop_lag_*`, reset by each scrape), in ms: how long the gateway's own loop was
+ * blocked, apart from the time its process waited for a core.
+ */
+async function loopLag(agent, port, adminKey) {
+  const res = await request(agent, port, 'GET', '/metrics', adminKey);
+  const value = (name) => {
+    const m = new RegExp(`^nodejs_eventloop_lag_${name}_seconds ([0-9.e+-]+)$`, 'm').exec(res.text);
+    return m ? Math.round(Number(m[1]) * 10_000) / 10 : null;
+  };
+  return { p50: value('p50'), p90: value('p90'), p99: value('p99'), max: value('max') };
+}
+
+/** Runs the probes in their own process for `seconds`; resolves with their samples. */
+function runProbes(port, key, seconds) {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(process.execPath, [SELF, '--probes-of', JSON.stringify({ port, key, seconds })], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const chunks = [];
+    child.stdout.on('data', (c) => chunks.push(c));
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolvePromise(JSON.parse(Buffer.concat(chunks).toString('utf8'))) : reject(new Error(`probes exited with code ${code}`))));
+  });
 }
 
 async function main() {
@@ -213,9 +257,7 @@ async function main() {
     log(`gateway pid ${gateway.pid}; ${clients} clients × ${(body.length / 1e6).toFixed(1)} MB runsync (${flags.shape}), ${workers} worker loops, ${seconds} s; node ${process.version}; ${os.cpus().length} CPUs; load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
     const rssBefore = procStatus(gateway.pid, 'VmRSS');
     const bigAgent = new http.Agent({ keepAlive: true, maxSockets: clients });
-    const healthAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-    const otherAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-    const small = Buffer.from(JSON.stringify({ input: { hello: 'world' } }));
+    await loopLag(admin, port, adminKey);
     const started = performance.now();
     const until = started + seconds * 1000;
     let rssMax = 0;
@@ -224,10 +266,8 @@ async function main() {
     const posters = Array.from({ length: clients }, async () => {
       while (performance.now() < until) big.push(await request(bigAgent, port, 'POST', '/v2/big/runsync?wait=120000', bigKey, body));
     });
-    const [health, other] = await Promise.all([
-      probe(until, 20, () => request(healthAgent, port, 'GET', '/healthz', '')),
-      probe(until, 20, () => request(otherAgent, port, 'POST', '/v2/other/run', otherKey, small)),
-    ]);
+    const { health, other } = await runProbes(port, otherKey, seconds);
+    const gatewayLoopLag = await loopLag(admin, port, adminKey);
     await Promise.all(posters);
     clearInterval(sampler);
     const elapsed = (performance.now() - started) / 1000;
@@ -242,12 +282,14 @@ async function main() {
       healthz: summary(health),
       otherRun: summary(other),
       bigRunsync: { ...summary(big), completed, completedPerSecond: Math.round((completed / elapsed) * 10) / 10 },
+      gatewayLoopLagMs: gatewayLoopLag,
       gatewayRss: { beforeMB: Math.round((rssBefore ?? 0) / 1e6), sampledMaxMB: Math.round(rssMax / 1e6), peakMB: Math.round((procStatus(gateway.pid, 'VmHWM') ?? 0) / 1e6) },
     };
     if (flags.json) console.log(JSON.stringify(result, null, 2));
     else {
       const line = (name, s) => `${name.padEnd(22)} n=${String(s.count).padStart(5)}  p50 ${s.p50} ms  p90 ${s.p90} ms  p99 ${s.p99} ms  max ${s.max} ms  ${JSON.stringify(s.statuses)}`;
       console.log(`${command}\n${line('GET /healthz', result.healthz)}\n${line('other key POST /run', result.otherRun)}\n${line('big runsync', result.bigRunsync)}`);
+      console.log(`gateway event-loop delay (its /metrics): p50 ${gatewayLoopLag.p50} ms  p90 ${gatewayLoopLag.p90} ms  p99 ${gatewayLoopLag.p99} ms  max ${gatewayLoopLag.max} ms`);
       console.log(`big runsync completed ${completed} (${result.bigRunsync.completedPerSecond}/s); gateway RSS before ${result.gatewayRss.beforeMB} MB, peak ${result.gatewayRss.peakMB} MB (VmHWM)`);
     }
   } finally {

@@ -57,8 +57,8 @@ export interface Gantry {
   adminKey: string | null;
   /** Whether this gateway runs the singletons (always on SQLite; one gateway at a time on PostgreSQL). */
   leader: LeaderLock;
-  /** The bytes of request bodies being read now, in all and per key (http/body.ts). */
-  bodies: Pick<BodyBudget, 'inFlight' | 'byKey'>;
+  /** The bytes of request bodies being read now, in all and per key, and the pace of refused ones' drains (http/body.ts). */
+  bodies: Pick<BodyBudget, 'inFlight' | 'byKey' | 'drains'>;
   /** The threads that parse large request bodies; undefined with GANTRY_JSON_THREADS=0. */
   jsonThreads: JsonThreads | undefined;
   close(): Promise<void>;
@@ -193,6 +193,7 @@ function bodyReading(config: GantryConfig): { bodies: BodyBudget; jsonThreads: J
   const bodies = createBodyBudget({
     readTimeoutMs: config.bodyReadTimeoutMs,
     bytesInFlight: config.bodyBytesInFlight,
+    drainBytesPerSecond: config.bodyDrainBytesPerSecond,
     ...(jsonThreads ? { offload: { threads: jsonThreads, minBytes: config.jsonThreadMinBytes } } : {}),
   });
   return { bodies, jsonThreads };

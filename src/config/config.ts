@@ -81,6 +81,8 @@ export interface GantryConfig {
   bodyReadTimeoutMs: number;
   /** Total bytes of request bodies being read at once, over all requests; past it 503 with Retry-After (GANTRY_BODY_BYTES_IN_FLIGHT). */
   bodyBytesInFlight: number;
+  /** Bytes a second read and dropped of refused bodies, all together; a key's at most half (GANTRY_BODY_DRAIN_BYTES_PER_SECOND). */
+  bodyDrainBytesPerSecond: number;
   /**
    * Bytes of one job's stream chunks buffered and not yet delivered to a reader; a worker's post
    * past it is refused (413 STREAM_BUFFER_FULL) and that run's stream is cut (GANTRY_STREAM_BUFFER_BYTES).
@@ -135,6 +137,7 @@ export const DEFAULTS: GantryConfig = {
   stoppedWorkersKeptMs: 30 * 60_000,
   bodyReadTimeoutMs: 30_000,
   bodyBytesInFlight: 512_000_000,
+  bodyDrainBytesPerSecond: 32_000_000,
   streamBufferBytes: 20_000_000,
   maxConnections: 10_000,
   // One core is the event loop's; the others (up to 4) parse large bodies.
@@ -172,6 +175,7 @@ const INT_VARS: [keyof GantryConfig, string, number, number][] = [
   ['stoppedWorkersKeptMs', 'GANTRY_STOPPED_WORKERS_KEPT_MS', 0, 7 * 86_400_000],
   ['bodyReadTimeoutMs', 'GANTRY_BODY_READ_TIMEOUT_MS', 100, 600_000],
   ['bodyBytesInFlight', 'GANTRY_BODY_BYTES_IN_FLIGHT', 20_000_000, 1e12],
+  ['bodyDrainBytesPerSecond', 'GANTRY_BODY_DRAIN_BYTES_PER_SECOND', 1_000_000, 1e12],
   // At least one chunk (1 MB): an empty buffer always takes a chunk.
   ['streamBufferBytes', 'GANTRY_STREAM_BUFFER_BYTES', 1_000_000, 1e12],
   ['maxConnections', 'GANTRY_MAX_CONNECTIONS', 1, 1_000_000],

@@ -19,6 +19,11 @@ export interface BodyPolicy {
   bytesInFlight: number;
   /** Bodies of at least `minBytes` are parsed on these threads, off the event loop (default: all on the event loop). */
   offload?: { threads: JsonThreads; minBytes: number };
+  /**
+   * Bytes a second the gateway reads (and drops) of refused bodies, all together; one key's
+   * drains get at most half. Default: as fast as they come.
+   */
+  drainBytesPerSecond?: number;
 }
 
 /**
@@ -32,11 +37,35 @@ export interface BodyBudget {
   inFlight: number;
   /** Bytes of bodies being read now per key id ('' for requests without a key); a key leaves at 0. */
   readonly byKey: Map<string, number>;
+  /** The pace of refused bodies' drains, all together and per key with a drain in progress (absent: unpaced). */
+  readonly drains?: { all: ByteBucket; byKey: Map<string, { bucket: ByteBucket; draining: number }> };
 }
 
 /** @example const budget = createBodyBudget({ readTimeoutMs: 30_000, bytesInFlight: 512 * MB }); */
 export function createBodyBudget(policy: BodyPolicy): BodyBudget {
-  return { policy, inFlight: 0, byKey: new Map() };
+  const rate = policy.drainBytesPerSecond;
+  return { policy, inFlight: 0, byKey: new Map(), ...(rate ? { drains: { all: new ByteBucket(rate), byKey: new Map() } } : {}) };
+}
+
+/**
+ * Bytes a second, with a second's worth at once: `take(n)` counts n bytes read and says how
+ * many ms to wait before reading on (0: none). Readers sharing a bucket share its rate.
+ */
+export class ByteBucket {
+  private tokens: number;
+  private at = performance.now();
+
+  /** @param perSecond the bucket's rate, bytes a second */
+  constructor(readonly perSecond: number) {
+    this.tokens = perSecond;
+  }
+
+  take(bytes: number): number {
+    const now = performance.now();
+    this.tokens = Math.min(this.perSecond, this.tokens + ((now - this.at) * this.perSecond) / 1000) - bytes;
+    this.at = now;
+    return this.tokens >= 0 ? 0 : Math.ceil((-this.tokens * 1000) / this.perSecond);
+  }
 }
 
 /** The most bytes of bodies one key may have in flight under `policy`: half the budget. */
@@ -71,7 +100,7 @@ export async function readJsonBody(req: IncomingMessage, limit: number, raw: rea
   const declared = Number(req.headers['content-length']);
   const withinMs = budget?.policy.readTimeoutMs;
   if (declared > limit) {
-    await drain(req, declared <= DRAIN_LIMIT ? withinMs : 0);
+    await drain(req, declared <= DRAIN_LIMIT ? withinMs : 0, budget, keyId);
     throw tooLarge(limit);
   }
   const counter = { counted: 0, keyId };
@@ -79,7 +108,7 @@ export async function readJsonBody(req: IncomingMessage, limit: number, raw: rea
     if (budget && declared > 0) {
       const refused = reserve(budget, counter, declared);
       if (refused) {
-        await drain(req, withinMs);
+        await drain(req, withinMs, budget, keyId);
         throw refused;
       }
     }
@@ -135,7 +164,7 @@ function receive(req: IncomingMessage, limit: number, budget: BodyBudget | undef
       settled = true;
       clearTimeout(timer);
       req.off('data', onData);
-      if (drainFirst) void drain(req, budget?.policy.readTimeoutMs).then(() => reject(err));
+      if (drainFirst) void drain(req, budget?.policy.readTimeoutMs, budget, counter.keyId).then(() => reject(err));
       else reject(err);
     };
     const timer = budget ? setTimeout(() => settle(timedOut(budget.policy.readTimeoutMs), false), budget.policy.readTimeoutMs) : undefined;
@@ -209,20 +238,41 @@ function tooDeep(): AppError {
  * Reads and drops the rest of a refused body (at most DRAIN_LIMIT bytes, within `withinMs`), so
  * that the client has sent it all and reads the answer instead of a broken pipe. Resolves when
  * the body has ended or the bound is reached (the answer closes the connection either way).
+ *
+ * Under a budget with a drain rate the reading is paced: the drains of all refused bodies
+ * together read at most that rate, one key's at most half, and a drain over its pace stops
+ * reading until its turn (the client's upload waits in TCP, costing nobody CPU). A client that
+ * sends body after body past its refusals so waits for each answer instead of making the
+ * gateway read gigabytes it drops (docs/security.md, "Shared limits").
  */
-function drain(req: IncomingMessage, withinMs = 30_000): Promise<void> {
+function drain(req: IncomingMessage, withinMs = 30_000, budget?: BodyBudget, keyId = ''): Promise<void> {
   if (req.complete || withinMs <= 0) return Promise.resolve();
   return new Promise<void>((resolve) => {
+    const pace = budget?.drains ? drainPace(budget.drains, keyId) : undefined;
     let dropped = 0;
+    let finished = false;
+    let paused: NodeJS.Timeout | undefined;
     const done = (): void => {
+      if (finished) return;
+      finished = true;
       clearTimeout(timer);
+      clearTimeout(paused);
       req.off('data', onData);
+      pace?.end();
       req.pause();
       resolve();
     };
     const onData = (chunk: Buffer): void => {
       dropped += chunk.length;
-      if (dropped > DRAIN_LIMIT) done();
+      if (dropped > DRAIN_LIMIT) return done();
+      const waitMs = pace?.take(chunk.length) ?? 0;
+      if (waitMs > 0 && !paused) {
+        req.pause();
+        paused = setTimeout(() => {
+          paused = undefined;
+          if (!finished) req.resume();
+        }, waitMs);
+      }
     };
     const timer = setTimeout(done, withinMs);
     req.on('data', onData);
@@ -230,6 +280,20 @@ function drain(req: IncomingMessage, withinMs = 30_000): Promise<void> {
     req.once('close', done);
     req.resume();
   });
+}
+
+/** One drain's pace: the gateway's bucket and its key's (the key's entry leaves with its last drain). */
+function drainPace(drains: NonNullable<BodyBudget['drains']>, keyId: string): { take(bytes: number): number; end(): void } {
+  let own = drains.byKey.get(keyId);
+  if (!own) drains.byKey.set(keyId, (own = { bucket: new ByteBucket(drains.all.perSecond / 2), draining: 0 }));
+  own.draining++;
+  const key = own;
+  return {
+    take: (bytes) => Math.max(drains.all.take(bytes), key.bucket.take(bytes)),
+    end: () => {
+      if (--key.draining === 0) drains.byKey.delete(keyId);
+    },
+  };
 }
 
 function tooLarge(limit: number): AppError {

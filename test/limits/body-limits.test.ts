@@ -119,6 +119,35 @@ describe('bodies in flight (item 7)', () => {
   }, 45_000);
 });
 
+// Issue 22, item 3: a client posting body after body past its refusals made the gateway read and
+// drop gigabytes at full speed; refused bodies are now read at a pace, one key's at half of it.
+describe('refused bodies are read at a pace', () => {
+  it("reads a refused body no faster than the key's half of the drain rate, answers it, and serves other keys meanwhile", async () => {
+    const { t, key } = await start({ bodyDrainBytesPerSecond: 8_000_000 });
+    const otherKey = await t.createKey(['run']);
+    const c = open(t.url);
+    await c.ready();
+    // 48 MB declared on /run (limit 10 MB): refused 413, then read and dropped (up to 64 MB) so
+    // the client can read the answer — at 4 MB/s, the key's half of 8 MB/s, about 11 s.
+    const size = 48_000_000;
+    c.socket.write(`POST /v2/up/run HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${size}\r\n\r\n`);
+    c.socket.write(Buffer.alloc(size, 'x'));
+    await new Promise((r) => setTimeout(r, 1_000));
+    // In 1 s the gateway has read at most a second's burst and a second at the key's pace (8 MB),
+    // and the kernel's socket buffers hold at most 36 MB here (tcp_rmem 32 MB, tcp_wmem 4 MB), so
+    // the client's write cannot have gone out whole (Node counts a write in progress in
+    // writableLength until the kernel took its last byte). Read at full speed, it has (0 then).
+    expect(c.socket.writableLength).toBeGreaterThan(0);
+    expect(c.status()).toBeUndefined();
+    expect((await post(t, otherKey, '/v2/up/run', '{"input":{}}')).status).toBe(200);
+    await eventually(async () => (c.closed ? true : undefined), 40_000, 'the refused upload answered and closed');
+    expect(c.errors).toEqual([]);
+    expect(c.status()).toBe(413);
+    expect(c.received).toContain('PAYLOAD_TOO_LARGE');
+    expect(t.gantry.bodies.drains?.byKey.size).toBe(0);
+  }, 60_000);
+});
+
 describe.each<TestBackend>(['sqlite', 'postgres'])('oversize bodies (item 10, %s)', (backend) => {
   it('reads the whole oversize upload before answering 413, so the sender never gets a reset', async () => {
     const { t, key } = await start({}, backend);
