@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import { jsonScanSource } from '../model/json-scan.js';
 import { jsonKind, nestedDeeperThan, RawJson, type JsonKind } from '../model/json.js';
 
 /** Why a body could not be used as JSON: not JSON at all, or nested deeper than allowed. */
@@ -9,10 +10,12 @@ export type JsonParse = { value: unknown } | JsonRefusal;
 
 /**
  * A few worker threads that parse large JSON bodies off the event loop. The body's bytes are
- * moved to a thread (transferred, not copied); the thread decodes, parses and checks the
- * depth; the fields named in `raw` (top level of an object body) are serialised there again
- * and come back as RawJson text, the rest as a structured clone. A 19 MB job input thus costs
- * the event loop one copy of its text and no parse (docs/benchmarks.md, "Big bodies").
+ * moved to a thread (transferred, not copied). There the fields named in `raw` (top level of an
+ * object body) come back as RawJson text, the rest as a structured clone: found by one scan of
+ * the bytes that checks the JSON and copies the field's text without its spaces
+ * (model/json-scan.ts), or, where that scan cannot vouch for the text, by decoding, parsing,
+ * checking the depth and serialising the field again. A 19 MB job input thus costs the event
+ * loop one copy of its text and no parse (docs/benchmarks.md, "Big bodies").
  */
 export interface JsonThreads {
   /** Parses `bytes` (which it takes over: the caller must not use them after) on a thread. */
@@ -25,12 +28,28 @@ export interface JsonThreads {
   close(): Promise<void>;
 }
 
+/**
+ * The JSON threads' nice value (Linux; elsewhere they keep the process's). Parsing is work the
+ * event loop can wait for; the event loop answering /healthz, /run and every worker cannot wait
+ * for it. At nice 10 a busy thread gets about a tenth of the CPU a thread at 0 gets when they
+ * want the same core, so a parse in progress gives way as soon as the event loop has work.
+ */
+export const THREAD_NICE = 10;
+
 /** The thread's code, run with `eval`: the depth walk is the gateway's own function, not a copy of it. */
 const THREAD_SOURCE = `
 const { parentPort } = require('node:worker_threads');
+// Below the event loop: on Linux a thread has a nice value of its own (setpriority on its id).
+try {
+  const tid = Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop());
+  require('node:os').setPriority(tid, ${THREAD_NICE});
+} catch {}
 const nestedDeeperThan = ${nestedDeeperThan.toString()};
 const jsonKind = ${jsonKind.toString()};
+${jsonScanSource()}
 parentPort.on('message', ({ id, bytes, raw, maxDepth }) => {
+  const scanned = raw.length > 0 ? scanRawFields(bytes, raw, maxDepth) : null;
+  if (scanned) return parentPort.postMessage({ id, value: scanned.value, raw: scanned.raw });
   let value;
   try {
     const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');

@@ -1,9 +1,24 @@
 // The JSON threads hand back a raw field's canonical text with its UTF-8 length, measured on the
 // thread: the submit path counts a large input's bytes (queue bounds, input_bytes) without
 // measuring 19 MB on the event loop (docs/benchmarks.md, "Big bodies").
+import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { RawJson } from '../../src/model/json.js';
-import { createJsonThreads } from '../../src/util/json-threads.js';
+import { createJsonThreads, THREAD_NICE } from '../../src/util/json-threads.js';
+
+/** The nice value of each thread of this process (Linux: field 19 of /proc/self/task/<id>/stat). */
+function threadNiceValues(): Map<string, number> {
+  const nice = new Map<string, number>();
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      nice.set(tid, Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return nice;
+}
 
 describe('JSON threads', () => {
   const threads = createJsonThreads(1);
@@ -22,5 +37,19 @@ describe('JSON threads', () => {
     expect(raw.kind).toBe('object');
     expect(raw.bytes).toBe(Buffer.byteLength(raw.text));
     expect(raw.bytes).toBeGreaterThan(raw.text.length);
+  });
+
+  // Issue 22, item 3: parsing gives way to the event loop on a busy machine.
+  it.skipIf(process.platform !== 'linux')('runs its threads at a nice value below the event loop', async () => {
+    const before = threadNiceValues();
+    const own = createJsonThreads(2);
+    try {
+      await Promise.all([own.parse(Buffer.from('{"input":[1]}'), ['input'], 32), own.parse(Buffer.from('{"input":[2]}'), ['input'], 32)]);
+      const added = [...threadNiceValues()].filter(([tid]) => !before.has(tid));
+      expect(added.filter(([, nice]) => nice === THREAD_NICE).length).toBeGreaterThanOrEqual(2);
+      expect(threadNiceValues().get(String(process.pid))).toBe(0);
+    } finally {
+      await own.close();
+    }
   });
 });
