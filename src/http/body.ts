@@ -37,7 +37,7 @@ export interface BodyBudget {
   inFlight: number;
   /** Bytes of bodies being read now per key id ('' for requests without a key); a key leaves at 0. */
   readonly byKey: Map<string, number>;
-  /** The pace of refused bodies' drains, all together and per key with a drain in progress (absent: unpaced). */
+  /** The pace of refused bodies' drains, all together and per key with a drain in progress or a bucket refilling (absent: unpaced). */
   readonly drains?: { all: ByteBucket; byKey: Map<string, { bucket: ByteBucket; draining: number }> };
 }
 
@@ -61,10 +61,21 @@ export class ByteBucket {
   }
 
   take(bytes: number): number {
-    const now = performance.now();
-    this.tokens = Math.min(this.perSecond, this.tokens + ((now - this.at) * this.perSecond) / 1000) - bytes;
-    this.at = now;
+    this.refill();
+    this.tokens -= bytes;
     return this.tokens >= 0 ? 0 : Math.ceil((-this.tokens * 1000) / this.perSecond);
+  }
+
+  /** Whether a second's worth is there again (a reader starting now would not wait). */
+  full(): boolean {
+    this.refill();
+    return this.tokens >= this.perSecond;
+  }
+
+  private refill(): void {
+    const now = performance.now();
+    this.tokens = Math.min(this.perSecond, this.tokens + ((now - this.at) * this.perSecond) / 1000);
+    this.at = now;
   }
 }
 
@@ -282,17 +293,27 @@ function drain(req: IncomingMessage, withinMs = 30_000, budget?: BodyBudget, key
   });
 }
 
-/** One drain's pace: the gateway's bucket and its key's (the key's entry leaves with its last drain). */
+/** Keys' drain buckets kept before idle ones are swept (one with a drain in progress, or still refilling, is kept). */
+const DRAIN_KEYS_SWEPT_PAST = 64;
+
+/**
+ * One drain's pace: the gateway's bucket and its key's. A key's bucket outlives its drains
+ * until it has refilled, so that refused bodies sent one after another share it as concurrent
+ * ones do; idle full buckets are swept once more than DRAIN_KEYS_SWEPT_PAST keys have one.
+ */
 function drainPace(drains: NonNullable<BodyBudget['drains']>, keyId: string): { take(bytes: number): number; end(): void } {
   let own = drains.byKey.get(keyId);
-  if (!own) drains.byKey.set(keyId, (own = { bucket: new ByteBucket(drains.all.perSecond / 2), draining: 0 }));
+  if (!own) {
+    if (drains.byKey.size >= DRAIN_KEYS_SWEPT_PAST) {
+      for (const [id, entry] of drains.byKey) if (entry.draining === 0 && entry.bucket.full()) drains.byKey.delete(id);
+    }
+    drains.byKey.set(keyId, (own = { bucket: new ByteBucket(drains.all.perSecond / 2), draining: 0 }));
+  }
   own.draining++;
   const key = own;
   return {
     take: (bytes) => Math.max(drains.all.take(bytes), key.bucket.take(bytes)),
-    end: () => {
-      if (--key.draining === 0) drains.byKey.delete(keyId);
-    },
+    end: () => void key.draining--,
   };
 }
 

@@ -144,7 +144,17 @@ describe('refused bodies are read at a pace', () => {
     expect(c.errors).toEqual([]);
     expect(c.status()).toBe(413);
     expect(c.received).toContain('PAYLOAD_TOO_LARGE');
-    expect(t.gantry.bodies.drains?.byKey.size).toBe(0);
+    expect([...t.gantry.bodies.drains!.byKey.values()].map((entry) => entry.draining)).toEqual([0]);
+  }, 60_000);
+
+  it('paces refused bodies a key sends one after another as if they came together', async () => {
+    const { t, key } = await start({ bodyDrainBytesPerSecond: 20_000_000 });
+    const body = JSON.stringify({ input: { s: 'x'.repeat(11_000_000) } });
+    const started = performance.now();
+    for (let i = 0; i < 4; i++) expect((await post(t, key, '/v2/up/run', body)).status).toBe(413);
+    // 44 MB at the key's 10 MB/s after its 10 MB burst: 3.4 s at least. A bucket made anew for
+    // each body gave each a fresh 10 MB burst: 0.4 s of pacing in all.
+    expect(performance.now() - started).toBeGreaterThan(2_500);
   }, 60_000);
 });
 
