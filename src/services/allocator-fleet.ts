@@ -1,6 +1,7 @@
 import { modelLabel, type HostLoad } from '../pool/docker/placement.js';
 import { describeBlock, fleetBlock, holderSummary, namesEachHost, type HeldGpus } from './allocator-reasons.js';
 import { BUSY, FREEING, IDLE, KINDS, mayTake, PAUSED, rankOf, STARTING, type Claimant } from './allocator-claims.js';
+import { CandidateLists } from './allocator-candidates.js';
 import { FreeDevices } from './free-index.js';
 import { StringIndex } from '../util/string-index.js';
 
@@ -67,8 +68,7 @@ class Holders {
   readonly owner: Int32Array;
   readonly kind: Uint8Array;
   readonly host: Int32Array;
-  readonly taken: Uint8Array;
-  /** The candidates' priority levels (candidates()). */
+  /** Its priority level as a candidate (candidateLists(); -1: never one). */
   readonly level: Int32Array;
   n = 0;
   readonly capacity: number;
@@ -83,7 +83,6 @@ class Holders {
     this.owner = new Int32Array(size);
     this.kind = new Uint8Array(size);
     this.host = new Int32Array(size);
-    this.taken = new Uint8Array(size);
   }
 }
 
@@ -94,7 +93,6 @@ let spare: Holders | null = null;
 function holdersFor(size: number): Holders {
   if (!spare || spare.capacity < size) spare = new Holders(Math.max(size, Math.ceil((spare?.capacity ?? 0) * 1.5)));
   spare.n = 0;
-  spare.taken.fill(0, 0, size);
   return spare;
 }
 
@@ -104,9 +102,9 @@ export class Fleet {
   private readonly claimants: readonly Claimant[];
   private readonly h: Holders;
   /** Candidates to free, by kind, each in its endpoints' priority order (lowest first, being stopped before all). */
-  private readonly byKind: Int32Array[];
-  /** Per kind, how many of the first candidates are taken already (skipped without a look). */
-  private readonly takenPrefix = KINDS.map(() => 0);
+  private readonly candidates: CandidateLists;
+  /** The endpoints' distinct priorities, ascending: a candidate's level is its place here + 1 (0: being stopped). */
+  private priorities: number[] = [];
   private readonly reasons = new Map<string, string>();
   /** GPUs held per endpoint and model, in the order first met, grants included (made when a reason first needs them). */
   private pairs: HeldPair[] | null = null;
@@ -119,8 +117,11 @@ export class Fleet {
   private memo: { call: Int32Array; gpus: Int32Array; yes: Uint8Array } | null = null;
   /** When each holder's current job started, where known (busy workers: the least run is preempted first). */
   private since: Float64Array | null = null;
-  /** How many models the holders have (Holders.model is below it). */
+  /** How many models the holders have (Holders.model is below it), and each one's number. */
   private readonly modelCount: number;
+  private readonly modelOf = new Map<string, number>();
+  /** The models a reclaim call accepts, by number (reused by each call). */
+  private readonly accepts: Uint8Array;
   /** GPUs per model on hosts that are up, and how many hosts are up (made when a large fleet's reason first needs them). */
   private totals: { byModel: Map<string, number>; up: number } | null = null;
 
@@ -138,7 +139,7 @@ export class Fleet {
     let size = 0;
     for (let i = 0; i < hosts.length; i++) size += hosts[i]!.holders?.size ?? 0;
     const h = (this.h = holdersFor(size));
-    const models = new Map<string, number>();
+    const models = this.modelOf;
     for (let i = 0; i < hosts.length; i++) {
       const host = hosts[i]!;
       // forEach: no entry pair made per holder.
@@ -161,7 +162,8 @@ export class Fleet {
       });
     }
     this.modelCount = Math.max(1, models.size);
-    this.byKind = this.candidates();
+    this.accepts = new Uint8Array(this.modelCount);
+    this.candidates = this.candidateLists(hosts);
   }
 
   /**
@@ -177,46 +179,22 @@ export class Fleet {
   }
 
   /**
-   * The holders that may be freed, by kind, each list stably sorted by its endpoint's priority
-   * (being stopped: first): counted by (kind, priority level), then placed (a counting sort).
+   * The holders that may be freed (allocator-candidates.ts), by kind and their endpoint's
+   * priority level: not busy workers of endpoints that are not preemptible, nor holders on a
+   * host that is down (no reclaim could use them).
    */
-  private candidates(): Int32Array[] {
+  private candidateLists(hosts: readonly HostLoad[]): CandidateLists {
     const { h, claimants } = this;
-    // Each endpoint's priority as a level: 0 for the holders being stopped, then the distinct priorities in order.
-    const priorities = [...new Set(claimants.map((c) => c.d.priority))].sort((a, b) => a - b);
+    const priorities = (this.priorities = [...new Set(claimants.map((c) => c.d.priority))].sort((a, b) => a - b));
     const levelOf = new Map(priorities.map((p, i) => [p, i + 1]));
-    const levels = priorities.length + 1;
     const endpointLevel = Int32Array.from(claimants, (c) => levelOf.get(c.d.priority)!);
     const level = h.level;
-    const next = new Int32Array(KINDS.length * levels);
     for (let k = 0; k < h.n; k++) {
       const e = h.owner[k]!;
-      // Busy workers of endpoints that are not preemptible are never candidates.
-      if (h.kind[k] === BUSY && !claimants[e]?.d.preemptible) {
-        level[k] = -1;
-        continue;
-      }
-      level[k] = e < 0 ? 0 : endpointLevel[e]!;
-      next[h.kind[k]! * levels + level[k]!]!++;
+      if ((h.kind[k] === BUSY && !claimants[e]?.d.preemptible) || !hosts[h.host[k]!]!.up) level[k] = -1;
+      else level[k] = e < 0 ? 0 : endpointLevel[e]!;
     }
-    const lists = KINDS.map((_, kind) => {
-      let total = 0;
-      for (let l = 0; l < levels; l++) {
-        const n = next[kind * levels + l]!;
-        next[kind * levels + l] = total;
-        total += n;
-      }
-      return new Int32Array(total);
-    });
-    for (let k = 0; k < h.n; k++) {
-      if (level[k]! < 0) continue;
-      const at = h.kind[k]! * levels + level[k]!;
-      lists[h.kind[k]!]![next[at]!++] = k;
-    }
-    // Busy ones of a priority: the job that started last first (the least work lost), unknown last.
-    const since = this.since;
-    if (since) lists[BUSY] = Int32Array.from([...lists[BUSY]!].sort((a, b) => level[a]! - level[b]! || since[b]! - since[a]! || a - b));
-    return lists;
+    return new CandidateLists({ n: h.n, kind: h.kind, level, since: this.since }, priorities.length + 1);
   }
 
   /**
@@ -241,9 +219,12 @@ export class Fleet {
     if (!s.d.paused || s.d.paused.length === 0) return false;
     const { h } = this;
     const e = s.slot;
-    for (const k of this.byKind[PAUSED]!) {
-      if (h.owner[k] !== e || h.taken[k] || !this.free.hosts[h.host[k]!]!.up) continue;
-      h.taken[k] = 1;
+    const { candidates } = this;
+    const list = candidates.lists[PAUSED]!;
+    for (let i = candidates.live(PAUSED, 0); i < list.length; i = candidates.live(PAUSED, i + 1)) {
+      const k = list[i]!;
+      if (h.owner[k] !== e) continue;
+      candidates.take(k, PAUSED);
       s.out.resume++;
       return true;
     }
@@ -261,24 +242,25 @@ export class Fleet {
     const need = s.d.gpus;
     const rank = rankOf(s, 0);
     const mayBreak = s.count >= s.d.workersMin;
-    const types = s.d.gpuTypes && s.d.gpuTypes.length > 0 ? s.d.gpuTypes : null;
+    // Past this level, the endpoints' priority is above the rank: where the scan may stop (levels ascend along each list).
+    let top = 0;
+    while (top < this.priorities.length && this.priorities[top]! <= rank) top++;
+    const accepts = this.acceptedModels(s);
     const self = s.slot;
     const call = ++this.calls;
     // Made on the first host that needs more than one holder (most requests take the first they meet).
     let buckets: Map<number, Picked> | null = null;
     const models = this.modelCount;
+    const { candidates } = this;
     for (let kind = 0; kind < KINDS.length; kind++) {
-      const list = this.byKind[kind]!;
-      let first = this.takenPrefix[kind]!;
-      while (first < list.length && h.taken[list[first]!]) first++;
-      this.takenPrefix[kind] = first;
-      for (let i = first; i < list.length; i++) {
+      const list = candidates.lists[kind]!;
+      const stops = mayBreak && kind !== PAUSED;
+      for (let i = candidates.live(kind, 0); i < list.length; i = candidates.live(kind, i + 1)) {
         const k = list[i]!;
+        if (stops && h.level[k]! > top) break;
         const e = h.owner[k]!;
-        const v = this.claimants[e];
-        if (kind !== PAUSED && v && v.d.priority > rank && mayBreak) break;
-        if (h.taken[k] || e === self || (types && !types.includes(h.type[k]!)) || !this.free.hosts[h.host[k]!]!.up) continue;
-        if (v && !this.mayTakeOf(call, s, v, e, kind, h.devices[k]!.length)) continue;
+        if (e === self || (accepts !== null && accepts[h.model[k]!] === 0)) continue;
+        if (e >= 0 && !this.mayTakeOf(call, s, this.claimants[e]!, e, kind, h.devices[k]!.length)) continue;
         const key = h.host[k]! * models + h.model[k]!;
         let b = buckets?.get(key);
         if (!b) {
@@ -291,6 +273,18 @@ export class Fleet {
       }
     }
     return null;
+  }
+
+  /** The models `s` accepts, by number (a table reused by each call); null: any. */
+  private acceptedModels(s: Claimant): Uint8Array | null {
+    const types = s.d.gpuTypes;
+    if (!types || types.length === 0) return null;
+    const accepts = this.accepts.fill(0);
+    for (let i = 0; i < types.length; i++) {
+      const model = this.modelOf.get(types[i]!);
+      if (model !== undefined) accepts[model] = 1;
+    }
+    return accepts;
   }
 
   /**
@@ -316,7 +310,7 @@ export class Fleet {
     this.free.hold(b.host, b.type, Math.max(0, s.d.gpus - freed));
     const stopped: string[] = [];
     for (const k of b.picked) {
-      h.taken[k] = 1;
+      this.candidates.take(k, h.kind[k]!);
       const v = this.claimants[h.owner[k]!];
       if (!v) continue;
       const gpus = h.devices[k]!.length;
