@@ -96,6 +96,42 @@ function holdersFor(size: number): Holders {
   return spare;
 }
 
+/** Where fileHolder puts the holders of the host being read, and what it reads them with. */
+interface Filing {
+  h: Holders;
+  models: Map<string, number>;
+  claimants: readonly Claimant[];
+  ownerOf: Int32Array;
+  kindOf: Uint8Array;
+  sinceOf: Float64Array | null;
+  /** The holders' job starts, made on the first one known (Fleet.since). */
+  since: Float64Array | null;
+  size: number;
+  host: HostLoad;
+  at: number;
+}
+
+/** Files one holder of `this.host` (given to the host's Map.forEach with the filing as its `this`). */
+function fileHolder(this: Filing, devices: readonly string[], workerId: string): void {
+  if (devices.length === 0) return;
+  const { h, host, ownerOf } = this;
+  const g = WORKER_INDEX.get(workerId);
+  const k = h.n++;
+  h.worker[k] = workerId;
+  h.devices[k] = devices;
+  const type = (h.type[k] = host.gpuTypes?.[host.gpus.indexOf(devices[0] ?? '')] ?? '');
+  let model = this.models.get(type);
+  if (model === undefined) this.models.set(type, (model = this.models.size));
+  h.model[k] = model;
+  h.host[k] = this.at;
+  h.owner[k] = g < 0 ? -1 : ownerOf[g]!;
+  h.kind[k] = g < 0 ? FREEING : this.kindOf[g]!;
+  const sinceOf = this.sinceOf;
+  if (g >= 0 && sinceOf && sinceOf[g] !== -Infinity) (this.since ??= new Float64Array(this.size).fill(-Infinity))[k] = sinceOf[g]!;
+  // A paused worker's GPUs are not its endpoint's share: they are there for the taking.
+  if (g >= 0 && h.kind[k] !== PAUSED) this.claimants[ownerOf[g]!]!.held += devices.length;
+}
+
 /** The fleet during one decision: free devices (taken as grants are made) and who holds the rest. */
 export class Fleet {
   private readonly free: FreeDevices;
@@ -108,8 +144,8 @@ export class Fleet {
   private readonly reasons = new Map<string, string>();
   /** GPUs held per endpoint and model, in the order first met, grants included (made when a reason first needs them). */
   private pairs: HeldPair[] | null = null;
-  /** The pairs of each endpoint, by its index + 1 (0: being stopped). */
-  private pairOf: HeldPair[][] = [];
+  /** The pairs of each endpoint, by its index + 1 (0: being stopped); made at its full length (filled in holder order, it went sparse: a dictionary). */
+  private pairOf: (HeldPair[] | null)[] = [];
   /** Grants made so far: folded into the pairs when they are made. */
   private readonly grants: [number, string, number][] = [];
   /** Reclaim calls so far, and mayTake's answers of the current one (see mayTakeOf). */
@@ -135,32 +171,18 @@ export class Fleet {
     this.claimants = states;
     for (let i = 0; i < states.length; i++) states[i]!.slot = i;
     const { ownerOf, kindOf, sinceOf } = indexWorkers(states);
-    const ids = WORKER_INDEX;
     let size = 0;
     for (let i = 0; i < hosts.length; i++) size += hosts[i]!.holders?.size ?? 0;
     const h = (this.h = holdersFor(size));
     const models = this.modelOf;
+    const filing: Filing = { h, models, claimants: states, ownerOf, kindOf, sinceOf, since: null, size, host: hosts[0]!, at: 0 };
     for (let i = 0; i < hosts.length; i++) {
-      const host = hosts[i]!;
-      // forEach: no entry pair made per holder.
-      host.holders?.forEach((devices, workerId) => {
-        if (devices.length === 0) return;
-        const g = ids.get(workerId);
-        const k = h.n++;
-        h.worker[k] = workerId;
-        h.devices[k] = devices;
-        const type = (h.type[k] = host.gpuTypes?.[host.gpus.indexOf(devices[0] ?? '')] ?? '');
-        let model = models.get(type);
-        if (model === undefined) models.set(type, (model = models.size));
-        h.model[k] = model;
-        h.host[k] = i;
-        h.owner[k] = g < 0 ? -1 : ownerOf[g]!;
-        h.kind[k] = g < 0 ? FREEING : kindOf[g]!;
-        if (g >= 0 && sinceOf && sinceOf[g] !== -Infinity) (this.since ??= new Float64Array(size).fill(-Infinity))[k] = sinceOf[g]!;
-        // A paused worker's GPUs are not its endpoint's share: they are there for the taking.
-        if (g >= 0 && h.kind[k] !== PAUSED) this.claimants[ownerOf[g]!]!.held += devices.length;
-      });
+      filing.host = hosts[i]!;
+      filing.at = i;
+      // forEach with the filing as `this`: no entry pair made per holder, no closure per host.
+      filing.host.holders?.forEach(fileHolder, filing);
     }
+    this.since = filing.since;
     this.modelCount = Math.max(1, models.size);
     this.accepts = new Uint8Array(this.modelCount);
     this.candidates = this.candidateLists(hosts);
@@ -347,6 +369,7 @@ export class Fleet {
   private heldPairs(): HeldPair[] {
     if (this.pairs) return this.pairs;
     this.pairs = [];
+    this.pairOf = new Array<HeldPair[] | null>(this.claimants.length + 1).fill(null);
     const { h } = this;
     for (let k = 0; k < h.n; k++) this.addPair(h.owner[k]!, h.type[k]!, h.devices[k]!.length);
     for (const [e, type, gpus] of this.grants) this.addPair(e, type, gpus);
