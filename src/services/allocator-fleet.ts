@@ -61,6 +61,8 @@ interface HeldPair extends HeldGpus {
 class Holders {
   readonly worker: string[];
   readonly devices: (readonly string[])[];
+  /** How many devices it holds (read by each scan without going to its array). */
+  readonly width: Int32Array;
   readonly type: string[];
   /** Its model as a number, the same for the same model in one decision (a key without a string made). */
   readonly model: Int32Array;
@@ -78,6 +80,7 @@ class Holders {
     this.level = new Int32Array(size);
     this.worker = new Array<string>(size);
     this.devices = new Array<readonly string[]>(size);
+    this.width = new Int32Array(size);
     this.type = new Array<string>(size);
     this.model = new Int32Array(size);
     this.owner = new Int32Array(size);
@@ -119,6 +122,7 @@ function fileHolder(this: Filing, devices: readonly string[], workerId: string):
   const k = h.n++;
   h.worker[k] = workerId;
   h.devices[k] = devices;
+  h.width[k] = devices.length;
   const type = (h.type[k] = host.gpuTypes?.[host.gpus.indexOf(devices[0] ?? '')] ?? '');
   let model = this.models.get(type);
   if (model === undefined) this.models.set(type, (model = this.models.size));
@@ -282,14 +286,14 @@ export class Fleet {
         if (stops && h.level[k]! > top) break;
         const e = h.owner[k]!;
         if (e === self || (accepts !== null && accepts[h.model[k]!] === 0)) continue;
-        if (e >= 0 && !this.mayTakeOf(call, s, this.claimants[e]!, e, kind, h.devices[k]!.length)) continue;
+        if (e >= 0 && !this.mayTakeOf(call, s, this.claimants[e]!, e, kind, h.width[k]!)) continue;
         const key = h.host[k]! * models + h.model[k]!;
         let b = buckets?.get(key);
         if (!b) {
           b = { host: h.host[k]!, type: h.type[k]!, have: this.free.freeOn(h.host[k]!, h.type[k]!), picked: [] };
-          if (b.have + h.devices[k]!.length < need) (buckets ??= new Map()).set(key, b);
+          if (b.have + h.width[k]! < need) (buckets ??= new Map()).set(key, b);
         }
-        b.have += h.devices[k]!.length;
+        b.have += h.width[k]!;
         b.picked.push(k);
         if (b.have >= need) return this.take(s, b);
       }
@@ -328,14 +332,14 @@ export class Fleet {
   private take(s: Claimant, b: Picked): string {
     const { h } = this;
     const name = this.free.hosts[b.host]!.name;
-    const freed = b.picked.reduce((n, k) => n + h.devices[k]!.length, 0);
+    const freed = b.picked.reduce((n, k) => n + h.width[k]!, 0);
     this.free.hold(b.host, b.type, Math.max(0, s.d.gpus - freed));
     const stopped: string[] = [];
     for (const k of b.picked) {
       this.candidates.take(k, h.kind[k]!);
       const v = this.claimants[h.owner[k]!];
       if (!v) continue;
-      const gpus = h.devices[k]!.length;
+      const gpus = h.width[k]!;
       const busy = h.kind[k] === BUSY;
       const paused = h.kind[k] === PAUSED;
       const what = busy ? ', its jobs requeued' : paused ? ', paused in the warm pool' : `, ${KINDS[h.kind[k]!]} beyond workersMin`;
@@ -371,7 +375,7 @@ export class Fleet {
     this.pairs = [];
     this.pairOf = new Array<HeldPair[] | null>(this.claimants.length + 1).fill(null);
     const { h } = this;
-    for (let k = 0; k < h.n; k++) this.addPair(h.owner[k]!, h.type[k]!, h.devices[k]!.length);
+    for (let k = 0; k < h.n; k++) this.addPair(h.owner[k]!, h.type[k]!, h.width[k]!);
     for (const [e, type, gpus] of this.grants) this.addPair(e, type, gpus);
     return this.pairs;
   }
