@@ -28,7 +28,7 @@ describe('StringIndex', () => {
     const ix = new StringIndex();
     for (let use = 0; use < 2; use++) {
       ix.reset(3000);
-      // Same length, same last 8 characters: one hash for all while the tail alone is hashed.
+      // Same length, same end: one hash for all while the tail alone is hashed.
       const keys = Array.from({ length: 3000 }, (_, i) => `${String(i).padStart(4, '0')}-same-tail`);
       keys.forEach((key, i) => expect(ix.set(key, i + use)).toBe(true));
       keys.forEach((key, i) => expect(ix.get(key)).toBe(i + use));
