@@ -419,12 +419,15 @@ export class Fleet {
 function modelTotals(hosts: readonly HostLoad[]): { byModel: Map<string, number>; up: number } {
   const byModel = new Map<string, number>();
   let up = 0;
-  for (const h of hosts) {
+  for (let k = 0; k < hosts.length; k++) {
+    const h = hosts[k]!;
     if (!h.up) continue;
     up++;
-    for (let i = 0; i < h.gpus.length; i++) {
+    // A run of devices of one model counted at once (a host is mostly of one model): a map update per run, not per device.
+    for (let i = 0, j = 0; i < h.gpus.length; i = j) {
       const model = h.gpuTypes?.[i] ?? '';
-      byModel.set(model, (byModel.get(model) ?? 0) + 1);
+      for (j = i + 1; j < h.gpus.length && (h.gpuTypes?.[j] ?? '') === model; j++);
+      byModel.set(model, (byModel.get(model) ?? 0) + (j - i));
     }
   }
   return { byModel, up };
