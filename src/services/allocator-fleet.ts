@@ -1,47 +1,18 @@
 import { modelLabel, type HostLoad } from '../pool/docker/placement.js';
 import { describeBlock, fleetBlock, holderSummary, namesEachHost, type HeldGpus } from './allocator-reasons.js';
-import { BUSY, FREEING, IDLE, KINDS, mayTake, PAUSED, rankOf, STARTING, type Claimant } from './allocator-claims.js';
+import { BUSY, KINDS, mayTake, PAUSED, rankOf, type Claimant } from './allocator-claims.js';
+import { CandidateLists } from './allocator-candidates.js';
+import { readHolders, releaseHolders, type Holders } from './allocator-holders.js';
 import { FreeDevices } from './free-index.js';
-import { StringIndex } from '../util/string-index.js';
 
 /**
  * The fleet during one allocator decision (allocator.ts): its free devices (free-index.ts)
  * and the workers holding the rest, as candidates to free. Made from the input without
  * copying it: host states only for the hosts a decision touches, and the holders kept field
- * by field in arrays (a fleet of 10,000 GPUs has thousands; a record each would be garbage
- * to collect every pass), candidates listed by kind, each list in priority order.
+ * by field in arrays (allocator-holders.ts: a fleet of 10,000 GPUs has thousands; a record
+ * each would be garbage to collect every pass), candidates listed by kind, each list in
+ * priority order (allocator-candidates.ts).
  */
-
-/** Worker id → its index in the decision being made (a table reused by every decision, emptied after each: decisions run one at a time). */
-const WORKER_INDEX = new StringIndex();
-
-/** The workers of a decision, field by field: each one's endpoint (index), kind and job start; WORKER_INDEX filled (emptied by Fleet.release). */
-function indexWorkers(states: readonly Claimant[]): { all: number; ownerOf: Int32Array; kindOf: Uint8Array; sinceOf: Float64Array | null } {
-  const ids = WORKER_INDEX;
-  let all = 0;
-  for (let e = 0; e < states.length; e++) all += states[e]!.d.workers.length + (states[e]!.d.paused?.length ?? 0);
-  ids.reset(all);
-  const ownerOf = new Int32Array(all);
-  const kindOf = new Uint8Array(all);
-  let sinceOf: Float64Array | null = null;
-  let g = 0;
-  for (let e = 0; e < states.length; e++) {
-    const { d } = states[e]!;
-    for (let i = 0; i < d.workers.length; i++) {
-      const w = d.workers[i]!;
-      ids.set(w.id, g);
-      kindOf[g] = w.busy ? BUSY : w.starting ? STARTING : IDLE;
-      if (w.busySince !== undefined) (sinceOf ??= new Float64Array(all).fill(-Infinity))[g] = w.busySince;
-      ownerOf[g++] = e;
-    }
-    for (const id of d.paused ?? []) {
-      ids.set(id, g);
-      kindOf[g] = PAUSED;
-      ownerOf[g++] = e;
-    }
-  }
-  return { all, ownerOf, kindOf, sinceOf };
-}
 
 /** Candidates on one host for one model, and the devices they make with the free ones. */
 interface Picked {
@@ -56,62 +27,25 @@ interface HeldPair extends HeldGpus {
   owner: Claimant | null;
 }
 
-/** The workers holding GPUs at the start of a decision, field by field; `h` below is an index. */
-class Holders {
-  readonly worker: string[];
-  readonly devices: (readonly string[])[];
-  readonly type: string[];
-  /** Its model as a number, the same for the same model in one decision (a key without a string made). */
-  readonly model: Int32Array;
-  /** Its endpoint's index among the claimants; -1: none (being stopped). */
-  readonly owner: Int32Array;
-  readonly kind: Uint8Array;
-  readonly host: Int32Array;
-  readonly taken: Uint8Array;
-  /** The candidates' priority levels (candidates()). */
-  readonly level: Int32Array;
-  n = 0;
-  readonly capacity: number;
-
-  constructor(size: number) {
-    this.capacity = size;
-    this.level = new Int32Array(size);
-    this.worker = new Array<string>(size);
-    this.devices = new Array<readonly string[]>(size);
-    this.type = new Array<string>(size);
-    this.model = new Int32Array(size);
-    this.owner = new Int32Array(size);
-    this.kind = new Uint8Array(size);
-    this.host = new Int32Array(size);
-    this.taken = new Uint8Array(size);
-  }
-}
-
-/** The holders' arrays, reused by the next decision (decisions run one at a time): a fleet's worth of arrays made each pass was garbage to collect beside the pass's fresh input. */
-let spare: Holders | null = null;
-
-/** Holders with room for `size`, empty (the arrays of the last decision when they are big enough; they keep its references until overwritten). */
-function holdersFor(size: number): Holders {
-  if (!spare || spare.capacity < size) spare = new Holders(Math.max(size, Math.ceil((spare?.capacity ?? 0) * 1.5)));
-  spare.n = 0;
-  spare.taken.fill(0, 0, size);
-  return spare;
-}
-
 /** The fleet during one decision: free devices (taken as grants are made) and who holds the rest. */
 export class Fleet {
   private readonly free: FreeDevices;
   private readonly claimants: readonly Claimant[];
   private readonly h: Holders;
   /** Candidates to free, by kind, each in its endpoints' priority order (lowest first, being stopped before all). */
-  private readonly byKind: Int32Array[];
-  /** Per kind, how many of the first candidates are taken already (skipped without a look). */
-  private readonly takenPrefix = KINDS.map(() => 0);
+  private readonly candidates: CandidateLists;
+  /** The endpoints' distinct priorities, ascending: a candidate's level is its place here + 1 (0: being stopped). */
+  private priorities: number[] = [];
   private readonly reasons = new Map<string, string>();
   /** GPUs held per endpoint and model, in the order first met, grants included (made when a reason first needs them). */
   private pairs: HeldPair[] | null = null;
-  /** The pairs of each endpoint, by its index + 1 (0: being stopped). */
-  private pairOf: HeldPair[][] = [];
+  /**
+   * The pairs of each endpoint as a chain through `pairs`: its last one's place by its index + 1
+   * (0: being stopped; -1: none), and each pair's previous one of the same endpoint (an array
+   * per endpoint was ~190 KB a decision at 1,000 endpoints).
+   */
+  private pairLast = new Int32Array(0);
+  private readonly pairBefore: number[] = [];
   /** Grants made so far: folded into the pairs when they are made. */
   private readonly grants: [number, string, number][] = [];
   /** Reclaim calls so far, and mayTake's answers of the current one (see mayTakeOf). */
@@ -119,8 +53,11 @@ export class Fleet {
   private memo: { call: Int32Array; gpus: Int32Array; yes: Uint8Array } | null = null;
   /** When each holder's current job started, where known (busy workers: the least run is preempted first). */
   private since: Float64Array | null = null;
-  /** How many models the holders have (Holders.model is below it). */
+  /** How many models the holders have (Holders.model is below it), and each one's number. */
   private readonly modelCount: number;
+  private readonly modelOf = new Map<string, number>();
+  /** The models a reclaim call accepts, by number (reused by each call). */
+  private readonly accepts: Uint8Array;
   /** GPUs per model on hosts that are up, and how many hosts are up (made when a large fleet's reason first needs them). */
   private totals: { byModel: Map<string, number>; up: number } | null = null;
 
@@ -133,35 +70,12 @@ export class Fleet {
     this.free = new FreeDevices(hosts);
     this.claimants = states;
     for (let i = 0; i < states.length; i++) states[i]!.slot = i;
-    const { ownerOf, kindOf, sinceOf } = indexWorkers(states);
-    const ids = WORKER_INDEX;
-    let size = 0;
-    for (let i = 0; i < hosts.length; i++) size += hosts[i]!.holders?.size ?? 0;
-    const h = (this.h = holdersFor(size));
-    const models = new Map<string, number>();
-    for (let i = 0; i < hosts.length; i++) {
-      const host = hosts[i]!;
-      // forEach: no entry pair made per holder.
-      host.holders?.forEach((devices, workerId) => {
-        if (devices.length === 0) return;
-        const g = ids.get(workerId);
-        const k = h.n++;
-        h.worker[k] = workerId;
-        h.devices[k] = devices;
-        const type = (h.type[k] = host.gpuTypes?.[host.gpus.indexOf(devices[0] ?? '')] ?? '');
-        let model = models.get(type);
-        if (model === undefined) models.set(type, (model = models.size));
-        h.model[k] = model;
-        h.host[k] = i;
-        h.owner[k] = g < 0 ? -1 : ownerOf[g]!;
-        h.kind[k] = g < 0 ? FREEING : kindOf[g]!;
-        if (g >= 0 && sinceOf && sinceOf[g] !== -Infinity) (this.since ??= new Float64Array(size).fill(-Infinity))[k] = sinceOf[g]!;
-        // A paused worker's GPUs are not its endpoint's share: they are there for the taking.
-        if (g >= 0 && h.kind[k] !== PAUSED) this.claimants[ownerOf[g]!]!.held += devices.length;
-      });
-    }
-    this.modelCount = Math.max(1, models.size);
-    this.byKind = this.candidates();
+    const read = readHolders(hosts, states, this.modelOf);
+    this.h = read.h;
+    this.since = read.since;
+    this.modelCount = Math.max(1, this.modelOf.size);
+    this.accepts = new Uint8Array(this.modelCount);
+    this.candidates = this.candidateLists(hosts);
   }
 
   /**
@@ -169,54 +83,26 @@ export class Fleet {
    * (kept, they would carry a fleet built for one pass into the old generation).
    */
   release(): void {
-    WORKER_INDEX.clear();
-    const { h } = this;
-    h.worker.fill(undefined as never, 0, h.n);
-    h.devices.fill(undefined as never, 0, h.n);
-    h.type.fill(undefined as never, 0, h.n);
+    releaseHolders(this.h);
   }
 
   /**
-   * The holders that may be freed, by kind, each list stably sorted by its endpoint's priority
-   * (being stopped: first): counted by (kind, priority level), then placed (a counting sort).
+   * The holders that may be freed (allocator-candidates.ts), by kind and their endpoint's
+   * priority level: not busy workers of endpoints that are not preemptible, nor holders on a
+   * host that is down (no reclaim could use them).
    */
-  private candidates(): Int32Array[] {
+  private candidateLists(hosts: readonly HostLoad[]): CandidateLists {
     const { h, claimants } = this;
-    // Each endpoint's priority as a level: 0 for the holders being stopped, then the distinct priorities in order.
-    const priorities = [...new Set(claimants.map((c) => c.d.priority))].sort((a, b) => a - b);
+    const priorities = (this.priorities = [...new Set(claimants.map((c) => c.d.priority))].sort((a, b) => a - b));
     const levelOf = new Map(priorities.map((p, i) => [p, i + 1]));
-    const levels = priorities.length + 1;
     const endpointLevel = Int32Array.from(claimants, (c) => levelOf.get(c.d.priority)!);
     const level = h.level;
-    const next = new Int32Array(KINDS.length * levels);
     for (let k = 0; k < h.n; k++) {
       const e = h.owner[k]!;
-      // Busy workers of endpoints that are not preemptible are never candidates.
-      if (h.kind[k] === BUSY && !claimants[e]?.d.preemptible) {
-        level[k] = -1;
-        continue;
-      }
-      level[k] = e < 0 ? 0 : endpointLevel[e]!;
-      next[h.kind[k]! * levels + level[k]!]!++;
+      if ((h.kind[k] === BUSY && !claimants[e]?.d.preemptible) || !hosts[h.host[k]!]!.up) level[k] = -1;
+      else level[k] = e < 0 ? 0 : endpointLevel[e]!;
     }
-    const lists = KINDS.map((_, kind) => {
-      let total = 0;
-      for (let l = 0; l < levels; l++) {
-        const n = next[kind * levels + l]!;
-        next[kind * levels + l] = total;
-        total += n;
-      }
-      return new Int32Array(total);
-    });
-    for (let k = 0; k < h.n; k++) {
-      if (level[k]! < 0) continue;
-      const at = h.kind[k]! * levels + level[k]!;
-      lists[h.kind[k]!]![next[at]!++] = k;
-    }
-    // Busy ones of a priority: the job that started last first (the least work lost), unknown last.
-    const since = this.since;
-    if (since) lists[BUSY] = Int32Array.from([...lists[BUSY]!].sort((a, b) => level[a]! - level[b]! || since[b]! - since[a]! || a - b));
-    return lists;
+    return new CandidateLists({ n: h.n, kind: h.kind, level, since: this.since }, priorities.length + 1);
   }
 
   /**
@@ -241,9 +127,12 @@ export class Fleet {
     if (!s.d.paused || s.d.paused.length === 0) return false;
     const { h } = this;
     const e = s.slot;
-    for (const k of this.byKind[PAUSED]!) {
-      if (h.owner[k] !== e || h.taken[k] || !this.free.hosts[h.host[k]!]!.up) continue;
-      h.taken[k] = 1;
+    const { candidates } = this;
+    const list = candidates.lists[PAUSED]!;
+    for (let i = candidates.live(PAUSED, 0); i < list.length; i = candidates.live(PAUSED, i + 1)) {
+      const k = list[i]!;
+      if (h.owner[k] !== e) continue;
+      candidates.take(k, PAUSED);
       s.out.resume++;
       return true;
     }
@@ -261,36 +150,49 @@ export class Fleet {
     const need = s.d.gpus;
     const rank = rankOf(s, 0);
     const mayBreak = s.count >= s.d.workersMin;
-    const types = s.d.gpuTypes && s.d.gpuTypes.length > 0 ? s.d.gpuTypes : null;
+    // Past this level, the endpoints' priority is above the rank: where the scan may stop (levels ascend along each list).
+    let top = 0;
+    while (top < this.priorities.length && this.priorities[top]! <= rank) top++;
+    const accepts = this.acceptedModels(s);
     const self = s.slot;
     const call = ++this.calls;
     // Made on the first host that needs more than one holder (most requests take the first they meet).
     let buckets: Map<number, Picked> | null = null;
     const models = this.modelCount;
+    const { candidates } = this;
     for (let kind = 0; kind < KINDS.length; kind++) {
-      const list = this.byKind[kind]!;
-      let first = this.takenPrefix[kind]!;
-      while (first < list.length && h.taken[list[first]!]) first++;
-      this.takenPrefix[kind] = first;
-      for (let i = first; i < list.length; i++) {
+      const list = candidates.lists[kind]!;
+      const stops = mayBreak && kind !== PAUSED;
+      for (let i = candidates.live(kind, 0); i < list.length; i = candidates.live(kind, i + 1)) {
         const k = list[i]!;
+        if (stops && h.level[k]! > top) break;
         const e = h.owner[k]!;
-        const v = this.claimants[e];
-        if (kind !== PAUSED && v && v.d.priority > rank && mayBreak) break;
-        if (h.taken[k] || e === self || (types && !types.includes(h.type[k]!)) || !this.free.hosts[h.host[k]!]!.up) continue;
-        if (v && !this.mayTakeOf(call, s, v, e, kind, h.devices[k]!.length)) continue;
+        if (e === self || (accepts !== null && accepts[h.model[k]!] === 0)) continue;
+        if (e >= 0 && !this.mayTakeOf(call, s, this.claimants[e]!, e, kind, h.width[k]!)) continue;
         const key = h.host[k]! * models + h.model[k]!;
         let b = buckets?.get(key);
         if (!b) {
           b = { host: h.host[k]!, type: h.type[k]!, have: this.free.freeOn(h.host[k]!, h.type[k]!), picked: [] };
-          if (b.have + h.devices[k]!.length < need) (buckets ??= new Map()).set(key, b);
+          if (b.have + h.width[k]! < need) (buckets ??= new Map()).set(key, b);
         }
-        b.have += h.devices[k]!.length;
+        b.have += h.width[k]!;
         b.picked.push(k);
         if (b.have >= need) return this.take(s, b);
       }
     }
     return null;
+  }
+
+  /** The models `s` accepts, by number (a table reused by each call); null: any. */
+  private acceptedModels(s: Claimant): Uint8Array | null {
+    const types = s.d.gpuTypes;
+    if (!types || types.length === 0) return null;
+    const accepts = this.accepts.fill(0);
+    for (let i = 0; i < types.length; i++) {
+      const model = this.modelOf.get(types[i]!);
+      if (model !== undefined) accepts[model] = 1;
+    }
+    return accepts;
   }
 
   /**
@@ -312,14 +214,14 @@ export class Fleet {
   private take(s: Claimant, b: Picked): string {
     const { h } = this;
     const name = this.free.hosts[b.host]!.name;
-    const freed = b.picked.reduce((n, k) => n + h.devices[k]!.length, 0);
+    const freed = b.picked.reduce((n, k) => n + h.width[k]!, 0);
     this.free.hold(b.host, b.type, Math.max(0, s.d.gpus - freed));
     const stopped: string[] = [];
     for (const k of b.picked) {
-      h.taken[k] = 1;
+      this.candidates.take(k, h.kind[k]!);
       const v = this.claimants[h.owner[k]!];
       if (!v) continue;
-      const gpus = h.devices[k]!.length;
+      const gpus = h.width[k]!;
       const busy = h.kind[k] === BUSY;
       const paused = h.kind[k] === PAUSED;
       const what = busy ? ', its jobs requeued' : paused ? ', paused in the warm pool' : `, ${KINDS[h.kind[k]!]} beyond workersMin`;
@@ -353,23 +255,24 @@ export class Fleet {
   private heldPairs(): HeldPair[] {
     if (this.pairs) return this.pairs;
     this.pairs = [];
+    this.pairLast = new Int32Array(this.claimants.length + 1).fill(-1);
     const { h } = this;
-    for (let k = 0; k < h.n; k++) this.addPair(h.owner[k]!, h.type[k]!, h.devices[k]!.length);
-    for (const [e, type, gpus] of this.grants) this.addPair(e, type, gpus);
+    for (let k = 0; k < h.n; k++) this.addPair(h.owner[k]!, h.type[k]!, h.width[k]!);
+    for (let i = 0; i < this.grants.length; i++) this.addPair(this.grants[i]![0], this.grants[i]![1], this.grants[i]![2]);
     return this.pairs;
   }
 
   /** Counts GPUs of `type` held by the endpoint of index `e` (-1: being stopped). */
   private addPair(e: number, type: string, gpus: number): void {
-    const mine = (this.pairOf[e + 1] ??= []);
-    for (const pair of mine) {
-      if (pair.type !== type) continue;
-      pair.gpus += gpus;
+    const pairs = this.pairs!;
+    for (let at = this.pairLast[e + 1]!; at >= 0; at = this.pairBefore[at]!) {
+      if (pairs[at]!.type !== type) continue;
+      pairs[at]!.gpus += gpus;
       return;
     }
-    const fresh = { owner: this.claimants[e] ?? null, type, gpus };
-    mine.push(fresh);
-    this.pairs!.push(fresh);
+    this.pairBefore.push(this.pairLast[e + 1]!);
+    this.pairLast[e + 1] = pairs.length;
+    pairs.push({ owner: this.claimants[e] ?? null, type, gpus });
   }
 
   /** Why no host has room: each host named on a small fleet, the sums on a large one. */
@@ -391,12 +294,15 @@ export class Fleet {
 function modelTotals(hosts: readonly HostLoad[]): { byModel: Map<string, number>; up: number } {
   const byModel = new Map<string, number>();
   let up = 0;
-  for (const h of hosts) {
+  for (let k = 0; k < hosts.length; k++) {
+    const h = hosts[k]!;
     if (!h.up) continue;
     up++;
-    for (let i = 0; i < h.gpus.length; i++) {
+    // A run of devices of one model counted at once (a host is mostly of one model): a map update per run, not per device.
+    for (let i = 0, j = 0; i < h.gpus.length; i = j) {
       const model = h.gpuTypes?.[i] ?? '';
-      byModel.set(model, (byModel.get(model) ?? 0) + 1);
+      for (j = i + 1; j < h.gpus.length && (h.gpuTypes?.[j] ?? '') === model; j++);
+      byModel.set(model, (byModel.get(model) ?? 0) + (j - i));
     }
   }
   return { byModel, up };

@@ -16,6 +16,7 @@ import { placeWorker, type HostLoad } from '../pool/docker/placement.js';
 
 /** Acceptable for a request that names no model: any one model of the host. */
 export const ANY_MODEL = '\u0000any';
+const ANY_MODELS: readonly string[] = [ANY_MODEL];
 
 /** One host during a decision. */
 export interface HostState {
@@ -185,7 +186,9 @@ export class FreeDevices {
    * holding the image, then bin-packing), takes its devices, and says where; null: no room.
    */
   place(count: number, models: readonly string[] | null, image: string | undefined): { host: number; deviceIds: string[]; gpuType: string } | null {
-    for (const model of models ?? [ANY_MODEL]) {
+    const list = models ?? ANY_MODELS;
+    for (let i = 0; i < list.length; i++) {
+      const model = list[i]!;
       const host = (image !== undefined ? this.imageIndex(image).best(model, count) : null) ?? this.index.best(model, count);
       if (!host) continue;
       const placed = this.devicesOn(host, count, model, image);
@@ -250,7 +253,7 @@ export class FreeDevices {
   private take(host: HostState, ids: readonly string[], model: string): void {
     if (ids.length === 0) return;
     host.taken ??= new Set();
-    for (const id of ids) host.taken.add(id);
+    for (let i = 0; i < ids.length; i++) host.taken.add(ids[i]!);
     host.free -= ids.length;
     host.freeOf.set(model, (host.freeOf.get(model) ?? 0) - ids.length);
     if (host.load.up) {
@@ -258,7 +261,7 @@ export class FreeDevices {
       this.totalOf.set(model, (this.totalOf.get(model) ?? 0) - ids.length);
     }
     host.version++;
-    for (const index of host.indexes) index.add(host);
+    for (let i = 0; i < host.indexes.length; i++) host.indexes[i]!.add(host);
   }
 
   /** The hosts holding an image that had room at the start, indexed (made on first ask). */

@@ -24,6 +24,18 @@ describe('StringIndex', () => {
     }
   });
 
+  it('finds every key when many share their ends (it moves to whole-key hashes midway), use after use', () => {
+    const ix = new StringIndex();
+    for (let use = 0; use < 2; use++) {
+      ix.reset(3000);
+      // Same length, same end: one hash for all while the tail alone is hashed.
+      const keys = Array.from({ length: 3000 }, (_, i) => `${String(i).padStart(4, '0')}-same-tail`);
+      keys.forEach((key, i) => expect(ix.set(key, i + use)).toBe(true));
+      keys.forEach((key, i) => expect(ix.get(key)).toBe(i + use));
+      expect(ix.get('9999-same-tail')).toBe(-1);
+    }
+  });
+
   it('refuses a string past what reset made room for, rather than growing', () => {
     const ix = new StringIndex();
     ix.reset(2);
