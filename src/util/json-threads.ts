@@ -11,10 +11,10 @@ export type JsonParse = { value: unknown } | JsonRefusal;
 /**
  * A few worker threads that parse large JSON bodies off the event loop. The body's bytes are
  * moved to a thread (transferred, not copied). There the fields named in `raw` (top level of an
- * object body) come back as RawJson text, the rest as a structured clone: found by one scan of
- * the bytes that checks the JSON and copies the field's text without its spaces
- * (model/json-scan.ts), or, where that scan cannot vouch for the text, by decoding, parsing,
- * checking the depth and serialising the field again. A 19 MB job input thus costs the event
+ * object body) come back as RawJson text, the rest as a structured clone: the field's text as
+ * the client sent it, where one scan of the bytes finds it already as JSON.stringify writes it
+ * (model/json-scan.ts), or else by decoding, parsing, checking the depth and serialising the
+ * field again. A 19 MB job input thus costs the event
  * loop one copy of its text and no parse (docs/benchmarks.md, "Big bodies").
  */
 export interface JsonThreads {
