@@ -17,7 +17,6 @@
 import { allocate } from '../../dist/src/services/allocator.js';
 import { seededRandom as rng } from '../../dist/src/util/seeded-random.js';
 
-
 const TYPES = ['L4', 'A100-80GB', 'H100'];
 
 /** Endpoint `i`'s settings: priorities 10/50/50/90, weights 1–3, every fifth preemptible, every tenth keeps one worker, every other one takes two GPU models in order. */

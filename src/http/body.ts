@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { AppError } from '../model/errors.js';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '../model/json.js';
 import type { JsonThreads } from '../util/json-threads.js';
+import { keyShare } from '../util/key-share.js';
 
 export const MB = 1_000_000;
 
@@ -307,7 +308,7 @@ function drainPace(drains: NonNullable<BodyBudget['drains']>, keyId: string): { 
     if (drains.byKey.size >= DRAIN_KEYS_SWEPT_PAST) {
       for (const [id, entry] of drains.byKey) if (entry.draining === 0 && entry.bucket.full()) drains.byKey.delete(id);
     }
-    drains.byKey.set(keyId, (own = { bucket: new ByteBucket(drains.all.perSecond / 2), draining: 0 }));
+    drains.byKey.set(keyId, (own = { bucket: new ByteBucket(keyShare(drains.all.perSecond)), draining: 0 }));
   }
   own.draining++;
   const key = own;

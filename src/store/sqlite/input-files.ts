@@ -84,7 +84,7 @@ export function createInputFiles(dir: string, now: () => number = Date.now): Inp
       // Past SWEEP_MAX_FILES, a window from a random place: every file is met in some sweep.
       const all = await readdir(dir);
       const from = Math.floor(Math.random() * all.length);
-      const names = all.length <= SWEEP_MAX_FILES ? all : [...all, ...all].slice(from, from + SWEEP_MAX_FILES);
+      const names = all.length <= SWEEP_MAX_FILES ? all : all.slice(from, from + SWEEP_MAX_FILES).concat(all.slice(0, Math.max(0, from + SWEEP_MAX_FILES - all.length)));
       for (const name of names) {
         if (!name.endsWith('.json')) continue;
         const id = name.slice(0, -'.json'.length);
