@@ -27,8 +27,8 @@ export interface Claimant {
     /** Its paused workers (the warm pool): they hold GPUs, count neither as workers nor toward its share. */
     paused?: readonly string[];
   };
-  /** Its orders to stop workers for others, and how many of its paused workers it resumes. */
-  out: { reclaim: { workerId: string; why: string }[]; preempt: { workerId: string; why: string }[]; resume: number };
+  /** Its orders to stop workers for others (NO_ORDERS until the first: giveOrder), and how many of its paused workers it resumes. */
+  out: { reclaim: readonly StopOrderOf[]; preempt: readonly StopOrderOf[]; resume: number };
   /** GPUs it holds, counting grants and GPUs being freed for it. */
   held: number;
   /** Workers it has, counting grants and those being freed for it, less those reclaimed. */
@@ -40,6 +40,24 @@ export interface Claimant {
   agingMs: number;
   /** Its index among the fleet's claimants (set by the fleet of the decision). */
   slot: number;
+}
+
+/** An order to stop one of its workers, and why (allocator.ts's StopOrder). */
+interface StopOrderOf {
+  workerId: string;
+  why: string;
+}
+
+/** The stop orders of an endpoint given none: one frozen empty list shared by all (two arrays per endpoint a decision, at 1,000 endpoints, were ~60 KB of garbage). */
+export const NO_ORDERS: readonly StopOrderOf[] = Object.freeze([]);
+
+/** Gives `v` an order to stop a worker: a preemption (busy) or a reclaim; its first of a kind replaces NO_ORDERS with a list of its own. */
+export function giveOrder(v: Claimant, busy: boolean, order: StopOrderOf): void {
+  const { out } = v;
+  const list = busy ? out.preempt : out.reclaim;
+  if (list !== NO_ORDERS) (list as StopOrderOf[]).push(order); // its own list, made below
+  else if (busy) out.preempt = [order];
+  else out.reclaim = [order];
 }
 
 /**

@@ -1,6 +1,6 @@
 import { modelLabel, type HostLoad } from '../pool/docker/placement.js';
-import { describeBlock, fleetBlock, holderSummary, namesEachHost, type HeldGpus } from './allocator-reasons.js';
-import { BUSY, KINDS, mayTake, PAUSED, rankOf, type Claimant } from './allocator-claims.js';
+import { describeBlock, fleetBlock, HeldPairs, holderSummary, namesEachHost } from './allocator-reasons.js';
+import { BUSY, giveOrder, KINDS, mayTake, PAUSED, rankOf, type Claimant } from './allocator-claims.js';
 import { CandidateLists } from './allocator-candidates.js';
 import { readHolders, releaseHolders, type Holders } from './allocator-holders.js';
 import { FreeDevices } from './free-index.js';
@@ -22,11 +22,6 @@ interface Picked {
   picked: number[];
 }
 
-/** GPUs held by one endpoint (or, owner null, by workers being stopped) of one model, for the reasons. */
-interface HeldPair extends HeldGpus {
-  owner: Claimant | null;
-}
-
 /** The fleet during one decision: free devices (taken as grants are made) and who holds the rest. */
 export class Fleet {
   private readonly free: FreeDevices;
@@ -38,16 +33,11 @@ export class Fleet {
   private priorities: number[] = [];
   private readonly reasons = new Map<string, string>();
   /** GPUs held per endpoint and model, in the order first met, grants included (made when a reason first needs them). */
-  private pairs: HeldPair[] | null = null;
-  /**
-   * The pairs of each endpoint as a chain through `pairs`: its last one's place by its index + 1
-   * (0: being stopped; -1: none), and each pair's previous one of the same endpoint (an array
-   * per endpoint was ~190 KB a decision at 1,000 endpoints).
-   */
-  private pairLast = new Int32Array(0);
-  private readonly pairBefore: number[] = [];
-  /** Grants made so far: folded into the pairs when they are made. */
-  private readonly grants: [number, string, number][] = [];
+  private pairs: HeldPairs | null = null;
+  /** Grants made before the pairs, field by field (endpoint index, model, GPUs): folded into the pairs when they are made. */
+  private readonly grantOwner: number[] = [];
+  private readonly grantType: string[] = [];
+  private readonly grantGpus: number[] = [];
   /** Reclaim calls so far, and mayTake's answers of the current one (see mayTakeOf). */
   private calls = 0;
   private memo: { call: Int32Array; gpus: Int32Array; yes: Uint8Array } | null = null;
@@ -58,6 +48,8 @@ export class Fleet {
   private readonly modelOf = new Map<string, number>();
   /** The models a reclaim call accepts, by number (reused by each call). */
   private readonly accepts: Uint8Array;
+  /** The last reclaim's request and what it picked (lastFreed). */
+  private last: { s: Claimant; b: Picked } | null = null;
   /** GPUs per model on hosts that are up, and how many hosts are up (made when a large fleet's reason first needs them). */
   private totals: { byModel: Map<string, number>; up: number } | null = null;
 
@@ -84,6 +76,7 @@ export class Fleet {
    */
   release(): void {
     releaseHolders(this.h);
+    this.pairs?.release();
   }
 
   /**
@@ -95,7 +88,9 @@ export class Fleet {
     const { h, claimants } = this;
     const priorities = (this.priorities = [...new Set(claimants.map((c) => c.d.priority))].sort((a, b) => a - b));
     const levelOf = new Map(priorities.map((p, i) => [p, i + 1]));
-    const endpointLevel = Int32Array.from(claimants, (c) => levelOf.get(c.d.priority)!);
+    // A loop, not Int32Array.from with a function (an iterator and its results per endpoint).
+    const endpointLevel = new Int32Array(claimants.length);
+    for (let e = 0; e < claimants.length; e++) endpointLevel[e] = levelOf.get(claimants[e]!.d.priority)!;
     const level = h.level;
     for (let k = 0; k < h.n; k++) {
       const e = h.owner[k]!;
@@ -113,12 +108,16 @@ export class Fleet {
     const { d } = s;
     const typeList = d.gpuTypes && d.gpuTypes.length > 0 ? d.gpuTypes : null;
     if (!typeList ? this.free.total < d.gpus : !typeList.some((t) => this.free.freeOfModel(t) >= d.gpus)) return false;
-    const placed = this.free.place(d.gpus, typeList, d.image);
-    if (!placed) return false;
+    const model = this.free.place(d.gpus, typeList, d.image);
+    if (model === null) return false;
     // Granted now: counted among what it holds in the reasons.
     const e = s.slot;
-    this.grants.push([e, placed.gpuType, placed.deviceIds.length]);
-    if (this.pairs) this.addPair(e, placed.gpuType, placed.deviceIds.length);
+    if (this.pairs) this.pairs.add(e, model, d.gpus);
+    else {
+      this.grantOwner.push(e);
+      this.grantType.push(model);
+      this.grantGpus.push(d.gpus);
+    }
     return true;
   }
 
@@ -142,10 +141,10 @@ export class Fleet {
   /**
    * Frees room for one worker of `s` (rule 3): the cheapest set of holdings on one host that,
    * with its free devices of one acceptable model, makes the worker's count. Stops them (the
-   * orders go to their endpoints) and holds the free devices for `s`. Returns what it waits
-   * for, in words, or null when nothing may be freed for it.
+   * orders go to their endpoints) and holds the free devices for `s`. False when nothing may
+   * be freed for it (lastFreed() says in words what a true one waits for).
    */
-  reclaim(s: Claimant): string | null {
+  reclaim(s: Claimant): boolean {
     const { h } = this;
     const need = s.d.gpus;
     const rank = rankOf(s, 0);
@@ -177,10 +176,13 @@ export class Fleet {
         }
         b.have += h.width[k]!;
         b.picked.push(k);
-        if (b.have >= need) return this.take(s, b);
+        if (b.have >= need) {
+          this.take(s, b);
+          return true;
+        }
       }
     }
-    return null;
+    return false;
   }
 
   /** The models `s` accepts, by number (a table reused by each call); null: any. */
@@ -211,31 +213,45 @@ export class Fleet {
   }
 
   /** Stops the picked holders for `s` and holds the host's free devices of the model for it. */
-  private take(s: Claimant, b: Picked): string {
+  private take(s: Claimant, b: Picked): void {
     const { h } = this;
     const name = this.free.hosts[b.host]!.name;
-    const freed = b.picked.reduce((n, k) => n + h.width[k]!, 0);
+    let freed = 0;
+    for (let i = 0; i < b.picked.length; i++) freed += h.width[b.picked[i]!]!;
     this.free.hold(b.host, b.type, Math.max(0, s.d.gpus - freed));
-    const stopped: string[] = [];
-    for (const k of b.picked) {
+    // The words every order of this call shares, made once (a reason is a chain of joined strings: fewer joins, less garbage).
+    const forWhom = ` for \`${s.d.id}\` (priority ${s.d.priority}): `;
+    const where = ` ${modelLabel(b.type)} on ${name}`;
+    for (let i = 0; i < b.picked.length; i++) {
+      const k = b.picked[i]!;
       this.candidates.take(k, h.kind[k]!);
       const v = this.claimants[h.owner[k]!];
       if (!v) continue;
       const gpus = h.width[k]!;
       const busy = h.kind[k] === BUSY;
       const paused = h.kind[k] === PAUSED;
-      const what = busy ? ', its jobs requeued' : paused ? ', paused in the warm pool' : `, ${KINDS[h.kind[k]!]} beyond workersMin`;
-      const reason = `${busy ? 'preempted' : 'reclaimed'} for \`${s.d.id}\` (priority ${s.d.priority}): ${gpus} ${modelLabel(h.type[k]!)} on ${name}${what}`;
-      (busy ? v.out.preempt : v.out.reclaim).push({ workerId: h.worker[k]!, why: reason });
+      const what = busy ? ', its jobs requeued' : paused ? ', paused in the warm pool' : IDLE_OR_STARTING[h.kind[k]!]!;
+      giveOrder(v, busy, { workerId: h.worker[k]!, why: `${busy ? 'preempted' : 'reclaimed'}${forWhom}${gpus}${where}${what}` });
       if (!paused) {
         v.held -= gpus;
         v.count--;
         this.stopped(v);
       }
-      stopped.push(`\`${v.d.id}\``);
     }
-    const what = `${s.d.gpus} ${modelLabel(b.type)} on ${name} being freed`;
-    return stopped.length === 0 ? what : `${what} (stopping workers of ${[...new Set(stopped)].join(', ')})`;
+    this.last = { s, b };
+  }
+
+  /** What the last reclaim waits for, in words: `2 L4 on a being freed (stopping workers of \`lo\`, \`b\`)`. */
+  lastFreed(): string {
+    const { s, b } = this.last!;
+    const { h } = this;
+    const what = `${s.d.gpus} ${modelLabel(b.type)} on ${this.free.hosts[b.host]!.name} being freed`;
+    const names: string[] = [];
+    for (let i = 0; i < b.picked.length; i++) {
+      const v = this.claimants[h.owner[b.picked[i]!]!];
+      if (v && !names.includes(`\`${v.d.id}\``)) names.push(`\`${v.d.id}\``);
+    }
+    return names.length === 0 ? what : `${what} (stopping workers of ${names.join(', ')})`;
   }
 
   /** Why `s` must wait: no room, and who holds the GPUs it could use (one text per request shape in a decision: a big fleet has many waiting). */
@@ -243,36 +259,18 @@ export class Fleet {
     const types = s.d.gpuTypes && s.d.gpuTypes.length > 0 ? s.d.gpuTypes : null;
     const key = `${s.d.gpus}|${types ? types.join('\u0000') : ''}`;
     let text = this.reasons.get(key);
-    if (text === undefined) {
-      const pairs = this.heldPairs();
-      const usable = types ? pairs.filter((p) => types.includes(p.type)) : pairs;
-      this.reasons.set(key, (text = `${this.block(s)}${holderSummary(usable)}`));
-    }
+    if (text === undefined) this.reasons.set(key, (text = `${this.block(s)}${holderSummary(this.heldPairs(), this.claimants, types)}`));
     return text;
   }
 
   /** GPUs held per endpoint and model in the order first met (holders in the input's order, then grants). */
-  private heldPairs(): HeldPair[] {
+  private heldPairs(): HeldPairs {
     if (this.pairs) return this.pairs;
-    this.pairs = [];
-    this.pairLast = new Int32Array(this.claimants.length + 1).fill(-1);
     const { h } = this;
-    for (let k = 0; k < h.n; k++) this.addPair(h.owner[k]!, h.type[k]!, h.width[k]!);
-    for (let i = 0; i < this.grants.length; i++) this.addPair(this.grants[i]![0], this.grants[i]![1], this.grants[i]![2]);
-    return this.pairs;
-  }
-
-  /** Counts GPUs of `type` held by the endpoint of index `e` (-1: being stopped). */
-  private addPair(e: number, type: string, gpus: number): void {
-    const pairs = this.pairs!;
-    for (let at = this.pairLast[e + 1]!; at >= 0; at = this.pairBefore[at]!) {
-      if (pairs[at]!.type !== type) continue;
-      pairs[at]!.gpus += gpus;
-      return;
-    }
-    this.pairBefore.push(this.pairLast[e + 1]!);
-    this.pairLast[e + 1] = pairs.length;
-    pairs.push({ owner: this.claimants[e] ?? null, type, gpus });
+    const pairs = (this.pairs = HeldPairs.for(this.claimants.length));
+    for (let k = 0; k < h.n; k++) pairs.add(h.owner[k]!, h.type[k]!, h.width[k]!);
+    for (let i = 0; i < this.grantOwner.length; i++) pairs.add(this.grantOwner[i]!, this.grantType[i]!, this.grantGpus[i]!);
+    return pairs;
   }
 
   /** Why no host has room: each host named on a small fleet, the sums on a large one. */
@@ -289,6 +287,9 @@ export class Fleet {
     return fleetBlock(s.d, { free, total, up: totals.up, hosts: hosts.length });
   }
 }
+
+/** The end of an order's reason by the holder's kind, for those neither busy nor paused. */
+const IDLE_OR_STARTING = KINDS.map((kind) => `, ${kind} beyond workersMin`);
 
 /** GPUs per model on the hosts that are up, and how many hosts are up. */
 function modelTotals(hosts: readonly HostLoad[]): { byModel: Map<string, number>; up: number } {

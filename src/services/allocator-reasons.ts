@@ -1,12 +1,4 @@
 import { modelLabel, placeWorker, type HostLoad } from '../pool/docker/placement.js';
-import { StringIndex } from '../util/string-index.js';
-
-/** What a reason says of GPUs held: their endpoint (null: being stopped), how many, and their model. */
-export interface HeldGpus {
-  owner: { d: { id: string; priority: number } } | null;
-  gpus: number;
-  type: string;
-}
 
 /** What a reason says of the waiting worker: its GPU request. */
 export interface GpuWant {
@@ -75,37 +67,119 @@ export function fleetBlock(d: GpuWant, t: FleetTally): string {
 export const namesEachHost = (hosts: number): boolean => hosts <= HOSTS_NAMED;
 
 /**
- * What holds the GPUs a waiting worker could use, the biggest holders first:
+ * GPUs held per endpoint and model during one decision, in the order first met, for the
+ * reasons: field by field in arrays reused by the next decision (a record per pair, and an
+ * array per endpoint to find its own, were ~250 KB of garbage a decision at 1,000
+ * endpoints), each endpoint's pairs chained from its last.
+ */
+export class HeldPairs {
+  n = 0;
+  /** Each pair's endpoint (its index among the decision's endpoints; -1: workers being stopped), GPUs and model. */
+  owner: Int32Array;
+  gpus: Int32Array;
+  readonly type: string[] = [];
+  /** The pair before it of the same endpoint (-1: none). */
+  private before: Int32Array;
+  /** Each endpoint's last pair, by its index + 1 (-1: none). */
+  private readonly last: Int32Array;
+  /** holderSummary's tables by endpoint: its place in the summary being made (-1: not met; set back after each), and per place its first pair and GPUs. */
+  readonly slotOf: Int32Array;
+  readonly first: Int32Array;
+  readonly total: Int32Array;
+
+  private constructor(endpoints: number, capacity: number) {
+    this.owner = new Int32Array(capacity);
+    this.gpus = new Int32Array(capacity);
+    this.before = new Int32Array(capacity);
+    this.last = new Int32Array(endpoints + 1);
+    this.slotOf = new Int32Array(endpoints).fill(-1);
+    this.first = new Int32Array(endpoints);
+    this.total = new Int32Array(endpoints);
+  }
+
+  /** Empty pairs for a decision of `endpoints` endpoints: the last decision's arrays when they are big enough (decisions run one at a time; release() after). */
+  static for(endpoints: number): HeldPairs {
+    if (!spare || spare.slotOf.length < endpoints) spare = new HeldPairs(Math.max(endpoints, Math.ceil((spare?.slotOf.length ?? 0) * 1.5)), Math.max(64, 4 * endpoints, spare?.owner.length ?? 0));
+    spare.n = 0;
+    spare.last.fill(-1, 0, endpoints + 1);
+    return spare;
+  }
+
+  /** Lets go of the decision's model names (the array kept for the next). */
+  release(): void {
+    this.type.fill('', 0, this.n);
+  }
+
+  /** Counts `gpus` GPUs of `type` held by the endpoint of index `e` (-1: being stopped). */
+  add(e: number, type: string, gpus: number): void {
+    for (let at = this.last[e + 1]!; at >= 0; at = this.before[at]!) {
+      if (this.type[at] !== type) continue;
+      this.gpus[at]! += gpus;
+      return;
+    }
+    if (this.n === this.owner.length) this.grow();
+    const at = this.n++;
+    this.owner[at] = e;
+    this.gpus[at] = gpus;
+    this.type[at] = type;
+    this.before[at] = this.last[e + 1]!;
+    this.last[e + 1] = at;
+  }
+
+  private grow(): void {
+    const wider = (a: Int32Array): Int32Array => {
+      const b = new Int32Array(a.length * 2);
+      b.set(a);
+      return b;
+    };
+    this.owner = wider(this.owner);
+    this.gpus = wider(this.gpus);
+    this.before = wider(this.before);
+  }
+}
+
+/** The pairs' arrays, reused by the next decision. */
+let spare: HeldPairs | null = null;
+
+/** Whether a pair's model is one of `types` (null: any). */
+function usable(types: readonly string[] | null, type: string): boolean {
+  if (types === null) return true;
+  for (let i = 0; i < types.length; i++) if (types[i] === type) return true;
+  return false;
+}
+
+/**
+ * What holds the GPUs of `types` (null: any) a waiting worker could use, the biggest holders
+ * first (`owners`: the endpoints the pairs' indexes name):
  * `; 3 L4 held by \`sd-xl\` at priority 80, 1 L4 by \`b\` at priority 50 (being stopped: 1 L4)`.
  *
- * @example holderSummary(holdings) // '; 2 L4 + 1 A100-80GB held by `typed` at priority 50'
+ * @example holderSummary(pairs, endpoints, ['L4']) // '; 2 L4 held by `typed` at priority 50'
  */
-export function holderSummary(usable: readonly HeldGpus[]): string {
-  // Each holder's total, in the order first met (its first entry kept), without a record per holder.
-  const ix = OWNERS;
-  ix.reset(usable.length);
-  const first: number[] = [];
-  const total: number[] = [];
+export function holderSummary(pairs: HeldPairs, owners: readonly { d: { id: string; priority: number } }[], types: readonly string[] | null): string {
+  // Each holder's total, in the order first met (its first pair kept), in the pairs' tables: no record per holder.
+  const { slotOf, first, total } = pairs;
+  let holders = 0;
   let stopping = -1;
-  for (let i = 0; i < usable.length; i++) {
-    const h = usable[i]!;
-    if (!h.owner) {
+  for (let i = 0; i < pairs.n; i++) {
+    if (!usable(types, pairs.type[i]!)) continue;
+    const e = pairs.owner[i]!;
+    if (e < 0) {
       if (stopping < 0) stopping = i;
       continue;
     }
-    let slot = ix.get(h.owner.d.id);
+    let slot = slotOf[e]!;
     if (slot < 0) {
-      ix.set(h.owner.d.id, (slot = first.length));
-      first.push(i);
-      total.push(0);
+      slotOf[e] = slot = holders++;
+      first[slot] = i;
+      total[slot] = 0;
     }
-    total[slot]! += h.gpus;
+    total[slot]! += pairs.gpus[i]!;
   }
-  ix.clear();
-  if (first.length === 0 && stopping < 0) return '';
+  for (let slot = 0; slot < holders; slot++) slotOf[pairs.owner[first[slot]!]!] = -1;
+  if (holders === 0 && stopping < 0) return '';
   // The biggest first; equal totals in the order first met (a stable sort's order), the first HOLDERS_NAMED only.
   const top: number[] = [];
-  for (let slot = 0; slot < first.length; slot++) {
+  for (let slot = 0; slot < holders; slot++) {
     let at = top.length;
     while (at > 0 && total[top[at - 1]!]! < total[slot]!) at--;
     if (at >= HOLDERS_NAMED) continue;
@@ -113,30 +187,21 @@ export function holderSummary(usable: readonly HeldGpus[]): string {
     if (top.length > HOLDERS_NAMED) top.pop();
   }
   const parts = top.map((slot, i) => {
-    const owner = usable[first[slot]!]!.owner!;
-    return `${countsOf(usable, first[slot]!, owner.d.id)}${i === 0 ? ' held' : ''} by \`${owner.d.id}\` at priority ${owner.d.priority}`;
+    const e = pairs.owner[first[slot]!]!;
+    const { d } = owners[e]!;
+    return `${countsOf(pairs, first[slot]!, e, types)}${i === 0 ? ' held' : ''} by \`${d.id}\` at priority ${d.priority}`;
   });
-  if (first.length > HOLDERS_NAMED) parts.push(`and ${first.length - HOLDERS_NAMED} more endpoints`);
-  const tail = stopping >= 0 ? `${parts.length > 0 ? ' ' : ''}(being stopped: ${countsOf(usable, stopping, null)})` : '';
+  if (holders > HOLDERS_NAMED) parts.push(`and ${holders - HOLDERS_NAMED} more endpoints`);
+  const tail = stopping >= 0 ? `${parts.length > 0 ? ' ' : ''}(being stopped: ${countsOf(pairs, stopping, -1, types)})` : '';
   return `; ${parts.join(', ')}${tail}`;
 }
 
-/** Holder ids to their place in holderSummary (reused: one summary at a time). */
-const OWNERS = new StringIndex();
-
-/** `2 L4 + 1 A100-80GB`: the GPUs of one holder (null: being stopped) by model, models in the order first met from `from`. */
-function countsOf(usable: readonly HeldGpus[], from: number, id: string | null): string {
-  const types: string[] = [];
-  const counts: number[] = [];
-  for (let i = from; i < usable.length; i++) {
-    const h = usable[i]!;
-    if ((h.owner ? h.owner.d.id : null) !== id) continue;
-    const t = types.indexOf(h.type);
-    if (t >= 0) counts[t]! += h.gpus;
-    else {
-      types.push(h.type);
-      counts.push(h.gpus);
-    }
+/** `2 L4 + 1 A100-80GB`: the GPUs of one endpoint (-1: being stopped) by model, from its pair `from` on (one pair per model, in the order first met). */
+function countsOf(pairs: HeldPairs, from: number, e: number, types: readonly string[] | null): string {
+  let text = '';
+  for (let i = from; i < pairs.n; i++) {
+    if (pairs.owner[i] !== e || !usable(types, pairs.type[i]!)) continue;
+    text += `${text === '' ? '' : ' + '}${pairs.gpus[i]} ${modelLabel(pairs.type[i]!)}`;
   }
-  return types.map((t, i) => `${counts[i]} ${modelLabel(t)}`).join(' + ');
+  return text;
 }

@@ -1,6 +1,6 @@
 import type { HostLoad } from '../pool/docker/placement.js';
 import { Heap } from '../util/heap.js';
-import { rankOf, type Claimant } from './allocator-claims.js';
+import { NO_ORDERS, rankOf, type Claimant } from './allocator-claims.js';
 import { Fleet } from './allocator-fleet.js';
 
 /**
@@ -96,9 +96,9 @@ export interface EndpointAllocation {
   /** Of `start`, how many are its paused workers resumed (they hold their GPUs already). */
   resume: number;
   /** Paused, idle or starting workers to stop, for another endpoint. */
-  reclaim: StopOrder[];
+  reclaim: readonly StopOrder[];
   /** Busy workers to stop for a higher priority, their jobs requeued without counting an attempt. */
-  preempt: StopOrder[];
+  preempt: readonly StopOrder[];
   /** Workers wanted that wait (health's `throttled`). */
   waiting: number;
   /** Why they wait: what holds the GPUs, or that they are being freed for it. */
@@ -130,19 +130,23 @@ export interface EndpointState extends Claimant {
  */
 export function allocate(input: AllocatorInput): Map<string, EndpointAllocation> {
   const agingMs = input.agingMs ?? DEFAULT_AGING_MS;
-  const states = new Map<string, EndpointState>();
+  // The answers by endpoint id, and the endpoints in the order first met (a later demand of the same id takes its place, as a Map's set would).
+  const decided = new Map<string, EndpointAllocation>();
+  const list: EndpointState[] = [];
   for (let i = 0; i < input.endpoints.length; i++) {
     const d = oneShape(input.endpoints[i]!);
     const waited = d.waitingSince === null ? 0 : Math.max(0, input.now - d.waitingSince);
     const rank = Math.min(100, d.priority + AGING_STEP * Math.floor(waited / agingMs));
-    const out: EndpointAllocation = { start: 0, resume: 0, reclaim: [], preempt: [], waiting: 0, reason: null };
-    states.set(d.id, { d, out, held: 0, count: d.workers.length, left: d.want, blocked: false, rank, waitedMs: waited, agingMs, at: -1, slot: -1 });
+    // No stop orders until one is given (most endpoints get none): the shared empty list, replaced on the first (Fleet.take).
+    const out: EndpointAllocation = { start: 0, resume: 0, reclaim: NO_ORDERS, preempt: NO_ORDERS, waiting: 0, reason: null };
+    const state: EndpointState = { d, out, held: 0, count: d.workers.length, left: d.want, blocked: false, rank, waitedMs: waited, agingMs, at: -1, slot: -1 };
+    if (decided.has(d.id)) list[list.findIndex((s) => s.d.id === d.id)] = state;
+    else list.push(state);
+    decided.set(d.id, out);
   }
   const queue = new Heap<EndpointState>(before, QUEUE_PLACE);
   // A worker stopped for another changes its endpoint's standing (its share; its rank, were it its last).
-  // Loops by index and forEach: no iterator results made per endpoint (a decision's garbage is collected beside its fresh input).
-  const list: EndpointState[] = [];
-  states.forEach((s) => void list.push(s));
+  // Loops by index: no iterator results made per endpoint (a decision's garbage is collected beside its fresh input).
   const fleet = new Fleet(input.hosts, list, (owner) => queue.update(owner as EndpointState));
   for (let i = 0; i < list.length; i++) if (list[i]!.left > 0) queue.push(list[i]!);
   for (let s = queue.pop(); s !== undefined; s = queue.pop()) {
@@ -150,8 +154,6 @@ export function allocate(input: AllocatorInput): Map<string, EndpointAllocation>
     if (s.left > 0 && !s.blocked) queue.push(s);
   }
   fleet.release();
-  const decided = new Map<string, EndpointAllocation>();
-  states.forEach((s, id) => void decided.set(id, s.out));
   return decided;
 }
 
@@ -219,12 +221,12 @@ function serveOne(s: EndpointState, fleet: Fleet): void {
     s.count++;
     return;
   }
-  const freed = fleet.reclaim(s);
-  if (freed !== null) {
+  if (fleet.reclaim(s)) {
     s.out.waiting++;
     s.held += d.gpus;
     s.count++;
-    s.out.reason ??= `waiting for room: ${freed}`;
+    // Its first wait is the one its reason names: the words made only then.
+    s.out.reason ??= `waiting for room: ${fleet.lastFreed()}`;
     return;
   }
   s.blocked = true;

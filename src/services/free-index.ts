@@ -9,25 +9,35 @@ import { placeWorker, type HostLoad } from '../pool/docker/placement.js';
  * (model, GPUs free in all, GPUs free of that model), each bucket a heap by (workers, order),
  * so the first bucket with room holds placement's choice.
  *
+ * Models are numbered per decision as they are met; a host's free devices are counted per
+ * model in a small array, and the devices taken in the decision are marked by their place in
+ * one array for the whole fleet (reused by the next decision): no `Map` or `Set` per host,
+ * which at 10,000 GPUs were ~150 KB of garbage a decision.
+ *
  * Invariants: a decision only ever takes free devices (grants, and room held for a reclaim),
  * never frees one, so a host without free devices at the start never enters the index; the
- * input hosts are never written to (devices taken are kept in `taken`).
+ * input hosts are never written to (devices taken are marked in `taken`).
  */
 
 /** Acceptable for a request that names no model: any one model of the host. */
 export const ANY_MODEL = '\u0000any';
 const ANY_MODELS: readonly string[] = [ANY_MODEL];
+/** The model number of ANY_MODEL in the index. */
+const ANY = -1;
 
 /** One host during a decision. */
-export interface HostState {
+interface HostState {
   load: HostLoad;
   /** Its place in the settings (placement's last tie-break). */
   order: number;
-  /** Devices taken in this decision, on top of load.gpusInUse. */
-  taken: Set<string> | null;
-  /** Free devices now, in all and per model. */
+  /** Where its devices' marks start in the decision's `taken` (devices in the order of load.gpus). */
+  base: number;
+  /** Free devices now, in all and per model number (0 or absent: none). */
   free: number;
-  freeOf: Map<string, number>;
+  freeOf: number[];
+  /** How many models it had free devices of at the start, and the first of them met (-1: none). */
+  models: number;
+  first: number;
   /** Containers on it, counting those granted in this decision. */
   workers: number;
   /** Bumped on every change: heap entries of an older version are stale. */
@@ -88,31 +98,40 @@ class Bucket {
   }
 }
 
-/** Hosts with free devices by model (or ANY_MODEL), GPUs free in all, and GPUs free of that model. */
-export class FitIndex {
-  private readonly byModel = new Map<string, (Bucket | undefined)[][]>();
+/** Buckets by GPUs free in all, then by GPUs free of the model. */
+type Grid = (Bucket | undefined)[][];
+
+/** Hosts with free devices by model number (or ANY), GPUs free in all, and GPUs free of that model. */
+class FitIndex {
+  private readonly grids: (Grid | undefined)[] = [];
+  private anyGrid: Grid | undefined;
 
   /** Files a host (again) under its current state; entries of its older versions go stale. */
   add(host: HostState): void {
     let most = 0;
-    // forEach: no entry pair made per model.
-    host.freeOf.forEach((n, model) => {
+    const { freeOf } = host;
+    for (let m = 0; m < freeOf.length; m++) {
+      const n = freeOf[m] ?? 0;
       if (n > most) most = n;
-      if (n > 0) this.file(model, host, n);
-    });
-    if (most > 0) this.file(ANY_MODEL, host, most);
+      if (n > 0) this.file(m, host, n);
+    }
+    if (most > 0) this.file(ANY, host, most);
   }
 
-  private file(model: string, host: HostState, fit: number): void {
-    let grid = this.byModel.get(model);
-    if (!grid) this.byModel.set(model, (grid = []));
+  private file(model: number, host: HostState, fit: number): void {
+    let grid = model === ANY ? this.anyGrid : this.grids[model];
+    if (!grid) {
+      grid = [];
+      if (model === ANY) this.anyGrid = grid;
+      else this.grids[model] = grid;
+    }
     const row = (grid[host.free] ??= []);
     (row[fit] ??= new Bucket()).push({ host, version: host.version, workers: host.workers });
   }
 
-  /** Placement's choice among these hosts for `count` devices of `model`, or null. */
-  best(model: string, count: number): HostState | null {
-    const grid = this.byModel.get(model);
+  /** Placement's choice among these hosts for `count` devices of model number `model` (or ANY), or null. */
+  best(model: number, count: number): HostState | null {
+    const grid = model === ANY ? this.anyGrid : this.grids[model];
     if (!grid) return null;
     for (let free = count; free < grid.length; free++) {
       const row = grid[free];
@@ -128,6 +147,9 @@ export class FitIndex {
   }
 }
 
+/** The marks of devices taken, reused by the next decision (decisions run one at a time); cleared where used. */
+let spareTaken: Uint8Array = new Uint8Array(0);
+
 /** The fleet's free devices during one decision: host states made on first use, the placement index, totals by model. */
 export class FreeDevices {
   readonly hosts: readonly HostLoad[];
@@ -136,13 +158,23 @@ export class FreeDevices {
   private readonly byImage = new Map<string, FitIndex>();
   /** Hosts that had free devices at the start (those any index may hold). */
   private readonly roomy: HostState[] = [];
-  /** Free devices on hosts that are up, in all and by model. */
+  /** Free devices on hosts that are up, in all and by model number. */
   total = 0;
-  private readonly totalOf = new Map<string, number>();
+  private readonly totalOf: number[] = [];
+  /** The models met, numbered in the order met (free devices only: a model with none free is never asked of the index). */
+  private readonly modelNo = new Map<string, number>();
+  private readonly modelName: string[] = [];
+  /** Each device taken in this decision marked 1, at its host's `base` + its place on the host. */
+  private taken: Uint8Array;
+  /** The marks handed out so far (the next host's base). */
+  private marks = 0;
+  /** Devices picked by the last place or hold, by their place on the host (reused). */
+  private picked = new Int32Array(8);
 
   constructor(hosts: readonly HostLoad[]) {
     this.hosts = hosts;
     this.states = new Array<HostState | undefined>(hosts.length);
+    this.taken = spareTaken;
     for (let i = 0; i < hosts.length; i++) {
       const load = hosts[i]!;
       if (!load.up || load.gpus.length - load.gpusInUse.size <= 0) continue;
@@ -150,7 +182,7 @@ export class FreeDevices {
       if (host.free <= 0) continue;
       this.roomy.push(host);
       this.total += host.free;
-      host.freeOf.forEach((n, model) => this.totalOf.set(model, (this.totalOf.get(model) ?? 0) + n));
+      for (let m = 0; m < host.freeOf.length; m++) this.totalOf[m] = (this.totalOf[m] ?? 0) + (host.freeOf[m] ?? 0);
       host.indexes.push(this.index);
       this.index.add(host);
     }
@@ -158,86 +190,121 @@ export class FreeDevices {
 
   /** Free devices of a model on hosts that are up. */
   freeOfModel(model: string): number {
-    return this.totalOf.get(model) ?? 0;
+    const m = this.modelNo.get(model);
+    return m === undefined ? 0 : (this.totalOf[m] ?? 0);
   }
 
-  /** A host's state during this decision, made on first use. */
-  state(i: number): HostState {
+  /** A host's state during this decision, made on first use (its marks cleared). */
+  private state(i: number): HostState {
     let host = this.states[i];
     if (host) return host;
     const load = this.hosts[i]!;
-    const freeOf = new Map<string, number>();
+    const freeOf: number[] = [];
     let free = 0;
+    let models = 0;
+    let first = -1;
     if (load.gpus.length > load.gpusInUse.size) {
       for (let k = 0; k < load.gpus.length; k++) {
         if (load.gpusInUse.has(load.gpus[k]!)) continue;
-        const model = load.gpuTypes?.[k] ?? '';
-        freeOf.set(model, (freeOf.get(model) ?? 0) + 1);
+        const m = this.numberOf(load.gpuTypes?.[k] ?? '');
+        while (freeOf.length <= m) freeOf.push(0);
+        if (freeOf[m] === 0 && models++ === 0) first = m;
+        freeOf[m]!++;
         free++;
       }
     }
-    host = { load, order: i, taken: null, free, freeOf, workers: load.workers, version: 0, indexes: [] };
+    const base = this.marks;
+    this.marks += load.gpus.length;
+    if (this.taken.length < this.marks) spareTaken = this.taken = grown(this.taken, this.marks);
+    this.taken.fill(0, base, this.marks);
+    host = { load, order: i, base, free, freeOf, models, first, workers: load.workers, version: 0, indexes: [] };
     this.states[i] = host;
     return host;
   }
 
+  /** The number of a model, given on first meeting. */
+  private numberOf(model: string): number {
+    let m = this.modelNo.get(model);
+    if (m === undefined) {
+      this.modelNo.set(model, (m = this.modelName.length));
+      this.modelName.push(model);
+    }
+    return m;
+  }
+
   /**
    * Places one worker as placeWorker over the whole fleet would (models in order, then hosts
-   * holding the image, then bin-packing), takes its devices, and says where; null: no room.
+   * holding the image, then bin-packing), takes its devices, and says of which model they
+   * are (`count` of them); null: no room.
    */
-  place(count: number, models: readonly string[] | null, image: string | undefined): { host: number; deviceIds: string[]; gpuType: string } | null {
+  place(count: number, models: readonly string[] | null, image: string | undefined): string | null {
     const list = models ?? ANY_MODELS;
     for (let i = 0; i < list.length; i++) {
       const model = list[i]!;
-      const host = (image !== undefined ? this.imageIndex(image).best(model, count) : null) ?? this.index.best(model, count);
+      const m = model === ANY_MODEL ? ANY : this.modelNo.get(model);
+      if (m === undefined) continue;
+      const host = (image !== undefined ? this.imageIndex(image).best(m, count) : null) ?? this.index.best(m, count);
       if (!host) continue;
-      const placed = this.devicesOn(host, count, model, image);
-      if (!placed) continue;
+      const got = this.devicesOn(host, count, m, image);
+      if (got === null) continue;
       host.workers++;
-      this.take(host, placed.deviceIds, placed.gpuType);
-      return { host: host.order, deviceIds: placed.deviceIds, gpuType: placed.gpuType };
+      this.take(host, count, got);
+      return this.modelName[got]!;
     }
     return null;
   }
 
   /**
-   * The devices placement gives on the chosen host. Where only one model is free there, or a
-   * model is named, they are the first free ones of it in device order (placement's pickOfType),
-   * taken here without a copy of the host; otherwise placement itself is asked of that host alone.
+   * The devices placement gives on the chosen host, into `picked` (their places on the host),
+   * and their model number; null: none. Where only one model is free there, or a model is
+   * named, they are the first free ones of it in device order (placement's pickOfType), found
+   * without a copy of the host; otherwise placement itself is asked of that host alone.
    */
-  private devicesOn(host: HostState, count: number, model: string, image: string | undefined): { deviceIds: string[]; gpuType: string } | null {
-    let only: string | null = model !== ANY_MODEL ? model : null;
-    if (only === null && host.freeOf.size === 1) only = host.freeOf.keys().next().value!;
-    if (only === null) {
+  private devicesOn(host: HostState, count: number, model: number, image: string | undefined): number | null {
+    let only = model;
+    if (only === ANY && host.models === 1) only = host.first;
+    if (only === ANY) {
       const placed = placeWorker([this.view(host)], { count, ...(image !== undefined ? { image } : {}) });
-      return 'refused' in placed ? null : placed;
+      if ('refused' in placed) return null;
+      const picked = this.pickedFor(count);
+      for (let i = 0; i < count; i++) picked[i] = host.load.gpus.indexOf(placed.deviceIds[i]!);
+      return this.numberOf(placed.gpuType);
     }
-    const { load } = host;
-    const ids: string[] = [];
-    for (let k = 0; k < load.gpus.length && ids.length < count; k++) {
-      const id = load.gpus[k]!;
-      if ((load.gpuTypes?.[k] ?? '') === only && !load.gpusInUse.has(id) && !host.taken?.has(id)) ids.push(id);
+    return this.pick(host, only, count) === count ? only : null;
+  }
+
+  /** Puts the first `count` free devices of model number `m` on the host into `picked`; how many it found. */
+  private pick(host: HostState, m: number, count: number): number {
+    const { load, base } = host;
+    const taken = this.taken;
+    const picked = this.pickedFor(count);
+    const name = this.modelName[m];
+    let n = 0;
+    for (let k = 0; k < load.gpus.length && n < count; k++) {
+      if ((load.gpuTypes?.[k] ?? '') === name && taken[base + k] === 0 && !load.gpusInUse.has(load.gpus[k]!)) picked[n++] = k;
     }
-    return ids.length === count ? { deviceIds: ids, gpuType: only } : null;
+    return n;
+  }
+
+  private pickedFor(count: number): Int32Array {
+    if (this.picked.length < count) this.picked = new Int32Array(count);
+    return this.picked;
   }
 
   /** Free devices of `model` on a host now. */
   freeOn(i: number, model: string): number {
-    return this.state(i).freeOf.get(model) ?? 0;
+    const host = this.state(i);
+    const m = this.modelNo.get(model);
+    return m === undefined ? 0 : (host.freeOf[m] ?? 0);
   }
 
   /** Takes up to `count` free devices of `model` on a host (room held for a reclaim). */
   hold(i: number, model: string, count: number): void {
     if (count <= 0) return;
     const host = this.state(i);
-    const { load } = host;
-    const ids: string[] = [];
-    for (let k = 0; k < load.gpus.length; k++) {
-      const id = load.gpus[k]!;
-      if (ids.length === count) break;
-      if ((load.gpuTypes?.[k] ?? '') === model && !load.gpusInUse.has(id) && !host.taken?.has(id)) ids.push(id);
-    }
-    this.take(host, ids, model);
+    const m = this.modelNo.get(model);
+    if (m === undefined) return;
+    this.take(host, this.pick(host, m, count), m);
   }
 
   /** The hosts as they stand now in this decision (for the words of a small fleet's reasons). */
@@ -246,19 +313,21 @@ export class FreeDevices {
   }
 
   private view(host: HostState): HostLoad {
-    const inUse = host.taken ? new Set([...host.load.gpusInUse, ...host.taken]) : host.load.gpusInUse;
-    return { ...host.load, gpusInUse: inUse, workers: host.workers };
+    const { load } = host;
+    let inUse: Set<string> | null = null;
+    for (let k = 0; k < load.gpus.length; k++) if (this.taken[host.base + k] === 1) (inUse ??= new Set(load.gpusInUse)).add(load.gpus[k]!);
+    return { ...load, gpusInUse: inUse ?? load.gpusInUse, workers: host.workers };
   }
 
-  private take(host: HostState, ids: readonly string[], model: string): void {
-    if (ids.length === 0) return;
-    host.taken ??= new Set();
-    for (let i = 0; i < ids.length; i++) host.taken.add(ids[i]!);
-    host.free -= ids.length;
-    host.freeOf.set(model, (host.freeOf.get(model) ?? 0) - ids.length);
+  /** Takes the first `n` devices of `picked` (of model number `m`) on a host. */
+  private take(host: HostState, n: number, m: number): void {
+    if (n === 0) return;
+    for (let i = 0; i < n; i++) this.taken[host.base + this.picked[i]!] = 1;
+    host.free -= n;
+    host.freeOf[m] = (host.freeOf[m] ?? 0) - n;
     if (host.load.up) {
-      this.total -= ids.length;
-      this.totalOf.set(model, (this.totalOf.get(model) ?? 0) - ids.length);
+      this.total -= n;
+      this.totalOf[m] = (this.totalOf[m] ?? 0) - n;
     }
     host.version++;
     for (let i = 0; i < host.indexes.length; i++) host.indexes[i]!.add(host);
@@ -277,4 +346,11 @@ export class FreeDevices {
     }
     return index;
   }
+}
+
+/** A copy of `a` with room for `size` marks (half as many again, to grow seldom). */
+function grown(a: Uint8Array, size: number): Uint8Array {
+  const b = new Uint8Array(Math.max(size, Math.ceil(a.length * 1.5)));
+  b.set(a);
+  return b;
 }

@@ -1,8 +1,11 @@
 import { modelLabel, placeWorker, type HostLoad } from '../../src/pool/docker/placement.js';
-import { describeBlock, type HeldGpus } from '../../src/services/allocator-reasons.js';
+import { describeBlock } from '../../src/services/allocator-reasons.js';
 import { Heap } from '../../src/util/heap.js';
 import { rankOf } from '../../src/services/allocator-claims.js';
-import type { AllocatorInput, AllocWorker, EndpointAllocation, EndpointDemand } from '../../src/services/allocator.js';
+import type { AllocatorInput, AllocWorker, EndpointAllocation, EndpointDemand, StopOrder } from '../../src/services/allocator.js';
+
+/** An endpoint's answer being made (its orders' lists its own). */
+type Answer = EndpointAllocation & { reclaim: StopOrder[]; preempt: StopOrder[] };
 
 /**
  * A reference allocator for the tests: the rules of src/services/allocator.ts written the
@@ -32,7 +35,7 @@ interface Holding {
 /** An endpoint during one decision. */
 interface EndpointState {
   d: EndpointDemand;
-  out: EndpointAllocation;
+  out: Answer;
   /** GPUs it holds, counting grants and GPUs being freed for it. */
   held: number;
   /** Workers it has, counting grants and those being freed for it, less those reclaimed. */
@@ -53,7 +56,7 @@ export function allocateReference(input: AllocatorInput): Map<string, EndpointAl
   for (const d of input.endpoints) {
     const waited = d.waitingSince === null ? 0 : Math.max(0, input.now - d.waitingSince);
     const rank = Math.min(100, d.priority + AGING_STEP * Math.floor(waited / agingMs));
-    const out: EndpointAllocation = { start: 0, resume: 0, reclaim: [], preempt: [], waiting: 0, reason: null };
+    const out: Answer = { start: 0, resume: 0, reclaim: [], preempt: [], waiting: 0, reason: null };
     states.set(d.id, { d, out, held: 0, count: d.workers.length, left: d.want, blocked: false, rank, waitedMs: waited, agingMs });
   }
   const queue = new Heap<EndpointState>(before);
@@ -327,6 +330,13 @@ function mayTake(s: EndpointState, h: Holding): boolean {
   // A running job is preempted for an equal only once the waiting one has aged a step (starvation, not a moment's imbalance).
   if (h.kind === 'busy' && s.waitedMs < s.agingMs) return false;
   return (v.held - h.devices.length) / v.d.shareWeight >= (s.held + s.d.gpus) / s.d.shareWeight;
+}
+
+/** What a reason says of GPUs held: their endpoint (null: being stopped), how many, and their model. */
+interface HeldGpus {
+  owner: { d: { id: string; priority: number } } | null;
+  gpus: number;
+  type: string;
 }
 
 /** What holds the GPUs a waiting worker could use (allocator-reasons.ts's holderSummary as first written: a map per holder). */
