@@ -16,6 +16,6 @@ const runs = Number(process.argv[2] ?? 35);
 const skip = process.argv.includes('--no-allocate');
 // --fresh: bench:fleet's `decision` case (a fleet made anew for each decision) instead.
 const time = process.argv.includes('--fresh') ? timeDecisions : timePasses;
-// `runs` passes in all: timePasses (and timeDecisions) make 5 of warm-up before the `runs − 5` it times.
-const out = time({ gpus: 10_000, endpoints: 1_000, runs: runs - 5, ...(skip ? { decide: () => {} } : {}) });
+// `runs` passes in all: 5 of warm-up, then the `runs − 5` timed (instructions count every pass alike).
+const out = time({ gpus: 10_000, endpoints: 1_000, runs: runs - 5, warmUp: 5, ...(skip ? { decide: () => {} } : {}) });
 console.log(JSON.stringify({ passes: runs, fresh: time === timeDecisions, allocate: !skip, workers: out.workers, wanting: out.wanting }));
