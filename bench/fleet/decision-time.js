@@ -114,7 +114,9 @@ function buildInput(gpus, endpointCount, r) {
       ep.waitingSince = 1_000_000 - Math.floor(r() * 300_000);
     }
   }
-  return { now: 1_000_000, hosts, endpoints, workers: held, wanting: endpoints.filter((e) => e.want > 0).length };
+  // The demands as the autoscaler makes them (every field present, in one order; timePasses's too): the drafts above, made by spreads, came in shapes the gateway never makes.
+  const demands = endpoints.map((e) => ({ id: e.id, priority: e.priority, shareWeight: e.shareWeight, preemptible: e.preemptible, workersMin: e.workersMin, gpus: e.gpus, gpuTypes: e.gpuTypes, image: undefined, workers: e.workers, paused: undefined, want: e.want, waitingSince: e.waitingSince }));
+  return { now: 1_000_000, hosts, endpoints: demands, workers: held, wanting: endpoints.filter((e) => e.want > 0).length };
 }
 
 /** Times `runs` decisions on fresh synthetic fleets of `gpus` GPUs and `endpoints` endpoints, after `warmUp` (`decide`: as timePasses's). */
