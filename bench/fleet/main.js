@@ -56,12 +56,12 @@ for (const run of runs) {
 const decision = args.includes('--skip-decision') ? null : timeDecisions({ gpus: 10_000, endpoints: 1_000 });
 const passes = args.includes('--skip-decision') ? null : timePasses({ gpus: 10_000, endpoints: 1_000 });
 
-/** One case's decision times: the process's CPU, the main thread's, and the first decisions'. */
+/** One case's decision times: the process's CPU, the wall clock, and the first decisions'. */
 function printTimes(what, t) {
   const line = (x) => `mean ${x.meanMs.toFixed(2)} ms, median ${x.medianMs.toFixed(2)} ms, p95 ${x.p95Ms.toFixed(2)} ms, max ${x.maxMs.toFixed(2)} ms`;
   console.log(`  ${what}, ${t.runs} decisions after ${t.warmUp}:`);
   console.log(`    CPU (all threads): ${line(t)}`);
-  if (t.thread) console.log(`    CPU (main thread): ${line(t.thread)}`);
+  console.log(`    wall clock: ${line(t.wall)}`);
   console.log(`    the first ${t.firstMs.length} decisions (all threads): ${t.firstMs.map((ms) => ms.toFixed(1)).join(', ')} ms`);
 }
 
