@@ -293,9 +293,16 @@ export class FreeDevices {
 
   /** Free devices of `model` on a host now. */
   freeOn(i: number, model: string): number {
-    const host = this.state(i);
-    const m = this.modelNo.get(model);
-    return m === undefined ? 0 : (host.freeOf[m] ?? 0);
+    const host = this.states[i];
+    if (host) {
+      const m = this.modelNo.get(model);
+      return m === undefined ? 0 : (host.freeOf[m] ?? 0);
+    }
+    // A host not met yet (no room at the start, as most a reclaim looks at): counted without a state made for it.
+    const load = this.hosts[i]!;
+    let free = 0;
+    for (let k = 0; k < load.gpus.length; k++) if ((load.gpuTypes?.[k] ?? '') === model && !load.gpusInUse.has(load.gpus[k]!)) free++;
+    return free;
   }
 
   /** Takes up to `count` free devices of `model` on a host (room held for a reclaim). */
