@@ -49,7 +49,8 @@ export class Fleet {
   /** The models a reclaim call accepts, by number (reused by each call). */
   private readonly accepts: Uint8Array;
   /** The last reclaim's request and what it picked (lastFreed). */
-  private last: { s: Claimant; b: Picked } | null = null;
+  private lastFor: Claimant | null = null;
+  private lastPicked: Picked | null = null;
   /** GPUs per model on hosts that are up, and how many hosts are up (made when a large fleet's reason first needs them). */
   private totals: { byModel: Map<string, number>; up: number } | null = null;
 
@@ -238,12 +239,14 @@ export class Fleet {
         this.stopped(v);
       }
     }
-    this.last = { s, b };
+    this.lastFor = s;
+    this.lastPicked = b;
   }
 
   /** What the last reclaim waits for, in words: `2 L4 on a being freed (stopping workers of \`lo\`, \`b\`)`. */
   lastFreed(): string {
-    const { s, b } = this.last!;
+    const s = this.lastFor!;
+    const b = this.lastPicked!;
     const { h } = this;
     const what = `${s.d.gpus} ${modelLabel(b.type)} on ${this.free.hosts[b.host]!.name} being freed`;
     const names: string[] = [];

@@ -110,4 +110,13 @@ describe('allocate', () => {
     const out = allocate({ now: NOW, hosts: [], endpoints: [ep('cpu', { gpus: 0, want: 5 })] });
     expect(out.get('cpu')).toMatchObject({ start: 5, waiting: 0 });
   });
+
+  it('decides a demand repeated under one id as the last one given, in the first one\'s place (as a Map keyed by id would)', () => {
+    const hosts = [host('a', ['L4', 'L4'])];
+    const out = allocate({ now: NOW, hosts, endpoints: [ep('x', { priority: 90, want: 1 }), ep('y', { priority: 50, want: 2 }), ep('x', { priority: 10, want: 2 })] });
+    expect([...out.keys()]).toEqual(['x', 'y']);
+    // The second `x` (priority 10) is the one decided: y goes first and takes both GPUs.
+    expect(out.get('y')).toMatchObject({ start: 2, waiting: 0 });
+    expect(out.get('x')).toMatchObject({ start: 0, waiting: 2 });
+  });
 });
