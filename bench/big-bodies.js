@@ -24,6 +24,8 @@
  *                 string: `input.data` is one long string
  *   --json        print the results as one JSON document
  *   --profile DIR run the gateway under `node --cpu-prof --cpu-prof-dir=DIR` (stopped with SIGTERM)
+ *   --node-args="A B"  more node flags for the gateway (split on spaces, e.g. =--trace-gc); its
+ *                 standard output then goes to this script's standard error
  *   --clients-nice N  run the posters and the worker process at nice N (0–19; default 0): on a
  *                 small machine the load generator shares the gateway's cores, and at the same
  *                 priority its 40 uploads and the worker's reads take turns with the gateway's
@@ -53,6 +55,7 @@ const { values: flags } = parseArgs({
     shape: { type: 'string', default: 'objects' },
     json: { type: 'boolean', default: false },
     profile: { type: 'string' },
+    'node-args': { type: 'string' },
     'clients-nice': { type: 'string', default: '0' },
     'worker-of': { type: 'string' },
     'probes-of': { type: 'string' },
@@ -196,8 +199,9 @@ function freePort() {
 
 async function startGateway(port, dataDir, adminKey) {
   const env = { ...process.env, PORT: String(port), GANTRY_HOST: HOST, GANTRY_DATA_DIR: dataDir, GANTRY_ADMIN_KEY: adminKey, GANTRY_RATE_LIMITS: 'off', GANTRY_LOG_LEVEL: 'warn', GANTRY_IMAGE_WORKERS: 'off', GANTRY_WORKER_STOP_GRACE_MS: '0', GANTRY_JOB_TAKE_WAIT_MS: '1000' };
-  const nodeArgs = flags.profile ? ['--cpu-prof', `--cpu-prof-dir=${resolve(flags.profile)}`] : [];
-  const child = spawn(process.execPath, [...nodeArgs, join(ROOT, 'dist/src/cli/main.js'), 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const extra = flags['node-args']?.split(' ').filter((a) => a !== '') ?? [];
+  const nodeArgs = [...(flags.profile ? ['--cpu-prof', `--cpu-prof-dir=${resolve(flags.profile)}`] : []), ...extra];
+  const child = spawn(process.execPath, [...nodeArgs, join(ROOT, 'dist/src/cli/main.js'), 'serve'], { cwd: ROOT, env, stdio: ['ignore', extra.length > 0 ? 2 : 'ignore', 'inherit'] });
   const agent = new http.Agent({ keepAlive: false });
   const deadline = Date.now() + 60_000;
   for (;;) {
