@@ -11,11 +11,12 @@ export type JsonParse = { value: unknown } | JsonRefusal;
 /**
  * A few worker threads that parse large JSON bodies off the event loop. The body's bytes are
  * moved to a thread (transferred, not copied). There the fields named in `raw` (top level of an
- * object body) come back as RawJson text, the rest as a structured clone: the field's text as
- * the client sent it, where one scan of the bytes finds it already as JSON.stringify writes it
- * (model/json-scan.ts), or else by decoding, parsing, checking the depth and serialising the
- * field again. A 19 MB job input thus costs the event
- * loop one copy of its text and no parse (docs/benchmarks.md, "Big bodies").
+ * object body) come back as RawJson bytes, the rest as a structured clone: the field's bytes as
+ * the client sent them, where one scan finds its text already as JSON.stringify writes it
+ * (model/json-scan.ts) and valid UTF-8 — the body is then moved back, not copied — or else by
+ * decoding, parsing, checking the depth and serialising the field again, encoded on the thread.
+ * A 19 MB job input thus costs the event loop no parse and no copy: it never becomes a string
+ * there unless something reads its text (docs/benchmarks.md, "Big bodies", "Round five").
  */
 export interface JsonThreads {
   /** Parses `bytes` (which it takes over: the caller must not use them after) on a thread. */
@@ -39,6 +40,7 @@ export const THREAD_NICE = 10;
 /** The thread's code, run with `eval`: the depth walk is the gateway's own function, not a copy of it. */
 const THREAD_SOURCE = `
 const { parentPort } = require('node:worker_threads');
+const { isUtf8 } = require('node:buffer');
 // Below the event loop: on Linux a thread has a nice value of its own (setpriority on its id).
 try {
   const tid = Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop());
@@ -47,12 +49,32 @@ try {
 const nestedDeeperThan = ${nestedDeeperThan.toString()};
 const jsonKind = ${jsonKind.toString()};
 ${jsonScanSource()}
+// The raw fields' texts as UTF-8 bytes: [name, start, end, kind] in one new buffer.
+function encodeTexts(texts) {
+  const utf8 = Buffer.allocUnsafeSlow(texts.reduce((n, [, text]) => n + Buffer.byteLength(text), 0));
+  let at = 0;
+  const raw = texts.map(([name, text, kind]) => {
+    const start = at;
+    at += utf8.write(text, at);
+    return [name, start, at, kind];
+  });
+  return { utf8, raw };
+}
 parentPort.on('message', ({ id, bytes, raw, maxDepth }) => {
+  const body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const scanned = raw.length > 0 ? scanRawFields(bytes, raw, maxDepth) : null;
-  if (scanned) return parentPort.postMessage({ id, value: scanned.value, raw: scanned.raw });
+  if (scanned) {
+    // The fields as the client sent them: the body goes back (moved) with where they lie, unless
+    // one is not valid UTF-8 (its text then has U+FFFD where decoding replaced bytes, as before).
+    if (scanned.raw.every(([, start, end]) => isUtf8(body.subarray(start, end)))) {
+      return parentPort.postMessage({ id, value: scanned.value, raw: scanned.raw, utf8: bytes }, [bytes.buffer]);
+    }
+    const { utf8, raw: ranges } = encodeTexts(scanned.raw.map(([name, start, end, kind]) => [name, body.toString('utf8', start, end), kind]));
+    return parentPort.postMessage({ id, value: scanned.value, raw: ranges, utf8 }, [utf8.buffer]);
+  }
   let value;
   try {
-    const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+    const text = body.toString('utf8');
     if (text.trim() === '') return parentPort.postMessage({ id, value: {}, raw: [] });
     value = JSON.parse(text);
   } catch (err) {
@@ -63,19 +85,23 @@ parentPort.on('message', ({ id, bytes, raw, maxDepth }) => {
   if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
     for (const name of raw) {
       if (!Object.prototype.hasOwnProperty.call(value, name)) continue;
-      const text = JSON.stringify(value[name]);
-      texts.push([name, text, jsonKind(value[name]), Buffer.byteLength(text)]);
+      texts.push([name, JSON.stringify(value[name]), jsonKind(value[name])]);
       delete value[name];
     }
   }
-  parentPort.postMessage({ id, value, raw: texts });
+  if (texts.length === 0) return parentPort.postMessage({ id, value, raw: [] });
+  const { utf8, raw: ranges } = encodeTexts(texts);
+  parentPort.postMessage({ id, value, raw: ranges, utf8 }, [utf8.buffer]);
 });
 `;
 
 interface Reply {
   id: number;
   value?: unknown;
-  raw?: [string, string, JsonKind, number][];
+  /** Each raw field: [name, start, end, kind] of its text's UTF-8 bytes in `utf8`. */
+  raw?: [string, number, number, JsonKind][];
+  /** The bytes the raw fields lie in: the body itself (moved back), or their texts encoded on the thread. */
+  utf8?: Uint8Array;
   refused?: 'invalid' | 'too-deep';
   message?: string;
 }
@@ -178,6 +204,7 @@ function resultOf(reply: Reply): JsonParse {
   if (reply.refused === 'too-deep') return { refused: 'too-deep' };
   if (reply.refused === 'invalid') return { refused: 'invalid', message: reply.message ?? 'not JSON' };
   const value = reply.value as Record<string, unknown>;
-  for (const [name, text, kind, bytes] of reply.raw ?? []) value[name] = new RawJson(text, kind, bytes);
+  const utf8 = reply.utf8 ? Buffer.from(reply.utf8.buffer, reply.utf8.byteOffset, reply.utf8.byteLength) : undefined;
+  for (const [name, start, end, kind] of reply.raw ?? []) value[name] = new RawJson(utf8!.subarray(start, end), kind);
   return { value };
 }
