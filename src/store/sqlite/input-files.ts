@@ -1,5 +1,5 @@
 import { mkdirSync } from 'node:fs';
-import { open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { open, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { JsonTextOrBytes } from '../../model/json.js';
 
@@ -75,7 +75,7 @@ export function createInputFiles(dir: string, now: () => number = Date.now): Inp
       inFlight.add(id);
       try {
         if (typeof inputJson === 'string') await writeInPieces(pathOf(id), inputJson);
-        else await writeFile(pathOf(id), inputJson.utf8);
+        else await writeWhole(pathOf(id), inputJson.utf8);
       } catch (err) {
         inFlight.delete(id);
         await rm(pathOf(id), { force: true });
@@ -119,6 +119,20 @@ async function writeInPieces(path: string, text: string): Promise<void> {
       await file.write(text.slice(at, end), null, 'utf8');
       at = end;
     }
+  } finally {
+    await file.close();
+  }
+}
+
+/**
+ * Writes `bytes` to a new file at `path` in as few writes as the kernel takes (one, for a file):
+ * nothing to encode on the event loop, and one trip through libuv's pool instead of the 512 kB
+ * pieces of fs.writeFile.
+ */
+async function writeWhole(path: string, bytes: Buffer): Promise<void> {
+  const file = await open(path, 'w');
+  try {
+    for (let at = 0; at < bytes.length; ) at += (await file.write(bytes, at, bytes.length - at)).bytesWritten;
   } finally {
     await file.close();
   }
