@@ -4,7 +4,8 @@
  * the gateway. While N clients post M MB `runsync` bodies on one endpoint (a worker answering
  * them), a prober measures `GET /healthz` and another key's `POST /run` on another endpoint,
  * each asked again as soon as it answers (plus a pause); the gateway's peak RSS is read from
- * /proc (VmHWM) at the end (docs/benchmarks.md, "Big bodies").
+ * /proc (VmHWM) at the end, and the CPU its main thread and its whole process used over the
+ * measured seconds (docs/benchmarks.md, "Big bodies").
  *
  * The gateway runs in its own process (`node dist/src/cli/main.js serve`, a fresh SQLite file in
  * a temp folder, rate limits off). The worker is a second process of this script: W loops of
@@ -186,6 +187,20 @@ function makeBody(mb, shape) {
   return Buffer.from(`{"input":{"rows":[${rows.join(',')}]}}`);
 }
 
+/**
+ * CPU the gateway used, in seconds: its main thread's (utime + stime of /proc/PID/task/PID/stat)
+ * and time it waited for a core (schedstat), and its whole process's; null where /proc is not there.
+ */
+function cpuOf(pid) {
+  try {
+    const ticks = (stat) => stat.slice(stat.lastIndexOf(')') + 2).split(' ').slice(11, 13).reduce((a, b) => a + Number(b), 0) / 100;
+    const wait = Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e9;
+    return { main: ticks(readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8')), mainWait: wait, process: ticks(readFileSync(`/proc/${pid}/stat`, 'utf8')) };
+  } catch {
+    return null;
+  }
+}
+
 function freePort() {
   return new Promise((resolvePromise, reject) => {
     const srv = net.createServer();
@@ -269,6 +284,7 @@ async function main() {
     const rssBefore = procStatus(gateway.pid, 'VmRSS');
     const bigAgent = new http.Agent({ keepAlive: true, maxSockets: clients });
     await loopLag(admin, port, adminKey);
+    const cpuBefore = cpuOf(gateway.pid);
     const started = performance.now();
     const until = started + seconds * 1000;
     let rssMax = 0;
@@ -284,6 +300,7 @@ async function main() {
     }
     const { health, other } = await probes;
     const gatewayLoopLag = await loopLag(admin, port, adminKey);
+    const cpuAfter = cpuOf(gateway.pid);
     await Promise.all(posters);
     clearInterval(sampler);
     const elapsed = (performance.now() - started) / 1000;
@@ -300,6 +317,8 @@ async function main() {
       otherRun: summary(other),
       bigRunsync: { ...summary(big), completed, completedPerSecond: Math.round((completed / elapsed) * 10) / 10 },
       gatewayLoopLagMs: gatewayLoopLag,
+      // Over the measured seconds: CPU seconds of the gateway's main thread, the seconds it waited for a core, its whole process's.
+      gatewayCpuS: cpuBefore && cpuAfter ? Object.fromEntries(Object.keys(cpuBefore).map((k) => [k, Math.round((cpuAfter[k] - cpuBefore[k]) * 100) / 100])) : null,
       gatewayRss: { beforeMB: Math.round((rssBefore ?? 0) / 1e6), sampledMaxMB: Math.round(rssMax / 1e6), peakMB: Math.round((procStatus(gateway.pid, 'VmHWM') ?? 0) / 1e6) },
     };
     if (flags.json) console.log(JSON.stringify(result, null, 2));
@@ -307,6 +326,7 @@ async function main() {
       const line = (name, s) => `${name.padEnd(22)} n=${String(s.count).padStart(5)}  p50 ${s.p50} ms  p90 ${s.p90} ms  p99 ${s.p99} ms  max ${s.max} ms  ${JSON.stringify(s.statuses)}`;
       console.log(`${command}\n${line('GET /healthz', result.healthz)}\n${line('other key POST /run', result.otherRun)}\n${line('big runsync', result.bigRunsync)}`);
       console.log(`gateway event-loop delay (its /metrics): p50 ${gatewayLoopLag.p50} ms  p90 ${gatewayLoopLag.p90} ms  p99 ${gatewayLoopLag.p99} ms  max ${gatewayLoopLag.max} ms`);
+      if (result.gatewayCpuS) console.log(`gateway CPU over the measured seconds: main thread ${result.gatewayCpuS.main} s (waited ${result.gatewayCpuS.mainWait} s for a core), process ${result.gatewayCpuS.process} s`);
       console.log(`big runsync completed ${completed} (${result.bigRunsync.completedPerSecond}/s); gateway RSS before ${result.gatewayRss.beforeMB} MB, peak ${result.gatewayRss.peakMB} MB (VmHWM)`);
     }
   } finally {

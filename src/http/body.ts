@@ -167,7 +167,10 @@ const ONE_BUFFER_MIN = 64 * 1024;
  */
 function receive(req: IncomingMessage, limit: number, budget: BodyBudget | undefined, counter: BodyCounter, declared: number): Promise<Buffer> {
   return new Promise<Buffer>((resolve, reject) => {
-    const whole = declared >= ONE_BUFFER_MIN ? Buffer.allocUnsafeSlow(declared) : undefined;
+    // In a SharedArrayBuffer: a large body goes to a JSON thread shared, not moved there and back,
+    // and the event loop's heap counts its bytes once (a 19 MB body moved back tripled the event
+    // loop's mark-compacts, docs/benchmarks.md "Round five").
+    const whole = declared >= ONE_BUFFER_MIN ? Buffer.from(new SharedArrayBuffer(declared)) : undefined;
     const chunks: Buffer[] = [];
     let size = 0;
     let settled = false;

@@ -19,7 +19,10 @@ export type JsonParse = { value: unknown } | JsonRefusal;
  * there unless something reads its text (docs/benchmarks.md, "Big bodies", "Round five").
  */
 export interface JsonThreads {
-  /** Parses `bytes` (which it takes over: the caller must not use them after) on a thread. */
+  /**
+   * Parses `bytes` on a thread. It takes them over: the caller must not use them after (moved to
+   * the thread, or, in a SharedArrayBuffer, shared with it and then viewed by the raw fields).
+   */
   parse(bytes: Buffer, raw: readonly string[], maxDepth: number): Promise<JsonParse>;
   /** Bodies waiting for or in a thread. */
   pending(): number;
@@ -64,9 +67,10 @@ parentPort.on('message', ({ id, bytes, raw, maxDepth }) => {
   const body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const scanned = raw.length > 0 ? scanRawFields(bytes, raw, maxDepth) : null;
   if (scanned) {
-    // The fields as the client sent them: the body goes back (moved) with where they lie, unless
-    // one is not valid UTF-8 (its text then has U+FFFD where decoding replaced bytes, as before).
+    // The fields as the client sent them: where they lie in the body (shared, or moved back),
+    // unless one is not valid UTF-8 (its text then has U+FFFD where decoding replaced bytes, as before).
     if (scanned.raw.every(([, start, end]) => isUtf8(body.subarray(start, end)))) {
+      if (bytes.buffer instanceof SharedArrayBuffer) return parentPort.postMessage({ id, value: scanned.value, raw: scanned.raw });
       return parentPort.postMessage({ id, value: scanned.value, raw: scanned.raw, utf8: bytes }, [bytes.buffer]);
     }
     const { utf8, raw: ranges } = encodeTexts(scanned.raw.map(([name, start, end, kind]) => [name, body.toString('utf8', start, end), kind]));
@@ -100,7 +104,7 @@ interface Reply {
   value?: unknown;
   /** Each raw field: [name, start, end, kind] of its text's UTF-8 bytes in `utf8`. */
   raw?: [string, number, number, JsonKind][];
-  /** The bytes the raw fields lie in: the body itself (moved back), or their texts encoded on the thread. */
+  /** The bytes the raw fields lie in: the body moved back, or their texts encoded on the thread; absent: the shared body. */
   utf8?: Uint8Array;
   refused?: 'invalid' | 'too-deep';
   message?: string;
@@ -109,6 +113,8 @@ interface Reply {
 interface Pending {
   resolve(result: JsonParse): void;
   reject(err: Error): void;
+  /** The body, when it was shared with the thread (its raw fields are views of it). */
+  body?: Buffer;
 }
 
 interface Thread {
@@ -144,13 +150,16 @@ export function createJsonThreads(threads: number): JsonThreads {
       if (closed) return Promise.reject(new Error('JSON threads are closed'));
       const thread = leastBusy();
       const id = ++nextId;
-      // Moved, not copied, when the Buffer owns its memory whole; a slice of a shared pool is copied out first.
-      const owned = bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.byteLength ? bytes : ownCopy(bytes);
+      // Shared when the body is in a SharedArrayBuffer (body.ts receives large bodies there): the
+      // raw fields' bytes are then views of it, and nothing is moved back. Otherwise moved, not
+      // copied, when the Buffer owns its memory whole; a slice of a shared pool is copied out first.
+      const shared = bytes.buffer instanceof SharedArrayBuffer;
+      const sent = shared || (bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.byteLength) ? bytes : ownCopy(bytes);
       return new Promise<JsonParse>((resolve, reject) => {
-        waiting.set(id, { resolve, reject, thread });
+        waiting.set(id, { resolve, reject, thread, ...(shared ? { body: bytes } : {}) });
         thread.busy++;
         thread.worker.ref();
-        thread.worker.postMessage({ id, bytes: owned, raw, maxDepth }, [owned.buffer as ArrayBuffer]);
+        thread.worker.postMessage({ id, bytes: sent, raw, maxDepth }, shared ? [] : [sent.buffer as ArrayBuffer]);
       }).finally(() => {
         if (thread.busy === 0) thread.worker.unref();
       });
@@ -184,7 +193,7 @@ function startThread(waiting: Map<number, Pending & { thread: Thread }>, gone: (
     waiting.delete(reply.id);
     thread.busy--;
     answered();
-    entry.resolve(resultOf(reply));
+    entry.resolve(resultOf(reply, entry.body));
   });
   // A thread that dies (out of memory on a hostile body) fails its pending parses and is started again on the next use.
   const fail = (err: Error): void => {
@@ -200,11 +209,12 @@ function startThread(waiting: Map<number, Pending & { thread: Thread }>, gone: (
   return thread;
 }
 
-function resultOf(reply: Reply): JsonParse {
+/** The parse of a reply; `body`: the shared body its raw fields lie in when the reply brings no bytes. */
+function resultOf(reply: Reply, body: Buffer | undefined): JsonParse {
   if (reply.refused === 'too-deep') return { refused: 'too-deep' };
   if (reply.refused === 'invalid') return { refused: 'invalid', message: reply.message ?? 'not JSON' };
   const value = reply.value as Record<string, unknown>;
-  const utf8 = reply.utf8 ? Buffer.from(reply.utf8.buffer, reply.utf8.byteOffset, reply.utf8.byteLength) : undefined;
+  const utf8 = reply.utf8 ? Buffer.from(reply.utf8.buffer, reply.utf8.byteOffset, reply.utf8.byteLength) : body;
   for (const [name, start, end, kind] of reply.raw ?? []) value[name] = new RawJson(utf8!.subarray(start, end), kind);
   return { value };
 }
