@@ -20,10 +20,12 @@ export type JsonParse = { value: unknown } | JsonRefusal;
  */
 export interface JsonThreads {
   /**
-   * Parses `bytes` on a thread. It takes them over: the caller must not use them after (moved to
-   * the thread, or, in a SharedArrayBuffer, shared with it and then viewed by the raw fields).
+   * Parses `bytes` on a thread: one buffer, or the chunks a body came in (joined on the thread,
+   * so the event loop copies none of them). It takes them over: the caller must not use them
+   * after (moved to the thread, or, in a SharedArrayBuffer, shared with it and then viewed by
+   * the raw fields).
    */
-  parse(bytes: Buffer, raw: readonly string[], maxDepth: number): Promise<JsonParse>;
+  parse(bytes: Buffer | Buffer[], raw: readonly string[], maxDepth: number): Promise<JsonParse>;
   /** Bodies waiting for or in a thread. */
   pending(): number;
   /** Bodies the threads have parsed (or refused) since the start. */
@@ -63,13 +65,26 @@ function encodeTexts(texts) {
   });
   return { utf8, raw };
 }
-parentPort.on('message', ({ id, bytes, raw, maxDepth }) => {
+// Chunks as received are joined here, into memory shared with the event loop: the raw fields go
+// back as views of it, copied by no one and counted once on the event loop's heap.
+function joinShared(chunks) {
+  const joined = Buffer.from(new SharedArrayBuffer(chunks.reduce((n, chunk) => n + chunk.byteLength, 0)));
+  let at = 0;
+  for (const chunk of chunks) {
+    joined.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return joined;
+}
+parentPort.on('message', ({ id, bytes: sent, chunks, raw, maxDepth }) => {
+  const bytes = chunks ? joinShared(chunks) : sent;
   const body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const scanned = raw.length > 0 ? scanRawFields(bytes, raw, maxDepth) : null;
   if (scanned) {
     // The fields as the client sent them: where they lie in the body (shared, or moved back),
     // unless one is not valid UTF-8 (its text then has U+FFFD where decoding replaced bytes, as before).
     if (scanned.raw.every(([, start, end]) => isUtf8(body.subarray(start, end)))) {
+      if (chunks) return parentPort.postMessage({ id, value: scanned.value, raw: scanned.raw, utf8: bytes });
       if (bytes.buffer instanceof SharedArrayBuffer) return parentPort.postMessage({ id, value: scanned.value, raw: scanned.raw });
       return parentPort.postMessage({ id, value: scanned.value, raw: scanned.raw, utf8: bytes }, [bytes.buffer]);
     }
@@ -104,7 +119,10 @@ interface Reply {
   value?: unknown;
   /** Each raw field: [name, start, end, kind] of its text's UTF-8 bytes in `utf8`. */
   raw?: [string, number, number, JsonKind][];
-  /** The bytes the raw fields lie in: the body moved back, or their texts encoded on the thread; absent: the shared body. */
+  /**
+   * The bytes the raw fields lie in: the body the thread joined from chunks (shared), the body
+   * moved back, or their texts encoded on the thread; absent: the body main shared.
+   */
   utf8?: Uint8Array;
   refused?: 'invalid' | 'too-deep';
   message?: string;
@@ -150,19 +168,24 @@ export function createJsonThreads(threads: number): JsonThreads {
       if (closed) return Promise.reject(new Error('JSON threads are closed'));
       const thread = leastBusy();
       const id = ++nextId;
-      // Shared when the body is in a SharedArrayBuffer (body.ts receives large bodies there): the
-      // raw fields' bytes are then views of it, and nothing is moved back. Otherwise moved, not
-      // copied, when the Buffer owns its memory whole; a slice of a shared pool is copied out first.
-      const shared = bytes.buffer instanceof SharedArrayBuffer;
-      const sent = shared || (bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.byteLength) ? bytes : ownCopy(bytes);
-      return new Promise<JsonParse>((resolve, reject) => {
-        waiting.set(id, { resolve, reject, thread, ...(shared ? { body: bytes } : {}) });
-        thread.busy++;
-        thread.worker.ref();
-        thread.worker.postMessage({ id, bytes: sent, raw, maxDepth }, shared ? [] : [sent.buffer as ArrayBuffer]);
-      }).finally(() => {
-        if (thread.busy === 0) thread.worker.unref();
-      });
+      const send = (message: object, transfer: ArrayBuffer[], body?: Buffer): Promise<JsonParse> =>
+        new Promise<JsonParse>((resolve, reject) => {
+          waiting.set(id, { resolve, reject, thread, ...(body ? { body } : {}) });
+          thread.busy++;
+          thread.worker.ref();
+          thread.worker.postMessage(message, transfer);
+        }).finally(() => {
+          if (thread.busy === 0) thread.worker.unref();
+        });
+      if (Array.isArray(bytes)) {
+        const chunks = bytes.map(movable);
+        return send({ id, chunks, raw, maxDepth }, chunks.map((chunk) => chunk.buffer as ArrayBuffer));
+      }
+      // Shared when the body is in a SharedArrayBuffer: the raw fields' bytes are then views of
+      // it, and nothing is moved back. Otherwise moved (and moved back), not copied.
+      if (bytes.buffer instanceof SharedArrayBuffer) return send({ id, bytes, raw, maxDepth }, [], bytes);
+      const sent = movable(bytes);
+      return send({ id, bytes: sent, raw, maxDepth }, [sent.buffer as ArrayBuffer]);
     },
     pending: () => waiting.size,
     parsed: () => answered,
@@ -172,6 +195,11 @@ export function createJsonThreads(threads: number): JsonThreads {
       await Promise.all(pool.map((thread) => thread?.worker.terminate()));
     },
   };
+}
+
+/** `bytes` as they are when they own their memory whole, else a copy that does: what can be transferred. */
+function movable(bytes: Buffer): Buffer {
+  return bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.byteLength && !(bytes.buffer instanceof SharedArrayBuffer) ? bytes : ownCopy(bytes);
 }
 
 /** A copy of `bytes` in memory of its own (allocUnsafeSlow never takes from the shared pool), so it can be transferred. */
