@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { RawJson } from '../model/json.js';
 import type { SubmitRequest } from './policy.js';
 
 /**
@@ -32,7 +33,7 @@ export function idempotencyKeyOf(a: { key: string; keyId: string | null; endpoin
     .update(`${a.operation}\0`)
     // The input by itself: up to 20 MB that is not copied into another string first (a RawJson's
     // bytes are its text's UTF-8, what hashing the text would hash).
-    .update(typeof r.inputJson === 'string' ? r.inputJson : r.inputJson.utf8)
+    .update(r.inputJson instanceof RawJson ? r.inputJson.utf8 : r.inputJson)
     .update(`\0${JSON.stringify([r.webhook, r.executionTimeoutMs, r.lowPriority, r.ttlMs, s3])}`)
     .digest('hex');
   return { keyDigest, requestDigest };

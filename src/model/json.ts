@@ -100,7 +100,7 @@ export type JsonTextOrBytes = string | RawJson;
  * @example textOf('[1]') === '[1]'; textOf(new RawJson(Buffer.from('[1]'), 'array')) === '[1]'
  */
 export function textOf(json: JsonTextOrBytes): string {
-  return typeof json === 'string' ? json : json.text;
+  return json instanceof RawJson ? json.text : json;
 }
 
 /**
@@ -109,5 +109,5 @@ export function textOf(json: JsonTextOrBytes): string {
  * @example utf8Length('"é"') === 4
  */
 export function utf8Length(json: JsonTextOrBytes): number {
-  return typeof json === 'string' ? Buffer.byteLength(json) : json.bytes;
+  return json instanceof RawJson ? json.bytes : Buffer.byteLength(json);
 }

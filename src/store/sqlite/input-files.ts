@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { open, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { JsonTextOrBytes } from '../../model/json.js';
+import { RawJson, type JsonTextOrBytes } from '../../model/json.js';
 
 /**
  * Large job inputs on SQLite, kept as files beside the database instead of in `job_inputs`
@@ -70,12 +70,12 @@ export function createInputFiles(dir: string, now: () => number = Date.now): Inp
   const inFlight = new Set<string>();
   const pathOf = (id: string): string => join(dir, `${id}.json`);
   return {
-    wanted: (id, inputJson) => (typeof inputJson === 'string' ? inputJson.length : inputJson.bytes) >= INPUT_FILE_MIN_CHARS && FILE_ID.test(id),
+    wanted: (id, inputJson) => (inputJson instanceof RawJson ? inputJson.bytes : typeof inputJson === 'string' ? inputJson.length : 0) >= INPUT_FILE_MIN_CHARS && FILE_ID.test(id),
     async write(id, inputJson) {
       inFlight.add(id);
       try {
-        if (typeof inputJson === 'string') await writeInPieces(pathOf(id), inputJson);
-        else await writeWhole(pathOf(id), inputJson.utf8);
+        if (inputJson instanceof RawJson) await writeWhole(pathOf(id), inputJson.utf8);
+        else await writeInPieces(pathOf(id), inputJson);
       } catch (err) {
         inFlight.delete(id);
         await rm(pathOf(id), { force: true });
