@@ -4,7 +4,8 @@
  * the gateway. While N clients post M MB `runsync` bodies on one endpoint (a worker answering
  * them), a prober measures `GET /healthz` and another key's `POST /run` on another endpoint,
  * each asked again as soon as it answers (plus a pause); the gateway's peak RSS is read from
- * /proc (VmHWM) at the end (docs/benchmarks.md, "Big bodies").
+ * /proc (VmHWM) at the end, and the CPU its main thread and its whole process used over the
+ * measured seconds (docs/benchmarks.md, "Big bodies").
  *
  * The gateway runs in its own process (`node dist/src/cli/main.js serve`, a fresh SQLite file in
  * a temp folder, rate limits off). The worker is a second process of this script: W loops of
@@ -24,6 +25,8 @@
  *                 string: `input.data` is one long string
  *   --json        print the results as one JSON document
  *   --profile DIR run the gateway under `node --cpu-prof --cpu-prof-dir=DIR` (stopped with SIGTERM)
+ *   --node-args="A B"  more node flags for the gateway (split on spaces, e.g. =--trace-gc); its
+ *                 standard output then goes to this script's standard error
  *   --clients-nice N  run the posters and the worker process at nice N (0–19; default 0): on a
  *                 small machine the load generator shares the gateway's cores, and at the same
  *                 priority its 40 uploads and the worker's reads take turns with the gateway's
@@ -53,6 +56,7 @@ const { values: flags } = parseArgs({
     shape: { type: 'string', default: 'objects' },
     json: { type: 'boolean', default: false },
     profile: { type: 'string' },
+    'node-args': { type: 'string' },
     'clients-nice': { type: 'string', default: '0' },
     'worker-of': { type: 'string' },
     'probes-of': { type: 'string' },
@@ -183,6 +187,20 @@ function makeBody(mb, shape) {
   return Buffer.from(`{"input":{"rows":[${rows.join(',')}]}}`);
 }
 
+/**
+ * CPU the gateway used, in seconds: its main thread's (utime + stime of /proc/PID/task/PID/stat)
+ * and time it waited for a core (schedstat), and its whole process's; null where /proc is not there.
+ */
+function cpuOf(pid) {
+  try {
+    const ticks = (stat) => stat.slice(stat.lastIndexOf(')') + 2).split(' ').slice(11, 13).reduce((a, b) => a + Number(b), 0) / 100;
+    const wait = Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e9;
+    return { main: ticks(readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8')), mainWait: wait, process: ticks(readFileSync(`/proc/${pid}/stat`, 'utf8')) };
+  } catch {
+    return null;
+  }
+}
+
 function freePort() {
   return new Promise((resolvePromise, reject) => {
     const srv = net.createServer();
@@ -196,8 +214,9 @@ function freePort() {
 
 async function startGateway(port, dataDir, adminKey) {
   const env = { ...process.env, PORT: String(port), GANTRY_HOST: HOST, GANTRY_DATA_DIR: dataDir, GANTRY_ADMIN_KEY: adminKey, GANTRY_RATE_LIMITS: 'off', GANTRY_LOG_LEVEL: 'warn', GANTRY_IMAGE_WORKERS: 'off', GANTRY_WORKER_STOP_GRACE_MS: '0', GANTRY_JOB_TAKE_WAIT_MS: '1000' };
-  const nodeArgs = flags.profile ? ['--cpu-prof', `--cpu-prof-dir=${resolve(flags.profile)}`] : [];
-  const child = spawn(process.execPath, [...nodeArgs, join(ROOT, 'dist/src/cli/main.js'), 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const extra = flags['node-args']?.split(' ').filter((a) => a !== '') ?? [];
+  const nodeArgs = [...(flags.profile ? ['--cpu-prof', `--cpu-prof-dir=${resolve(flags.profile)}`] : []), ...extra];
+  const child = spawn(process.execPath, [...nodeArgs, join(ROOT, 'dist/src/cli/main.js'), 'serve'], { cwd: ROOT, env, stdio: ['ignore', extra.length > 0 ? 2 : 'ignore', 'inherit'] });
   const agent = new http.Agent({ keepAlive: false });
   const deadline = Date.now() + 60_000;
   for (;;) {
@@ -265,6 +284,7 @@ async function main() {
     const rssBefore = procStatus(gateway.pid, 'VmRSS');
     const bigAgent = new http.Agent({ keepAlive: true, maxSockets: clients });
     await loopLag(admin, port, adminKey);
+    const cpuBefore = cpuOf(gateway.pid);
     const started = performance.now();
     const until = started + seconds * 1000;
     let rssMax = 0;
@@ -280,6 +300,7 @@ async function main() {
     }
     const { health, other } = await probes;
     const gatewayLoopLag = await loopLag(admin, port, adminKey);
+    const cpuAfter = cpuOf(gateway.pid);
     await Promise.all(posters);
     clearInterval(sampler);
     const elapsed = (performance.now() - started) / 1000;
@@ -296,6 +317,8 @@ async function main() {
       otherRun: summary(other),
       bigRunsync: { ...summary(big), completed, completedPerSecond: Math.round((completed / elapsed) * 10) / 10 },
       gatewayLoopLagMs: gatewayLoopLag,
+      // Over the measured seconds: CPU seconds of the gateway's main thread, the seconds it waited for a core, its whole process's.
+      gatewayCpuS: cpuBefore && cpuAfter ? Object.fromEntries(Object.keys(cpuBefore).map((k) => [k, Math.round((cpuAfter[k] - cpuBefore[k]) * 100) / 100])) : null,
       gatewayRss: { beforeMB: Math.round((rssBefore ?? 0) / 1e6), sampledMaxMB: Math.round(rssMax / 1e6), peakMB: Math.round((procStatus(gateway.pid, 'VmHWM') ?? 0) / 1e6) },
     };
     if (flags.json) console.log(JSON.stringify(result, null, 2));
@@ -303,6 +326,7 @@ async function main() {
       const line = (name, s) => `${name.padEnd(22)} n=${String(s.count).padStart(5)}  p50 ${s.p50} ms  p90 ${s.p90} ms  p99 ${s.p99} ms  max ${s.max} ms  ${JSON.stringify(s.statuses)}`;
       console.log(`${command}\n${line('GET /healthz', result.healthz)}\n${line('other key POST /run', result.otherRun)}\n${line('big runsync', result.bigRunsync)}`);
       console.log(`gateway event-loop delay (its /metrics): p50 ${gatewayLoopLag.p50} ms  p90 ${gatewayLoopLag.p90} ms  p99 ${gatewayLoopLag.p99} ms  max ${gatewayLoopLag.max} ms`);
+      if (result.gatewayCpuS) console.log(`gateway CPU over the measured seconds: main thread ${result.gatewayCpuS.main} s (waited ${result.gatewayCpuS.mainWait} s for a core), process ${result.gatewayCpuS.process} s`);
       console.log(`big runsync completed ${completed} (${result.bigRunsync.completedPerSecond}/s); gateway RSS before ${result.gatewayRss.beforeMB} MB, peak ${result.gatewayRss.peakMB} MB (VmHWM)`);
     }
   } finally {

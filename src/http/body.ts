@@ -124,10 +124,14 @@ export async function readJsonBody(req: IncomingMessage, limit: number, raw: rea
         throw refused;
       }
     }
-    const bytes = await receive(req, limit, budget, counter, declared);
     const offload = budget?.policy.offload;
-    if (offload && bytes.length >= offload.minBytes) return await parseOffLoop(offload.threads, bytes, raw);
-    return parse(bytes);
+    // A body that will be parsed on a JSON thread is kept as the chunks it came in: the thread
+    // joins them, and the event loop copies none of its bytes (docs/benchmarks.md "Round five").
+    const asChunks = offload !== undefined && declared >= offload.minBytes;
+    const bytes = await receive(req, limit, budget, counter, asChunks ? 0 : declared);
+    const size = Array.isArray(bytes) ? bytes.reduce((n, chunk) => n + chunk.length, 0) : bytes.length;
+    if (offload && size >= offload.minBytes) return await parseOffLoop(offload.threads, bytes, raw);
+    return parse(Array.isArray(bytes) ? Buffer.concat(bytes, size) : bytes);
   } finally {
     if (budget && counter.counted > 0) {
       budget.inFlight -= counter.counted;
@@ -162,12 +166,14 @@ const ONE_BUFFER_MIN = 64 * 1024;
 /**
  * Receives the body, counting bytes beyond those already counted into the budget. A body
  * refused on the way (too large, budget full) is drained before the promise rejects. With a
- * declared length the bytes go straight into one buffer of that size (one copy of the body,
- * not chunks and then their concatenation).
+ * declared length (`oneBuffer`) the bytes go straight into one buffer of that size (one copy of
+ * the body, not chunks and then their concatenation); without, a body of several chunks comes
+ * as those chunks (its length checked against the declared one, if any).
  */
-function receive(req: IncomingMessage, limit: number, budget: BodyBudget | undefined, counter: BodyCounter, declared: number): Promise<Buffer> {
-  return new Promise<Buffer>((resolve, reject) => {
-    const whole = declared >= ONE_BUFFER_MIN ? Buffer.allocUnsafeSlow(declared) : undefined;
+function receive(req: IncomingMessage, limit: number, budget: BodyBudget | undefined, counter: BodyCounter, oneBuffer: number): Promise<Buffer | Buffer[]> {
+  const declared = Number(req.headers['content-length']);
+  return new Promise<Buffer | Buffer[]>((resolve, reject) => {
+    const whole = oneBuffer >= ONE_BUFFER_MIN ? Buffer.allocUnsafeSlow(oneBuffer) : undefined;
     const chunks: Buffer[] = [];
     let size = 0;
     let settled = false;
@@ -193,10 +199,10 @@ function receive(req: IncomingMessage, limit: number, budget: BodyBudget | undef
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      if (!whole) resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
       // Node's parser ends a body at its Content-Length: fewer bytes are a body cut short.
-      else if (size === whole.length) resolve(whole);
-      else reject(new AppError('INCOMPLETE_BODY', 'The request body ended early'));
+      if (declared > 0 && size !== declared) reject(new AppError('INCOMPLETE_BODY', 'The request body ended early'));
+      else if (whole) resolve(whole);
+      else resolve(chunks.length === 1 ? chunks[0]! : chunks);
     });
     req.once('error', (err) => settle(err, false));
     req.once('close', () => {
@@ -226,7 +232,7 @@ function parse(bytes: Buffer): unknown {
 }
 
 /** Parses a large body on a JSON thread: the same answers as `parse`; a thread that failed is a 503 to retry. */
-async function parseOffLoop(threads: JsonThreads, bytes: Buffer, raw: readonly string[]): Promise<unknown> {
+async function parseOffLoop(threads: JsonThreads, bytes: Buffer | Buffer[], raw: readonly string[]): Promise<unknown> {
   let result;
   try {
     result = await threads.parse(bytes, raw, MAX_JSON_DEPTH);

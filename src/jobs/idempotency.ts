@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { RawJson } from '../model/json.js';
 import type { SubmitRequest } from './policy.js';
 
 /**
@@ -30,8 +31,9 @@ export function idempotencyKeyOf(a: { key: string; keyId: string | null; endpoin
   const s3 = r.s3Config === null ? null : [r.s3Config.accessId, r.s3Config.bucketName, r.s3Config.endpointUrl];
   const requestDigest = createHash('sha256')
     .update(`${a.operation}\0`)
-    // The input by itself: up to 20 MB that is not copied into another string first.
-    .update(r.inputJson)
+    // The input by itself: up to 20 MB that is not copied into another string first (a RawJson's
+    // bytes are its text's UTF-8, what hashing the text would hash).
+    .update(r.inputJson instanceof RawJson ? r.inputJson.utf8 : r.inputJson)
     .update(`\0${JSON.stringify([r.webhook, r.executionTimeoutMs, r.lowPriority, r.ttlMs, s3])}`)
     .digest('hex');
   return { keyDigest, requestDigest };

@@ -1,6 +1,7 @@
 import type { GantryConfig } from '../config/config.js';
 import type { JobWaiters } from '../dispatch/job-waiters.js';
 import { isRetryable, isTerminal, type JobStatus } from '../model/job-states.js';
+import { textOf, utf8Length, type JsonTextOrBytes } from '../model/json.js';
 import type { EndpointRecord, JobCounts, JobRecord, JobWithInput } from '../model/records.js';
 import type { ShownJob } from './job-view.js';
 import type { PoolView } from './pool-view.js';
@@ -156,7 +157,7 @@ class Jobs implements JobService {
   }
 
   async submit(endpoint: EndpointRecord, request: SubmitRequest, opts: SubmitOptions): Promise<JobRecord> {
-    const inputBytes = request.inputBytes ?? Buffer.byteLength(request.inputJson);
+    const inputBytes = utf8Length(request.inputJson);
     const checking = this.admit(endpoint, request, inputBytes, opts.keyId);
     if (checking) await checking;
     const quota = this.deps.quotas?.admit(opts.keyId);
@@ -170,7 +171,7 @@ class Jobs implements JobService {
   }
 
   /** submit's write inside the job's submit span. */
-  private async submitTraced(tracer: SubmitTracer, job: JobRecord, inputJson: string, parent: string | undefined): Promise<void> {
+  private async submitTraced(tracer: SubmitTracer, job: JobRecord, inputJson: JsonTextOrBytes, parent: string | undefined): Promise<void> {
     const span = tracer.begin(job, parent);
     try {
       await this.deps.transitions.submit(job, inputJson);
@@ -184,7 +185,7 @@ class Jobs implements JobService {
   async submitOnce(endpoint: EndpointRecord, request: SubmitRequest, opts: SubmitOptions & { key: IdempotencyKey }): Promise<IdempotentSubmit> {
     const held = await this.deps.store.findIdempotentJob(opts.key.keyDigest);
     if (held) return replayOf(held, opts.key);
-    const inputBytes = request.inputBytes ?? Buffer.byteLength(request.inputJson);
+    const inputBytes = utf8Length(request.inputJson);
     await this.admit(endpoint, request, inputBytes, opts.keyId);
     await this.deps.quotas?.admit(opts.keyId);
     const job = this.newJob(endpoint, request, opts, inputBytes);
@@ -209,7 +210,7 @@ class Jobs implements JobService {
   private admit(endpoint: EndpointRecord, request: SubmitRequest, inputBytes: number, keyId: string | null): Promise<void> | undefined {
     const validate = this.deps.endpoints.hooksOf(endpoint.id)?.validateInput;
     // An input that came as text (a large body parsed off the event loop) is parsed only for an endpoint that checks it.
-    if (validate) validate(request.input ?? (JSON.parse(request.inputJson) as Record<string, unknown>));
+    if (validate) validate(request.input ?? (JSON.parse(textOf(request.inputJson)) as Record<string, unknown>));
     if (request.webhook !== null && this.deps.outbound) return this.admitWithWebhook(endpoint, request.webhook, inputBytes, keyId);
     this.deps.gauge.admit(endpoint, inputBytes, keyId ?? '');
     return undefined;

@@ -1,5 +1,5 @@
 import { AppError, invalidParameter } from '../model/errors.js';
-import { isObject, RawJson } from '../model/json.js';
+import { isObject, RawJson, type JsonTextOrBytes } from '../model/json.js';
 
 /** Spec limits of the `policy` object (RunPod's spec; docs/api.md, POST `/run` body fields). */
 export const POLICY_LIMITS = {
@@ -23,13 +23,15 @@ export interface S3Config {
 export interface SubmitRequest {
   /**
    * `input` as parsed (what an endpoint's validateInput hook checks); undefined when a large body
-   * was parsed off the event loop and `input` came as text only (parse inputJson when needed).
+   * was parsed off the event loop and `input` came as its text's bytes only (parse inputJson when needed).
    */
   input: Record<string, unknown> | undefined;
-  /** `input`, re-serialised once: the stored text is always canonical JSON of an object. */
-  inputJson: string;
-  /** Buffer.byteLength(inputJson), where the JSON thread measured it already (undefined: measure it). */
-  inputBytes?: number | undefined;
+  /**
+   * `input`, re-serialised once: the stored text is always canonical JSON of an object. A large
+   * body's comes as a RawJson (its UTF-8 bytes, as sent), passed on as it is: decode it
+   * (`textOf`) only where a string is needed.
+   */
+  inputJson: JsonTextOrBytes;
   webhook: string | null;
   s3Config: S3Config | null;
   executionTimeoutMs: number;
@@ -110,7 +112,7 @@ export function parseSubmitBody(body: unknown, endpointExecutionTimeoutMs: numbe
     s3Config = raw as unknown as S3Config;
   }
 
-  if (raw) return { input: undefined, inputJson: raw.text, inputBytes: raw.bytes, webhook, s3Config, executionTimeoutMs, lowPriority, ttlMs };
+  if (raw) return { input: undefined, inputJson: raw, webhook, s3Config, executionTimeoutMs, lowPriority, ttlMs };
   const input = body.input as Record<string, unknown>;
   return { input, inputJson: JSON.stringify(input), webhook, s3Config, executionTimeoutMs, lowPriority, ttlMs };
 }

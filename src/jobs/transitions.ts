@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Notifier } from '../model/events.js';
-import { withoutNul } from '../model/json.js';
+import { withoutNul, type JsonTextOrBytes } from '../model/json.js';
 import type { JobRecord, JobWithInput, PurgedJob, Taker } from '../model/records.js';
 import type { IdempotentJob, JobStore, UsageStore, WorkerStore } from '../store/store.js';
 import type { IdempotencyKey } from './idempotency.js';
@@ -86,9 +86,9 @@ export interface WorkerWrite {
  */
 export interface JobTransitions {
   /** A new job (see initialJob) with its input (JSON text) → IN_QUEUE. */
-  submit(job: JobRecord, inputJson: string): Promise<void>;
+  submit(job: JobRecord, inputJson: JsonTextOrBytes): Promise<void>;
   /** submit under an idempotency key, unless a job already holds it: then nothing changes and that job is returned. */
-  submitOnce(job: JobRecord, inputJson: string, key: IdempotencyKey): Promise<{ created: true } | { created: false; existing: IdempotentJob }>;
+  submitOnce(job: JobRecord, inputJson: JsonTextOrBytes, key: IdempotencyKey): Promise<{ created: true } | { created: false; existing: IdempotentJob }>;
   /**
    * Queued jobs of the endpoint → IN_PROGRESS for several waiting takers in one store call:
    * each taker gets up to its `limit`, in queue order, the first taker first. Returns each
@@ -154,12 +154,12 @@ export function createJobTransitions(deps: TransitionDeps): JobTransitions {
 class Transitions implements JobTransitions {
   constructor(private readonly deps: TransitionDeps) {}
 
-  async submit(job: JobRecord, inputJson: string): Promise<void> {
+  async submit(job: JobRecord, inputJson: JsonTextOrBytes): Promise<void> {
     await this.deps.store.insertJob({ job, inputJson });
     this.deps.notifier.publish({ type: 'jobs-available', endpointId: job.endpointId });
   }
 
-  async submitOnce(job: JobRecord, inputJson: string, key: IdempotencyKey): Promise<{ created: true } | { created: false; existing: IdempotentJob }> {
+  async submitOnce(job: JobRecord, inputJson: JsonTextOrBytes, key: IdempotencyKey): Promise<{ created: true } | { created: false; existing: IdempotentJob }> {
     const outcome = await this.deps.store.insertJobOnce({ job, inputJson, ...key });
     if (outcome.created) this.deps.notifier.publish({ type: 'jobs-available', endpointId: job.endpointId });
     return outcome;

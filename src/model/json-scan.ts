@@ -1,7 +1,7 @@
 /**
  * The fast path of the JSON threads (util/json-threads.ts) for a large request body: one pass
  * over its bytes that checks the JSON and its depth, finds its top-level fields, and gives the
- * fields named in `raw` (a job's `input`, a result's `output`) back as their own text — when
+ * fields named in `raw` (a job's `input`, a result's `output`) back as where their text lies — when
  * that text is already what JSON.stringify would make of them, so the thread need not build
  * the value and serialise it again. For a 19 MB input of small objects that build and
  * serialisation were most of the thread's time and garbage.
@@ -20,7 +20,7 @@
  *
  * @example
  * scanRawFields(Buffer.from('{"input":{"a":[1,2]}, "webhook": "https://x"}'), ['input'], 100)
- * // { value: { webhook: 'https://x' }, raw: [['input', '{"a":[1,2]}', 'object', 11]] }
+ * // { value: { webhook: 'https://x' }, raw: [['input', 9, 20, 'object']] }
  */
 export function scanRawFields(bytes: Uint8Array, raw: readonly string[], maxDepth: number): ScannedBody | null {
   const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -50,10 +50,9 @@ export function scanRawFields(bytes: Uint8Array, raw: readonly string[], maxDept
       i = scanValue(b, start, 1, maxDepth, isRaw, keys);
       if (i < 0) return null;
       if (isRaw) {
-        const text = b.toString('utf8', start, i);
         const first = b[start];
         const kind = first === 123 ? 'object' : first === 91 ? 'array' : first === 34 ? 'string' : first === 116 || first === 102 ? 'boolean' : first === 110 ? 'null' : 'number';
-        texts.set(name, [name, text, kind, Buffer.byteLength(text)]);
+        texts.set(name, [name, start, i, kind]);
         delete result[name];
       } else {
         texts.delete(name);
@@ -74,10 +73,14 @@ export function scanRawFields(bytes: Uint8Array, raw: readonly string[], maxDept
   return i === b.length ? { value: result, raw: [...texts.values()] } : null;
 }
 
-/** A body the scan vouched for: its other fields parsed, and each raw field's [name, text, kind, UTF-8 bytes]. */
+/**
+ * A body the scan vouched for: its other fields parsed, and each raw field as [name, start, end,
+ * kind]: where its text lies in the body's bytes (the bytes themselves are not checked to be
+ * valid UTF-8: the caller does).
+ */
 export interface ScannedBody {
   value: Record<string, unknown>;
-  raw: [string, string, 'object' | 'array' | 'string' | 'number' | 'boolean' | 'null', number][];
+  raw: [string, number, number, 'object' | 'array' | 'string' | 'number' | 'boolean' | 'null'][];
 }
 
 /**

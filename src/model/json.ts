@@ -48,28 +48,66 @@ export function jsonKind(value: unknown): JsonKind {
 }
 
 /**
- * A field of a large request body kept as JSON text instead of a parsed value: the body was
- * parsed off the event loop and the field, which the gateway stores as text anyway (a job's
- * `input`, a worker's `output`), re-serialised there too, so the event loop neither parses nor
- * serialises it and holds one copy of it.
+ * A field of a large request body kept as its JSON text's UTF-8 bytes instead of a parsed value:
+ * the body was parsed off the event loop, and the field, which the gateway stores and hands on
+ * as text anyway (a job's `input`, a worker's `output`), came back from that thread as bytes —
+ * the bytes the client sent where they were already what JSON.stringify writes — so the event
+ * loop neither parses, serialises nor copies it. A string is made of them only where one is
+ * read (`text`); a large input on SQLite goes to its file as these bytes and never becomes one
+ * (docs/benchmarks.md, "Round five").
  *
- * @example const input = new RawJson('{"a":1}', 'object'); input.text === '{"a":1}'
+ * @example const input = new RawJson(Buffer.from('{"a":1}'), 'object'); input.text === '{"a":1}'
  */
 export class RawJson {
+  #text: string | undefined;
+
   constructor(
-    /** Canonical JSON text of the value (JSON.stringify of the parsed value). */
-    readonly text: string,
+    /** Canonical JSON text of the value (JSON.stringify of the parsed value), as valid UTF-8. */
+    readonly utf8: Buffer,
     readonly kind: JsonKind,
-    /** Its UTF-8 length, where the thread that made the text measured it (measuring 19 MB took the event loop ~50 ms). */
-    readonly bytes?: number,
   ) {}
+
+  /** The text, decoded from `utf8` on first read (19 MB: ~10 ms of the reader's thread). */
+  get text(): string {
+    return (this.#text ??= this.utf8.toString('utf8'));
+  }
+
+  /** Its UTF-8 length. */
+  get bytes(): number {
+    return this.utf8.length;
+  }
 }
 
 /**
  * `value` as canonical JSON text: the text of a RawJson as it is, anything else serialised.
  *
- * @example jsonText({ a: 1 }) === '{"a":1}'; jsonText(new RawJson('[1]', 'array')) === '[1]'
+ * @example jsonText({ a: 1 }) === '{"a":1}'; jsonText(new RawJson(Buffer.from('[1]'), 'array')) === '[1]'
  */
 export function jsonText(value: unknown): string {
   return value instanceof RawJson ? value.text : JSON.stringify(value);
+}
+
+/**
+ * A JSON text that is already text: a string, or a RawJson holding it as bytes (a large body's
+ * field). Passed along as it is, so that a store that can use the bytes (SQLite's input files)
+ * never decodes them.
+ */
+export type JsonTextOrBytes = string | RawJson;
+
+/**
+ * The string of a JsonTextOrBytes (decoding a RawJson's bytes, once).
+ *
+ * @example textOf('[1]') === '[1]'; textOf(new RawJson(Buffer.from('[1]'), 'array')) === '[1]'
+ */
+export function textOf(json: JsonTextOrBytes): string {
+  return json instanceof RawJson ? json.text : json;
+}
+
+/**
+ * The UTF-8 length of a JsonTextOrBytes (a RawJson's without measuring).
+ *
+ * @example utf8Length('"é"') === 4
+ */
+export function utf8Length(json: JsonTextOrBytes): number {
+  return json instanceof RawJson ? json.bytes : Buffer.byteLength(json);
 }

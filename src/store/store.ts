@@ -1,5 +1,6 @@
 import type { Notifier } from '../model/events.js';
 import type { JobStatus } from '../model/job-states.js';
+import type { JsonTextOrBytes } from '../model/json.js';
 import type { EndpointRecord, JobCounts, JobRecord, JobWithInput, KeyRecord, QueueByKey, QueueStats, JobMeter, PurgedJob, RegistryCredentialRecord, Scope, Taker, WorkerMeter, WorkerRecord } from '../model/records.js';
 import type { FileStore } from './file-store.js';
 import type { LogStore } from './log-store.js';
@@ -42,12 +43,13 @@ export interface UpkeepStore {
 export interface JobStore {
   /**
    * Writes a new job exactly as given (its initial state is decided by the caller,
-   * src/jobs/transitions.ts), its input (JSON text) beside it in job_inputs. (One argument, as
+   * src/jobs/transitions.ts), its input (JSON text, or a RawJson of its bytes that the store
+   * decodes only if it must) beside it in job_inputs. (One argument, as
    * every store method: the wrappers in store-faults.ts and metrics/store-timing.ts pass one.) No other call
    * writes the input, and only getJobInput and the claims read it back: every other job read
    * and transition leaves it out, however large (docs/benchmarks.md, "Big bodies").
    */
-  insertJob(args: { job: JobRecord; inputJson: string }): Promise<void>;
+  insertJob(args: { job: JobRecord; inputJson: JsonTextOrBytes }): Promise<void>;
   /** The job without its input (getJobInput). */
   getJob(id: string): Promise<JobRecord | undefined>;
   /** The job's input as submitted (JSON text); undefined when the job does not exist. */
@@ -64,7 +66,7 @@ export interface JobStore {
    * request's digest unless a job already holds the key; then nothing is written and that job
    * is returned. Calls with one key at once, from one gateway or several, write one job.
    */
-  insertJobOnce(args: { job: JobRecord; inputJson: string; keyDigest: string; requestDigest: string }): Promise<{ created: true } | { created: false; existing: IdempotentJob }>;
+  insertJobOnce(args: { job: JobRecord; inputJson: JsonTextOrBytes; keyDigest: string; requestDigest: string }): Promise<{ created: true } | { created: false; existing: IdempotentJob }>;
 
   /**
    * IN_QUEUE → IN_PROGRESS for up to `limit` jobs of the endpoint whose queue deadline has not

@@ -11,15 +11,21 @@ export type JsonParse = { value: unknown } | JsonRefusal;
 /**
  * A few worker threads that parse large JSON bodies off the event loop. The body's bytes are
  * moved to a thread (transferred, not copied). There the fields named in `raw` (top level of an
- * object body) come back as RawJson text, the rest as a structured clone: the field's text as
- * the client sent it, where one scan of the bytes finds it already as JSON.stringify writes it
- * (model/json-scan.ts), or else by decoding, parsing, checking the depth and serialising the
- * field again. A 19 MB job input thus costs the event
- * loop one copy of its text and no parse (docs/benchmarks.md, "Big bodies").
+ * object body) come back as RawJson bytes, the rest as a structured clone: the field's bytes as
+ * the client sent them, where one scan finds its text already as JSON.stringify writes it
+ * (model/json-scan.ts) and valid UTF-8 — the body is then moved back, not copied — or else by
+ * decoding, parsing, checking the depth and serialising the field again, encoded on the thread.
+ * A 19 MB job input thus costs the event loop no parse and no copy: it never becomes a string
+ * there unless something reads its text (docs/benchmarks.md, "Big bodies", "Round five").
  */
 export interface JsonThreads {
-  /** Parses `bytes` (which it takes over: the caller must not use them after) on a thread. */
-  parse(bytes: Buffer, raw: readonly string[], maxDepth: number): Promise<JsonParse>;
+  /**
+   * Parses `bytes` on a thread: one buffer, or the chunks a body came in (joined on the thread,
+   * so the event loop copies none of them). It takes them over: the caller must not use them
+   * after (moved to the thread, or, in a SharedArrayBuffer, shared with it and then viewed by
+   * the raw fields).
+   */
+  parse(bytes: Buffer | Buffer[], raw: readonly string[], maxDepth: number): Promise<JsonParse>;
   /** Bodies waiting for or in a thread. */
   pending(): number;
   /** Bodies the threads have parsed (or refused) since the start. */
@@ -39,6 +45,7 @@ export const THREAD_NICE = 10;
 /** The thread's code, run with `eval`: the depth walk is the gateway's own function, not a copy of it. */
 const THREAD_SOURCE = `
 const { parentPort } = require('node:worker_threads');
+const { isUtf8 } = require('node:buffer');
 // Below the event loop: on Linux a thread has a nice value of its own (setpriority on its id).
 try {
   const tid = Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop());
@@ -47,12 +54,46 @@ try {
 const nestedDeeperThan = ${nestedDeeperThan.toString()};
 const jsonKind = ${jsonKind.toString()};
 ${jsonScanSource()}
-parentPort.on('message', ({ id, bytes, raw, maxDepth }) => {
+// The raw fields' texts as UTF-8 bytes: [name, start, end, kind] in one new buffer.
+function encodeTexts(texts) {
+  const utf8 = Buffer.allocUnsafeSlow(texts.reduce((n, [, text]) => n + Buffer.byteLength(text), 0));
+  let at = 0;
+  const raw = texts.map(([name, text, kind]) => {
+    const start = at;
+    at += utf8.write(text, at);
+    return [name, start, at, kind];
+  });
+  return { utf8, raw };
+}
+// Chunks as received are joined here, into memory shared with the event loop: the raw fields go
+// back as views of it, copied by no one and counted once on the event loop's heap.
+function joinShared(chunks) {
+  const joined = Buffer.from(new SharedArrayBuffer(chunks.reduce((n, chunk) => n + chunk.byteLength, 0)));
+  let at = 0;
+  for (const chunk of chunks) {
+    joined.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return joined;
+}
+parentPort.on('message', ({ id, bytes: sent, chunks, raw, maxDepth }) => {
+  const bytes = chunks ? joinShared(chunks) : sent;
+  const body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const scanned = raw.length > 0 ? scanRawFields(bytes, raw, maxDepth) : null;
-  if (scanned) return parentPort.postMessage({ id, value: scanned.value, raw: scanned.raw });
+  if (scanned) {
+    // The fields as the client sent them: where they lie in the body (shared, or moved back),
+    // unless one is not valid UTF-8 (its text then has U+FFFD where decoding replaced bytes, as before).
+    if (scanned.raw.every(([, start, end]) => isUtf8(body.subarray(start, end)))) {
+      if (chunks) return parentPort.postMessage({ id, value: scanned.value, raw: scanned.raw, utf8: bytes });
+      if (bytes.buffer instanceof SharedArrayBuffer) return parentPort.postMessage({ id, value: scanned.value, raw: scanned.raw });
+      return parentPort.postMessage({ id, value: scanned.value, raw: scanned.raw, utf8: bytes }, [bytes.buffer]);
+    }
+    const { utf8, raw: ranges } = encodeTexts(scanned.raw.map(([name, start, end, kind]) => [name, body.toString('utf8', start, end), kind]));
+    return parentPort.postMessage({ id, value: scanned.value, raw: ranges, utf8 }, [utf8.buffer]);
+  }
   let value;
   try {
-    const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+    const text = body.toString('utf8');
     if (text.trim() === '') return parentPort.postMessage({ id, value: {}, raw: [] });
     value = JSON.parse(text);
   } catch (err) {
@@ -63,19 +104,26 @@ parentPort.on('message', ({ id, bytes, raw, maxDepth }) => {
   if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
     for (const name of raw) {
       if (!Object.prototype.hasOwnProperty.call(value, name)) continue;
-      const text = JSON.stringify(value[name]);
-      texts.push([name, text, jsonKind(value[name]), Buffer.byteLength(text)]);
+      texts.push([name, JSON.stringify(value[name]), jsonKind(value[name])]);
       delete value[name];
     }
   }
-  parentPort.postMessage({ id, value, raw: texts });
+  if (texts.length === 0) return parentPort.postMessage({ id, value, raw: [] });
+  const { utf8, raw: ranges } = encodeTexts(texts);
+  parentPort.postMessage({ id, value, raw: ranges, utf8 }, [utf8.buffer]);
 });
 `;
 
 interface Reply {
   id: number;
   value?: unknown;
-  raw?: [string, string, JsonKind, number][];
+  /** Each raw field: [name, start, end, kind] of its text's UTF-8 bytes in `utf8`. */
+  raw?: [string, number, number, JsonKind][];
+  /**
+   * The bytes the raw fields lie in: the body the thread joined from chunks (shared), the body
+   * moved back, or their texts encoded on the thread; absent: the body main shared.
+   */
+  utf8?: Uint8Array;
   refused?: 'invalid' | 'too-deep';
   message?: string;
 }
@@ -83,6 +131,8 @@ interface Reply {
 interface Pending {
   resolve(result: JsonParse): void;
   reject(err: Error): void;
+  /** The body, when it was shared with the thread (its raw fields are views of it). */
+  body?: Buffer;
 }
 
 interface Thread {
@@ -118,16 +168,24 @@ export function createJsonThreads(threads: number): JsonThreads {
       if (closed) return Promise.reject(new Error('JSON threads are closed'));
       const thread = leastBusy();
       const id = ++nextId;
-      // Moved, not copied, when the Buffer owns its memory whole; a slice of a shared pool is copied out first.
-      const owned = bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.byteLength ? bytes : ownCopy(bytes);
-      return new Promise<JsonParse>((resolve, reject) => {
-        waiting.set(id, { resolve, reject, thread });
-        thread.busy++;
-        thread.worker.ref();
-        thread.worker.postMessage({ id, bytes: owned, raw, maxDepth }, [owned.buffer as ArrayBuffer]);
-      }).finally(() => {
-        if (thread.busy === 0) thread.worker.unref();
-      });
+      const send = (message: object, transfer: ArrayBuffer[], body?: Buffer): Promise<JsonParse> =>
+        new Promise<JsonParse>((resolve, reject) => {
+          waiting.set(id, { resolve, reject, thread, ...(body ? { body } : {}) });
+          thread.busy++;
+          thread.worker.ref();
+          thread.worker.postMessage(message, transfer);
+        }).finally(() => {
+          if (thread.busy === 0) thread.worker.unref();
+        });
+      if (Array.isArray(bytes)) {
+        const chunks = bytes.map(movable);
+        return send({ id, chunks, raw, maxDepth }, chunks.map((chunk) => chunk.buffer as ArrayBuffer));
+      }
+      // Shared when the body is in a SharedArrayBuffer: the raw fields' bytes are then views of
+      // it, and nothing is moved back. Otherwise moved (and moved back), not copied.
+      if (bytes.buffer instanceof SharedArrayBuffer) return send({ id, bytes, raw, maxDepth }, [], bytes);
+      const sent = movable(bytes);
+      return send({ id, bytes: sent, raw, maxDepth }, [sent.buffer as ArrayBuffer]);
     },
     pending: () => waiting.size,
     parsed: () => answered,
@@ -137,6 +195,11 @@ export function createJsonThreads(threads: number): JsonThreads {
       await Promise.all(pool.map((thread) => thread?.worker.terminate()));
     },
   };
+}
+
+/** `bytes` as they are when they own their memory whole, else a copy that does: what can be transferred. */
+function movable(bytes: Buffer): Buffer {
+  return bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.byteLength && !(bytes.buffer instanceof SharedArrayBuffer) ? bytes : ownCopy(bytes);
 }
 
 /** A copy of `bytes` in memory of its own (allocUnsafeSlow never takes from the shared pool), so it can be transferred. */
@@ -158,7 +221,7 @@ function startThread(waiting: Map<number, Pending & { thread: Thread }>, gone: (
     waiting.delete(reply.id);
     thread.busy--;
     answered();
-    entry.resolve(resultOf(reply));
+    entry.resolve(resultOf(reply, entry.body));
   });
   // A thread that dies (out of memory on a hostile body) fails its pending parses and is started again on the next use.
   const fail = (err: Error): void => {
@@ -174,10 +237,12 @@ function startThread(waiting: Map<number, Pending & { thread: Thread }>, gone: (
   return thread;
 }
 
-function resultOf(reply: Reply): JsonParse {
+/** The parse of a reply; `body`: the shared body its raw fields lie in when the reply brings no bytes. */
+function resultOf(reply: Reply, body: Buffer | undefined): JsonParse {
   if (reply.refused === 'too-deep') return { refused: 'too-deep' };
   if (reply.refused === 'invalid') return { refused: 'invalid', message: reply.message ?? 'not JSON' };
   const value = reply.value as Record<string, unknown>;
-  for (const [name, text, kind, bytes] of reply.raw ?? []) value[name] = new RawJson(text, kind, bytes);
+  const utf8 = reply.utf8 ? Buffer.from(reply.utf8.buffer, reply.utf8.byteOffset, reply.utf8.byteLength) : body;
+  for (const [name, start, end, kind] of reply.raw ?? []) value[name] = new RawJson(utf8!.subarray(start, end), kind);
   return { value };
 }

@@ -84,6 +84,42 @@ describe.each(['sqlite', 'postgres'] as const)('large inputs (%s store)', (backe
     }, 30_000, 'the small job to complete')).output).toEqual({ tag: 'small' });
   });
 
+  // Issue 22 item 3, round five: a large body's input comes from its JSON thread as bytes and is
+  // stored and handed on as they are; they must be the canonical JSON text that was stored before
+  // (JSON.stringify of the input, valid UTF-8) whatever the client wrote.
+  it('is stored and handed to a worker as the canonical text, whether sent compact, with spaces or with bytes not UTF-8', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'gantry-inputs-'));
+    cleanup.push(() => rmSync(dataDir, { recursive: true, force: true }));
+    const t = await gateway(dataDir);
+    const ep = uniqueId('big');
+    await t.createEndpoint(ep);
+    const key = await t.createKey(['run', 'read']);
+    const workerKey = await t.createKey(['worker']);
+    const long = 'x'.repeat(INPUT_FILE_MIN_CHARS);
+    const cases: { name: string; body: Buffer; stored: string }[] = [
+      { name: 'compact', body: Buffer.from(JSON.stringify({ input: bigInput('compact') })), stored: JSON.stringify(bigInput('compact')) },
+      { name: 'spaces', body: Buffer.from(JSON.stringify({ input: bigInput('spaces') }, null, 1)), stored: JSON.stringify(bigInput('spaces')) },
+      // A byte that is no UTF-8 (0xff) inside a string: decoded as U+FFFD, as every text is.
+      { name: 'not UTF-8', body: Buffer.concat([Buffer.from('{"input":{"s":"a'), Buffer.from([0xff]), Buffer.from(`${long}"}}`)]), stored: JSON.stringify({ s: `a\uFFFD${long}` }) },
+    ];
+    for (const c of cases) {
+      const r = await call(t.url, 'POST', `/v2/${ep}/run`, { key, body: c.body });
+      expect(r.status, `${c.name}: ${r.text.slice(0, 200)}`).toBe(200);
+      const id = r.json.id as string;
+      const stored = Buffer.from(c.stored);
+      if (backend === 'sqlite') expect(readFileSync(join(inputFilesDirOf(sqliteFileOf(dataDir)), `${id}.json`)).equals(stored), c.name).toBe(true);
+      expect((await call(t.url, 'GET', `/v2/${ep}/status/${id}`, { key })).json.input, c.name).toEqual(JSON.parse(c.stored));
+      // job-take's answer: {"id":"…","input":<the stored bytes>,…}
+      const taken = await fetch(`${t.url}/v2/${ep}/job-take/${uniqueId('w')}`, { headers: { authorization: `Bearer ${workerKey}` } });
+      expect(taken.status, c.name).toBe(200);
+      const answer = Buffer.from(await taken.arrayBuffer());
+      const head = Buffer.from(`{"id":${JSON.stringify(id)},"input":`);
+      expect(answer.subarray(0, head.length).equals(head), c.name).toBe(true);
+      expect(answer.subarray(head.length, head.length + stored.length).equals(stored), c.name).toBe(true);
+      expect([',', '}'], c.name).toContain(String.fromCharCode(answer[head.length + stored.length]!));
+    }
+  });
+
   it.runIf(backend === 'sqlite')('goes only once its job is gone (the sweep), and a backup holds its text', async () => {
     const t = await gateway();
     const [ep, other] = [uniqueId('big'), uniqueId('big')];

@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { initialJob } from '../../src/jobs/transitions.js';
 import { AppError } from '../../src/model/errors.js';
+import { textOf } from '../../src/model/json.js';
 import type { JobRecord } from '../../src/model/records.js';
 import { answerText } from '../../src/openai/openai-answer.js';
 import { jobFailure, openAiErrorBody, workerError } from '../../src/openai/openai-errors.js';
@@ -43,7 +44,7 @@ describe('openAiJob', () => {
     const body = { model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true };
     const { request, stream } = openAiJob('/v1/chat/completions', body, 30_000);
     expect(stream).toBe(true);
-    expect(JSON.parse(request.inputJson)).toEqual({ openai_route: '/v1/chat/completions', openai_input: body });
+    expect(JSON.parse(textOf(request.inputJson))).toEqual({ openai_route: '/v1/chat/completions', openai_input: body });
     expect(request).toMatchObject({ executionTimeoutMs: 30_000, webhook: null, s3Config: null, lowPriority: false });
     expect(openAiJob('/v1/models', null, 1).request.inputJson).toBe('{"openai_route":"/v1/models","openai_input":null}');
     expect(openAiJob('/v1/completions', { prompt: 'p' }, 1).stream).toBe(false);

@@ -39,6 +39,27 @@ describe('JSON threads', () => {
     expect(raw.bytes).toBeGreaterThan(raw.text.length);
   });
 
+  // Round five: the raw fields come back as bytes; a body's chunks (body.ts) are joined on the
+  // thread into shared memory, a body in a SharedArrayBuffer is shared, any other moved there and
+  // back; all give the same fields.
+  it('gives a compact raw field back as the bytes sent, from chunks, a shared or an owned body alike', async () => {
+    const input = { s: 'é ✓ 😀', n: [1, 2, { x: null }] };
+    const text = JSON.stringify({ input, policy: { ttl: 5 } });
+    const shared = Buffer.from(new SharedArrayBuffer(Buffer.byteLength(text)));
+    shared.write(text);
+    // And as chunks (a large body as it came), cut inside a character: joined on the thread.
+    const whole = Buffer.from(text);
+    const cut = whole.indexOf('✓') + 1;
+    const chunks = [Buffer.from(whole.subarray(0, cut)), Buffer.from(whole.subarray(cut))];
+    for (const body of [shared, Buffer.from(text), chunks]) {
+      const parsed = (await threads.parse(body, ['input'], 32)) as { value: Record<string, unknown> };
+      const raw = parsed.value.input as RawJson;
+      expect(raw.utf8.equals(Buffer.from(JSON.stringify(input)))).toBe(true);
+      expect(raw.text).toBe(JSON.stringify(input));
+      expect(parsed.value.policy).toEqual({ ttl: 5 });
+    }
+  });
+
   // Issue 22, item 3: parsing gives way to the event loop on a busy machine.
   it.skipIf(process.platform !== 'linux')('runs its threads at a nice value below the event loop', async () => {
     const before = threadNiceValues();

@@ -1,4 +1,5 @@
 import type { JobStatus } from '../../model/job-states.js';
+import { textOf } from '../../model/json.js';
 import type { JobCounts, JobRecord, JobWithInput, PurgedJob, QueueByKey, QueueStats } from '../../model/records.js';
 import { COL, IDEMPOTENCY_COLUMNS, JOB_COLUMN_COUNT, JOB_COLUMNS, jobColumnList, PURGED_COLUMNS, toJob, toPurgedJob, type PurgedRow } from '../job-columns.js';
 import { tallyJobCounts, toQueueByKey, toQueueStats, type CountRow, type HeldRow, type KeyQueuedRow, type QueuedRow } from '../job-counts.js';
@@ -179,8 +180,8 @@ export class PgJobStore implements JobStore {
     return (await this.db.queryArrays(sql, params)).map(toJob);
   }
 
-  insertJob(args: Args<'insertJob'>): Promise<void> {
-    return this.batches.inserts.run(args);
+  insertJob({ job, inputJson }: Args<'insertJob'>): Promise<void> {
+    return this.batches.inserts.run({ job, inputJson: textOf(inputJson) });
   }
 
   getJob(id: string): Promise<JobRecord | undefined> {
@@ -200,7 +201,7 @@ export class PgJobStore implements JobStore {
   async insertJobOnce({ job, inputJson, keyDigest, requestDigest }: Args<'insertJobOnce'>): Promise<{ created: true } | { created: false; existing: IdempotentJob }> {
     const values = jobColumnArrays([job]).map((column) => column[0]);
     for (let i = 0; i < INSERT_ONCE_TRIES; i++) {
-      if ((await this.db.query(INSERT_JOB_ONCE_SQL, [...values, keyDigest, requestDigest, inputJson])).length === 1) return { created: true };
+      if ((await this.db.query(INSERT_JOB_ONCE_SQL, [...values, keyDigest, requestDigest, textOf(inputJson)])).length === 1) return { created: true };
       // A new statement sees the holder's commit (READ COMMITTED), unless it was deleted meanwhile.
       const existing = await this.findIdempotentJob(keyDigest);
       if (existing) return { created: false, existing };

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { open, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { RawJson, type JsonTextOrBytes } from '../../model/json.js';
 
 /**
  * Large job inputs on SQLite, kept as files beside the database instead of in `job_inputs`
@@ -23,9 +24,12 @@ import { dirname, join } from 'node:path';
  */
 export interface InputFiles {
   /** Whether the input of job `id` goes to a file: large enough, and an id that is a plain file name. */
-  wanted(id: string, inputJson: string): boolean;
-  /** Writes the input of job `id`; until `settled(id)`, the sweep leaves it alone. */
-  write(id: string, inputJson: string): Promise<void>;
+  wanted(id: string, inputJson: JsonTextOrBytes): boolean;
+  /**
+   * Writes the input of job `id` (a RawJson's bytes as they are, in one write; a string encoded
+   * a piece at a time); until `settled(id)`, the sweep leaves it alone.
+   */
+  write(id: string, inputJson: JsonTextOrBytes): Promise<void>;
   /** The insert of job `id` ended (committed or not); `keep: false` deletes the file at once. */
   settled(id: string, keep: boolean): Promise<void>;
   /** The input of job `id`, from its file: its UTF-8 bytes. */
@@ -34,7 +38,10 @@ export interface InputFiles {
   sweep(inFile: (id: string) => boolean): Promise<number>;
 }
 
-/** Inputs of this many characters or more go to a file (1 MiB: the per-job cost of a file is ~50 µs). */
+/**
+ * Inputs of this many characters (UTF-8 bytes for a RawJson) or more go to a file (1 MiB: the
+ * per-job cost of a file is ~50 µs).
+ */
 export const INPUT_FILE_MIN_CHARS = 1 << 20;
 /** What `job_inputs.input_json` holds for an input kept in a file: no JSON text is empty. */
 export const INPUT_IN_FILE = '';
@@ -63,11 +70,12 @@ export function createInputFiles(dir: string, now: () => number = Date.now): Inp
   const inFlight = new Set<string>();
   const pathOf = (id: string): string => join(dir, `${id}.json`);
   return {
-    wanted: (id, inputJson) => typeof inputJson === 'string' && inputJson.length >= INPUT_FILE_MIN_CHARS && FILE_ID.test(id),
+    wanted: (id, inputJson) => (inputJson instanceof RawJson ? inputJson.bytes : typeof inputJson === 'string' ? inputJson.length : 0) >= INPUT_FILE_MIN_CHARS && FILE_ID.test(id),
     async write(id, inputJson) {
       inFlight.add(id);
       try {
-        await writeInPieces(pathOf(id), inputJson);
+        if (inputJson instanceof RawJson) await writeWhole(pathOf(id), inputJson.utf8);
+        else await writeInPieces(pathOf(id), inputJson);
       } catch (err) {
         inFlight.delete(id);
         await rm(pathOf(id), { force: true });
@@ -111,6 +119,20 @@ async function writeInPieces(path: string, text: string): Promise<void> {
       await file.write(text.slice(at, end), null, 'utf8');
       at = end;
     }
+  } finally {
+    await file.close();
+  }
+}
+
+/**
+ * Writes `bytes` to a new file at `path` in as few writes as the kernel takes (one, for a file):
+ * nothing to encode on the event loop, and one trip through libuv's pool instead of the 512 kB
+ * pieces of fs.writeFile.
+ */
+async function writeWhole(path: string, bytes: Buffer): Promise<void> {
+  const file = await open(path, 'w');
+  try {
+    for (let at = 0; at < bytes.length; ) at += (await file.write(bytes, at, bytes.length - at)).bytesWritten;
   } finally {
     await file.close();
   }

@@ -1,4 +1,5 @@
 import type { JobStatus } from '../../model/job-states.js';
+import { textOf, type JsonTextOrBytes } from '../../model/json.js';
 import type { JobCounts, JobRecord, JobWithInput, PurgedJob, QueueByKey, QueueStats } from '../../model/records.js';
 import { COL, IDEMPOTENCY_COLUMNS, JOB_COLUMN_COUNT, JOB_COLUMNS, PURGED_COLUMNS, toJob, toPurgedJob, type PurgedRow } from '../job-columns.js';
 import { tallyJobCounts, toQueueByKey, toQueueStats, type CountRow, type HeldRow, type KeyQueuedRow, type QueuedRow } from '../job-counts.js';
@@ -221,7 +222,7 @@ export class SqliteJobStore implements JobStore {
       // All or nothing without a savepoint (SAVEPOINT and RELEASE cost ~10 µs a submission, as
       // much as the two inserts): an input that cannot be written takes its job row back out.
       try {
-        this.c.q(INSERT_INPUT_SQL).run(job.id, inputJson);
+        this.c.q(INSERT_INPUT_SQL).run(job.id, textOf(inputJson));
       } catch (err) {
         this.c.q(DELETE_JOB_SQL).run(job.id);
         throw err;
@@ -241,7 +242,7 @@ export class SqliteJobStore implements JobStore {
    * Writes a large input's file, then inserts the rows (`insert`, whose row holds INPUT_IN_FILE);
    * the file is deleted at once when the insert fails or (`kept`) made no job.
    */
-  private async withInputFile<T>(inputs: InputFiles, id: string, inputJson: string, insert: () => Promise<T>, kept: (result: T) => boolean): Promise<T> {
+  private async withInputFile<T>(inputs: InputFiles, id: string, inputJson: JsonTextOrBytes, insert: () => Promise<T>, kept: (result: T) => boolean): Promise<T> {
     await inputs.write(id, inputJson);
     let keep = false;
     try {
@@ -293,7 +294,7 @@ export class SqliteJobStore implements JobStore {
         const held = this.idempotentJob(keyDigest);
         if (held) return { created: false as const, existing: held };
         this.c.q(INSERT_JOB_ONCE_SQL).run(...jobParams(job), keyDigest, requestDigest, ...fairParams(job));
-        this.c.q(INSERT_INPUT_SQL).run(job.id, inputJson);
+        this.c.q(INSERT_INPUT_SQL).run(job.id, textOf(inputJson));
         return { created: true as const };
       }),
     );
