@@ -5,6 +5,8 @@ import { spawnOwned } from '../helpers/processes.js';
 import { fileURLToPath } from 'node:url';
 
 const WORKER_SCRIPT = fileURLToPath(new URL('../e2e/fixtures/runpod_like_worker.py', import.meta.url));
+/** How much of the worker's stderr (its request log) a failed wait shows: enough to see each post of a job and its answer (a case once failed with only its last pings shown). */
+const STDERR_SHOWN = 20_000;
 
 /**
  * One worker process; its stderr (every request with `--verbose`) is kept for failure messages,
@@ -73,9 +75,9 @@ export class PyWorker {
       };
       const check = (): void => {
         if (this.count(what, id) >= count) done(resolve);
-        else if (this.exited) done(() => reject(new Error(`worker exited before EVENT ${what} ${id}\n${this.stderr.slice(-2000)}`)));
+        else if (this.exited) done(() => reject(new Error(`worker exited before EVENT ${what} ${id}\n${this.stderr.slice(-STDERR_SHOWN)}`)));
       };
-      const timer = setTimeout(() => done(() => reject(new Error(`timed out waiting for EVENT ${what} ${id}\n${this.stderr.slice(-2000)}`))), timeoutMs);
+      const timer = setTimeout(() => done(() => reject(new Error(`timed out waiting for EVENT ${what} ${id}\n${this.stderr.slice(-STDERR_SHOWN)}`))), timeoutMs);
       this.listeners.add(check);
       check();
     });
