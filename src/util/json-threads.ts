@@ -22,8 +22,7 @@ export interface JsonThreads {
   /**
    * Parses `bytes` on a thread: one buffer, or the chunks a body came in (joined on the thread,
    * so the event loop copies none of them). It takes them over: the caller must not use them
-   * after (moved to the thread, or, in a SharedArrayBuffer, shared with it and then viewed by
-   * the raw fields).
+   * after (moved to the thread).
    */
   parse(bytes: Buffer | Buffer[], raw: readonly string[], maxDepth: number): Promise<JsonParse>;
   /** Bodies waiting for or in a thread. */
@@ -81,11 +80,11 @@ parentPort.on('message', ({ id, bytes: sent, chunks, raw, maxDepth }) => {
   const body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const scanned = raw.length > 0 ? scanRawFields(bytes, raw, maxDepth) : null;
   if (scanned) {
-    // The fields as the client sent them: where they lie in the body (shared, or moved back),
-    // unless one is not valid UTF-8 (its text then has U+FFFD where decoding replaced bytes, as before).
+    // The fields as the client sent them: where they lie in the body (joined here in shared
+    // memory, or moved back), unless one is not valid UTF-8 (its text then has U+FFFD where
+    // decoding replaced bytes, as before).
     if (scanned.raw.every(([, start, end]) => isUtf8(body.subarray(start, end)))) {
       if (chunks) return parentPort.postMessage({ id, value: scanned.value, raw: scanned.raw, utf8: bytes });
-      if (bytes.buffer instanceof SharedArrayBuffer) return parentPort.postMessage({ id, value: scanned.value, raw: scanned.raw });
       return parentPort.postMessage({ id, value: scanned.value, raw: scanned.raw, utf8: bytes }, [bytes.buffer]);
     }
     const { utf8, raw: ranges } = encodeTexts(scanned.raw.map(([name, start, end, kind]) => [name, body.toString('utf8', start, end), kind]));
@@ -119,10 +118,7 @@ interface Reply {
   value?: unknown;
   /** Each raw field: [name, start, end, kind] of its text's UTF-8 bytes in `utf8`. */
   raw?: [string, number, number, JsonKind][];
-  /**
-   * The bytes the raw fields lie in: the body the thread joined from chunks (shared), the body
-   * moved back, or their texts encoded on the thread; absent: the body main shared.
-   */
+  /** The bytes the raw fields lie in: the body the thread joined from chunks (shared), the body moved back, or their texts encoded on the thread. */
   utf8?: Uint8Array;
   refused?: 'invalid' | 'too-deep';
   message?: string;
@@ -131,8 +127,6 @@ interface Reply {
 interface Pending {
   resolve(result: JsonParse): void;
   reject(err: Error): void;
-  /** The body, when it was shared with the thread (its raw fields are views of it). */
-  body?: Buffer;
 }
 
 interface Thread {
@@ -168,9 +162,9 @@ export function createJsonThreads(threads: number): JsonThreads {
       if (closed) return Promise.reject(new Error('JSON threads are closed'));
       const thread = leastBusy();
       const id = ++nextId;
-      const send = (message: object, transfer: ArrayBuffer[], body?: Buffer): Promise<JsonParse> =>
+      const send = (message: object, transfer: ArrayBuffer[]): Promise<JsonParse> =>
         new Promise<JsonParse>((resolve, reject) => {
-          waiting.set(id, { resolve, reject, thread, ...(body ? { body } : {}) });
+          waiting.set(id, { resolve, reject, thread });
           thread.busy++;
           thread.worker.ref();
           thread.worker.postMessage(message, transfer);
@@ -181,9 +175,7 @@ export function createJsonThreads(threads: number): JsonThreads {
         const chunks = bytes.map(movable);
         return send({ id, chunks, raw, maxDepth }, chunks.map((chunk) => chunk.buffer as ArrayBuffer));
       }
-      // Shared when the body is in a SharedArrayBuffer: the raw fields' bytes are then views of
-      // it, and nothing is moved back. Otherwise moved (and moved back), not copied.
-      if (bytes.buffer instanceof SharedArrayBuffer) return send({ id, bytes, raw, maxDepth }, [], bytes);
+      // Moved (and moved back), not copied, where it owns its memory whole.
       const sent = movable(bytes);
       return send({ id, bytes: sent, raw, maxDepth }, [sent.buffer as ArrayBuffer]);
     },
@@ -197,7 +189,7 @@ export function createJsonThreads(threads: number): JsonThreads {
   };
 }
 
-/** `bytes` as they are when they own their memory whole, else a copy that does: what can be transferred. */
+/** `bytes` as they are when they own their memory whole, else a copy that does (a shared or pooled buffer cannot be moved): what can be transferred. */
 function movable(bytes: Buffer): Buffer {
   return bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.byteLength && !(bytes.buffer instanceof SharedArrayBuffer) ? bytes : ownCopy(bytes);
 }
@@ -221,7 +213,7 @@ function startThread(waiting: Map<number, Pending & { thread: Thread }>, gone: (
     waiting.delete(reply.id);
     thread.busy--;
     answered();
-    entry.resolve(resultOf(reply, entry.body));
+    entry.resolve(resultOf(reply));
   });
   // A thread that dies (out of memory on a hostile body) fails its pending parses and is started again on the next use.
   const fail = (err: Error): void => {
@@ -237,12 +229,13 @@ function startThread(waiting: Map<number, Pending & { thread: Thread }>, gone: (
   return thread;
 }
 
-/** The parse of a reply; `body`: the shared body its raw fields lie in when the reply brings no bytes. */
-function resultOf(reply: Reply, body: Buffer | undefined): JsonParse {
+/** The parse of a reply. */
+function resultOf(reply: Reply): JsonParse {
   if (reply.refused === 'too-deep') return { refused: 'too-deep' };
   if (reply.refused === 'invalid') return { refused: 'invalid', message: reply.message ?? 'not JSON' };
   const value = reply.value as Record<string, unknown>;
-  const utf8 = reply.utf8 ? Buffer.from(reply.utf8.buffer, reply.utf8.byteOffset, reply.utf8.byteLength) : body;
-  for (const [name, start, end, kind] of reply.raw ?? []) value[name] = new RawJson(utf8!.subarray(start, end), kind);
+  // A reply with raw fields always brings the bytes they lie in.
+  const utf8 = reply.utf8!;
+  for (const [name, start, end, kind] of reply.raw ?? []) value[name] = new RawJson(Buffer.from(utf8.buffer, utf8.byteOffset + start, end - start), kind);
   return { value };
 }

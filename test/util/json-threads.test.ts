@@ -40,8 +40,8 @@ describe('JSON threads', () => {
   });
 
   // Round five: the raw fields come back as bytes; a body's chunks (body.ts) are joined on the
-  // thread into shared memory, a body in a SharedArrayBuffer is shared, any other moved there and
-  // back; all give the same fields.
+  // thread into shared memory, a body that owns its memory is moved there and back, any other
+  // (a SharedArrayBuffer's) copied first; all give the same fields.
   it('gives a compact raw field back as the bytes sent, from chunks, a shared or an owned body alike', async () => {
     const input = { s: 'é ✓ 😀', n: [1, 2, { x: null }] };
     const text = JSON.stringify({ input, policy: { ttl: 5 } });
