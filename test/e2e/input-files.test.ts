@@ -41,6 +41,16 @@ describe.each(['sqlite', 'postgres'] as const)('large inputs (%s store)', (backe
     return { ...t, close };
   }
 
+  /** A gateway on a data directory of its own (removed after), with an endpoint and a `run`+`read` key. */
+  async function gatewayWithEndpoint(): Promise<{ t: TestGantry; dataDir: string; ep: string; key: string }> {
+    const dataDir = mkdtempSync(join(tmpdir(), 'gantry-inputs-'));
+    cleanup.push(() => rmSync(dataDir, { recursive: true, force: true }));
+    const t = await gateway(dataDir);
+    const ep = uniqueId('big');
+    await t.createEndpoint(ep);
+    return { t, dataDir, ep, key: await t.createKey(['run', 'read']) };
+  }
+
   async function submit(t: TestGantry, ep: string, key: string, input: Json, headers: Record<string, string> = {}): Promise<string> {
     const r = await call(t.url, 'POST', `/v2/${ep}/run`, { key, body: { input }, headers });
     expect(r.status, r.text).toBe(200);
@@ -48,12 +58,7 @@ describe.each(['sqlite', 'postgres'] as const)('large inputs (%s store)', (backe
   }
 
   it('is handed whole to /status and to a worker, after a restart too; small inputs stay in the table', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'gantry-inputs-'));
-    cleanup.push(() => rmSync(dataDir, { recursive: true, force: true }));
-    const first = await gateway(dataDir);
-    const ep = uniqueId('big');
-    await first.createEndpoint(ep);
-    const key = await first.createKey(['run', 'read']);
+    const { t: first, dataDir, ep, key } = await gatewayWithEndpoint();
     const input = bigInput('restart');
     const id = await submit(first, ep, key, input);
     const small = await submit(first, ep, key, { tag: 'small' });
@@ -88,12 +93,7 @@ describe.each(['sqlite', 'postgres'] as const)('large inputs (%s store)', (backe
   // stored and handed on as they are; they must be the canonical JSON text that was stored before
   // (JSON.stringify of the input, valid UTF-8) whatever the client wrote.
   it('is stored and handed to a worker as the canonical text, whether sent compact, with spaces or with bytes not UTF-8', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'gantry-inputs-'));
-    cleanup.push(() => rmSync(dataDir, { recursive: true, force: true }));
-    const t = await gateway(dataDir);
-    const ep = uniqueId('big');
-    await t.createEndpoint(ep);
-    const key = await t.createKey(['run', 'read']);
+    const { t, dataDir, ep, key } = await gatewayWithEndpoint();
     const workerKey = await t.createKey(['worker']);
     const long = 'x'.repeat(INPUT_FILE_MIN_CHARS);
     const cases: { name: string; body: Buffer; stored: string }[] = [
